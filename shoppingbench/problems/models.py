@@ -7,6 +7,7 @@ read from ShoppingBench JSONL or the reference arena's suite JSON writes back un
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import orjson
@@ -34,7 +35,9 @@ def _number(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def parse_price_condition(raw: dict[str, list[float | None]]) -> PriceCondition:
+def parse_price_condition(
+    raw: Mapping[str, Sequence[float | None]] | Mapping[PriceRelation, Sequence[float | None]],
+) -> PriceCondition:
     """Read ``{"between": [lo, hi]}``, ``{"greater than": [lo, null]}`` or ``{"less than": [.., hi]}``."""
     if len(raw) != 1:
         raise ValueError(f"a price condition has exactly one relation, got {sorted(raw)}")
@@ -90,7 +93,8 @@ class RewardTarget(BaseModel):
 class Voucher(BaseModel):
     """The voucher and budget of a voucher problem."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # Infinite or NaN money would make every budget comparison meaningless.
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     voucher_type: Literal["platform", "shop"]
     threshold: float = Field(ge=0)

@@ -1,0 +1,124 @@
+"""``arena``: the command line for operators, miners and researchers.
+
+Entry points and wiring only: every command delegates to the library packages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from neurons import demo as demo_module
+from shoppingbench.logs import configure_logging
+from shoppingbench.settings import HarnessSettings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="ShoppingBench arena: sample world, catalog, tool server and local scoring.")
+world_app = typer.Typer(no_args_is_help=True, help="Generate the deterministic sample world.")
+catalog_app = typer.Typer(no_args_is_help=True, help="Import a ShoppingBench catalog and build its index.")
+tools_app = typer.Typer(no_args_is_help=True, help="Serve the ShoppingBench tools over HTTP.")
+app.add_typer(world_app, name="world")
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(tools_app, name="tools")
+
+HomeOption = Annotated[Path | None, typer.Option(
+    "--home", help="Data root (worlds, catalogs, results). Default: $ARENA_HOME or ~/.shopping-arena")]
+ProductsOption = Annotated[int | None, typer.Option(
+    "--products", min=100, help="Products in the sample world (default 50,000)")]
+SeedOption = Annotated[int | None, typer.Option("--seed", help="Sample world seed (default 0)")]
+LogFormatOption = Annotated[str | None, typer.Option(
+    "--log-format", help="console or json (default: $ARENA_LOG_FORMAT or console)")]
+
+
+def _settings(**overrides: object) -> HarnessSettings:
+    settings = HarnessSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    return settings
+
+
+@app.command()
+def demo(
+    home: HomeOption = None,
+    products: ProductsOption = None,
+    seed: SeedOption = None,
+    per_category: Annotated[int | None, typer.Option(
+        "--per-category", min=1, help="Problems per category in the suite (default 20)")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Concurrent problems")] = None,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Build the sample world (first run only), serve its tools, and score the scripted baseline.
+
+    Prints per-category success and gt rates plus the suite aggregate, and writes every dialogue
+    with its scores to a JSONL file under the data root.
+    """
+    settings = _settings(home=home, world_products=products, world_seed=seed,
+                         suite_per_category=per_category, workers=workers, log_format=log_format)
+    demo_module.run_demo(settings)
+
+
+@world_app.command("build")
+def world_build(
+    home: HomeOption = None,
+    products: ProductsOption = None,
+    seed: SeedOption = None,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Generate the sample world's documents and problem bank, and build its catalog."""
+    settings = _settings(home=home, world_products=products, world_seed=seed, log_format=log_format)
+    world = demo_module.sample_world(settings)
+    typer.echo(f"world: {world.world_dir}\ncatalog: {world.catalog_dir}\nproblems: {world.problems_dir}")
+
+
+@catalog_app.command("import")
+def catalog_import(
+    source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                           help="documents.jsonl or documents.jsonl.gz")],
+    catalog_dir: Annotated[Path, typer.Option("--catalog-dir", help="Where the store and index go")],
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line")] = False,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Stream a ShoppingBench catalog into the product store and rebuild the search index.
+
+    Bad lines are reported by number with the reason and skipped (unless --strict). Re-importing
+    the same file changes nothing.
+    """
+    from shoppingbench.catalog.build import build_catalog
+    from shoppingbench.catalog.importer import CatalogImportError
+
+    _settings(log_format=log_format)
+    try:
+        report = build_catalog(source, catalog_dir, strict=strict)
+    except CatalogImportError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    imported = report.imported
+    typer.echo(f"imported {imported.imported} of {imported.lines} lines ({imported.bad} bad) into "
+               f"{catalog_dir}; index: {report.index.documents} products, {report.index.terms} terms")
+    for error in imported.errors:
+        typer.echo(f"  line {error.line}: {error.reason}", err=True)
+
+
+@tools_app.command("serve")
+def tools_serve(
+    catalog_dir: Annotated[Path, typer.Option("--catalog-dir", help="A catalog built by `catalog import`")],
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind")] = 8000,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Serve find_product, view_product_information and get_product_raw over HTTP (docs at /docs)."""
+    from shoppingbench.catalog.build import open_catalog
+    from shoppingbench.tools.server import serve_tools
+
+    settings = _settings(log_format=log_format)
+    try:
+        engine = open_catalog(catalog_dir)
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    serve_tools(engine, host=host, port=port, log_level=settings.log_level)
+
+
+if __name__ == "__main__":
+    app()

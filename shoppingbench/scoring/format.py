@@ -1,0 +1,96 @@
+"""The format score: how many steps carry well-formed tagged output (SPEC 2).
+
+The tag rules are those of the original ``rewards/prm.py::format_reward`` (think mode), applied to
+``completion.content`` as SPEC 2 and the agent contract say ("the step's output"): the original
+renders the structured ``message`` instead, which only ever fails when a part is missing. The
+timestamp half credit is the reference arena's ``TIMESTAMP_MISSING_PENALTY = 0.5``.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import permutations
+from typing import Final
+
+import orjson
+
+from shoppingbench.scoring.dialogue import as_steps
+
+ROLES: Final = ("think", "tool_call", "response")
+MISSING_TIMESTAMP_CREDIT: Final = 0.5
+
+
+def _spans(content: str) -> dict[str, tuple[int, int]] | None:
+    """Each present role's (open, close) positions; ``None`` if any role's tags are unbalanced."""
+    spans: dict[str, tuple[int, int]] = {}
+    for role in ROLES:
+        opens, closes = content.count(f"<{role}>"), content.count(f"</{role}>")
+        if opens == closes == 0:
+            continue
+        if opens != 1 or closes != 1:
+            return None
+        start, end = content.index(f"<{role}>"), content.index(f"</{role}>")
+        if start >= end:
+            return None
+        spans[role] = (start, end)
+    return spans
+
+
+def _valid_tool_calls(body: str) -> bool:
+    try:
+        calls = orjson.loads(body)
+    except ValueError:  # orjson.JSONDecodeError, including out-of-range numbers
+        return False
+    # An empty array passes, as in the original: it is a JSON array of zero well-formed calls.
+    return isinstance(calls, list) and all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("parameters"), dict)
+        for c in calls)
+
+
+def is_well_formed(content: object) -> bool:
+    """Exactly one ``<think>`` block plus one ``<tool_call>`` (a JSON array of ``{name, parameters}``)
+    and/or one ``<response>``; no block opens or closes inside another. Text outside blocks is
+    allowed, as in the original."""
+    if not isinstance(content, str):
+        return False
+    spans = _spans(content)
+    if spans is None or "think" not in spans or ("tool_call" not in spans and "response" not in spans):
+        return False
+    if "tool_call" in spans:
+        start, end = spans["tool_call"]
+        if not _valid_tool_calls(content[start + len("<tool_call>"):end]):
+            return False
+    return not any(outer[0] < inner[0] < outer[1] or outer[0] < inner[1] < outer[1]
+                   for outer, inner in permutations(spans.values(), 2))
+
+
+def has_timestamp(step: object) -> bool:
+    """A positive finite number or a non-blank string in ``extra_info.timestamp``.
+
+    The arena accepts numbers only; strings are accepted here because the step contract allows a
+    textual timestamp (``StepInfo.timestamp``), and SPEC 2 penalises only a missing one.
+    """
+    info = step.get("extra_info") if isinstance(step, dict) else None
+    stamp = info.get("timestamp") if isinstance(info, dict) else None
+    if isinstance(stamp, bool):
+        return False
+    if isinstance(stamp, int | float):
+        return math.isfinite(stamp) and stamp > 0
+    return isinstance(stamp, str) and bool(stamp.strip())
+
+
+def step_format(step: object) -> float:
+    """1 for a well-formed step, half that without a timestamp, 0 for junk."""
+    completion = step.get("completion") if isinstance(step, dict) else None
+    content = completion.get("content") if isinstance(completion, dict) else None
+    if not is_well_formed(content):
+        return 0.0
+    return 1.0 if has_timestamp(step) else MISSING_TIMESTAMP_CREDIT
+
+
+def format_score(steps: object) -> float:
+    """Mean step credit; 0 for a dialogue without steps."""
+    sequence = as_steps(steps)
+    if not sequence:
+        return 0.0
+    return sum(step_format(step) for step in sequence) / len(sequence)
