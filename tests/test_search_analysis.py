@@ -49,9 +49,25 @@ def test_stop_words_are_lucenes_33() -> None:
     assert analyze("The Bottle is for the kids and it will be THERE") == ["bottl", "kid"]
 
 
-def test_long_tokens_are_cut_at_255_units() -> None:
+def test_long_tokens_end_at_the_longest_match_within_255_units() -> None:
     assert tokenize("x" * 300) == ["x" * 255, "x" * 45]
     assert tokenize("é" * 256) == ["é" * 255, "é"]
+    assert [len(t) for t in tokenize("ab." * 100)] == [254, 44]  # the window ends on a "."
+    assert tokenize("q" * 254 + ".bc") == ["q" * 254, "bc"]
+    assert [len(t) for t in tokenize("𝐀" * 300)] == [127, 127, 46]  # 2 UTF-16 units each
+
+
+@pytest.mark.parametrize(("text", "tokens"), [
+    ('ב"ב\'', ['ב"ב']),
+    ("Aב'", ["Aב'"]),
+    ("A．ב'", ["A．ב"]),
+    ("✋\u200d®", ["✋\u200d®"]),
+    ("👨🏽\ufe0f", ["👨🏽\ufe0f"]),
+    ("ア_b", ["ア_b"]),
+    ("アb", ["ア", "b"]),
+])
+def test_unicode_grammar_corners(text: str, tokens: list[str]) -> None:
+    assert tokenize(text) == tokens
 
 
 @pytest.mark.parametrize(("word", "stemmed"), [

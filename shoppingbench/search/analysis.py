@@ -173,23 +173,26 @@ _EMOJI_MOD_BASE = _EMOJI_MOD_BASE_CLASS + _EMOJI_EXT
 _EMOJI_MOD = rf"[{_EMOJI_MODIFIER}]{_EMOJI_EXT}"
 
 # Each rule is written so that Python's leftmost-first greedy match is the rule's longest match
-# (JFlex semantics): alternatives that could both apply are ordered longest first, and "mid"
-# punctuation is only taken when a lookahead shows the letter or digit that must follow it.
+# (JFlex semantics): alternatives that could both apply are ordered longest first, and every
+# optional joiner is taken only where what must follow it is present.
+# (A modifier is also a WB4 extender, so "base + modifier + U+FE0F" is longest as an emoji char.)
 _EMOJI_UNIT = (
-    rf"(?:(?:\p{{WB=ZWJ}}*{_EMOJI_MOD_BASE})?{_EMOJI_MOD}|\p{{WB=ZWJ}}*{_EMOJI_CHAR}\uFE0F?)"
+    rf"(?:\p{{WB=ZWJ}}*{_EMOJI_CHAR}\uFE0F?|(?:\p{{WB=ZWJ}}*{_EMOJI_MOD_BASE})?{_EMOJI_MOD})"
 )
 _EMOJI_RULE = (
     rf"{_EMOJI_UNIT}(?:[\U000E0020-\U000E007E]+\U000E007F|(?:\p{{WB=ZWJ}}{_EMOJI_UNIT})*)"
     rf"|[0-9#*]{_EMOJI_EXT}\uFE0F?\u20E3{_EMOJI_EXT}"
     rf"|(?:{_REGIONAL_EX}){{2}}"
 )
-# WORD/NUM: blocks of letters and digits joined directly, letters by one mid-letter character,
-# digits by one mid-number character, Hebrew letters by quotes; katakana blocks stand apart; any
-# two blocks may be joined by ExtendNumLet ("_"), which may also lead and trail.
+# WORD/NUM: elements joined directly (letter and digit chains, where one mid-letter character may
+# join two letters and one mid-number character two digits; a Hebrew letter with a trailing quote,
+# or with a double quote and another Hebrew letter, never right after a mid character); katakana
+# blocks stand apart; any two blocks may be joined by ExtendNumLet ("_"), which may also lead and
+# trail.
 _LETTER_DIGIT_BLOCK = (
-    rf"(?:{_HEBREW_EX}(?:{_SINGLE_QUOTE_EX}|{_DOUBLE_QUOTE_EX}(?={_HEBREW}))"
-    rf"|{_LETTER_EX}(?:{_MID_LETTER_EX}(?={_LETTER}))?"
-    rf"|{_DIGIT_EX}(?:{_MID_NUMERIC_EX}(?={_DIGIT}))?)+"
+    rf"(?:{_HEBREW_EX}(?:{_SINGLE_QUOTE_EX}|{_DOUBLE_QUOTE_EX}{_HEBREW_EX})"
+    rf"|{_LETTER_EX}(?:{_MID_LETTER_EX}{_LETTER_EX})*"
+    rf"|{_DIGIT_EX}(?:{_MID_NUMERIC_EX}{_DIGIT_EX})*)+"
 )
 _WORD_BLOCK = rf"(?:(?:{_KATAKANA_EX})+|{_LETTER_DIGIT_BLOCK})"
 _WORD_RULE = (
