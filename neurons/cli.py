@@ -6,7 +6,7 @@ Entry points and wiring only: every command delegates to the library packages.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,7 +14,7 @@ from neurons import demo as demo_module
 from shoppingbench.logs import configure_logging
 from shoppingbench.settings import HarnessSettings
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="ShoppingBench arena: sample world, catalog, tool server and local scoring.")
 world_app = typer.Typer(no_args_is_help=True, help="Generate the deterministic sample world.")
 catalog_app = typer.Typer(no_args_is_help=True, help="Import a ShoppingBench catalog and build its index.")
@@ -32,7 +32,7 @@ LogFormatOption = Annotated[str | None, typer.Option(
     "--log-format", help="console or json (default: $ARENA_LOG_FORMAT or console)")]
 
 
-def _settings(**overrides: object) -> HarnessSettings:
+def _settings(**overrides: Any) -> HarnessSettings:
     settings = HarnessSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
     return settings
@@ -65,7 +65,11 @@ def world_build(
     seed: SeedOption = None,
     log_format: LogFormatOption = None,
 ) -> None:
-    """Generate the sample world's documents and problem bank, and build its catalog."""
+    """Generate the sample world's documents and problem bank, and build its catalog.
+
+    With ARENA_LLM_BASE_URL and ARENA_LLM_MODEL set, an OpenAI-compatible model rewords the
+    queries; a rewrite is kept only if it still states every fact.
+    """
     settings = _settings(home=home, world_products=products, world_seed=seed, log_format=log_format)
     world = demo_module.sample_world(settings)
     typer.echo(f"world: {world.world_dir}\ncatalog: {world.catalog_dir}\nproblems: {world.problems_dir}")

@@ -19,7 +19,7 @@ from shoppingbench.agents.scripted_baseline import agent_main
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import EvaluationResult, evaluate
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
-from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
+from shoppingbench.scoring import CachedEmbedder, CategoryScore, MiniLMEmbedder, get_profile
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.server import create_app
 from shoppingbench.tools.serving import running_server
@@ -27,14 +27,14 @@ from shoppingbench.tools.serving import running_server
 
 def sample_world(settings: HarnessSettings) -> SampleWorld:
     return ensure_sample_world(settings.world_dir(), products=settings.world_products,
-                               seed=settings.world_seed, progress=sys.stderr.isatty())
+                               seed=settings.world_seed, llm=settings.llm(), progress=sys.stderr.isatty())
 
 
 def _results_table(result: EvaluationResult) -> Table:
     table = Table(title="Scripted baseline on the sample suite")
     for column in ("category", "problems", "success", "gt", "mean rule", "mean format"):
         table.add_column(column, justify="left" if column == "category" else "right")
-    rows = [(name, score) for name, score in result.suite.by_category.items()]
+    rows: list[tuple[str, CategoryScore]] = list(result.suite.by_category.items())
     rows.append(("all (ASR)", result.suite))
     for name, score in rows:
         table.add_row(name, str(score.problems), f"{score.success_rate:.1%}", f"{score.gt_rate:.1%}",

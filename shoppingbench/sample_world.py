@@ -17,7 +17,7 @@ from shoppingbench.catalog.build import build_catalog, catalog_exists, open_cata
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.world import DEFAULT_COUNTS, write_world
+from shoppingbench.world import DEFAULT_COUNTS, LLMSettings, write_world
 from shoppingbench.world.writer import DOCUMENTS_FILE, GENERATOR, MANIFEST_FILE, PROBLEMS_DIR
 
 log = structlog.get_logger(__name__)
@@ -51,7 +51,8 @@ def _world_is_complete(world_dir: Path, products: int, seed: int) -> bool:
 
 
 def ensure_sample_world(world_dir: Path, *, products: int, seed: int,
-                        counts: Mapping[str, int] = DEFAULT_COUNTS, progress: bool = True) -> SampleWorld:
+                        counts: Mapping[str, int] = DEFAULT_COUNTS, llm: LLMSettings | None = None,
+                        progress: bool = True) -> SampleWorld:
     """Generate the world and build its catalog unless a complete one is already there."""
     catalog_dir = world_dir / CATALOG_DIR
     world = SampleWorld(world_dir=world_dir, catalog_dir=catalog_dir, problems_dir=world_dir / PROBLEMS_DIR)
@@ -65,7 +66,8 @@ def ensure_sample_world(world_dir: Path, *, products: int, seed: int,
         return open_catalog(catalog_dir)
 
     log.info("sample_world_generating", world_dir=str(world_dir), products=products, seed=seed)
-    manifest = write_world(world_dir, products=products, seed=seed, counts=counts, engine_factory=engine_over)
+    manifest = write_world(world_dir, products=products, seed=seed, counts=counts, engine_factory=engine_over,
+                           llm=llm)
     if not catalog_exists(catalog_dir):
         build_catalog(world_dir / DOCUMENTS_FILE, catalog_dir, strict=True, progress=progress)
     log.info("sample_world_ready", world_dir=str(world_dir), problems=manifest.problems)

@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import orjson
 
 ARENA = [sys.executable, "-m", "neurons.cli"]
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "ARENA_HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "ARENA_LOG_FORMAT": "json"}
+
+
 def _run(args: list[str], home: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ARENA_HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "ARENA_LOG_FORMAT": "json"}
-    return subprocess.run([*ARENA, *args], env=env, capture_output=True, text=True, timeout=timeout,
-                          cwd=Path(__file__).resolve().parents[1], check=False)
+    return subprocess.run([*ARENA, *args], env=_env(home), capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO, check=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def test_demo_builds_the_world_once_and_scores_every_problem(tmp_path: Path) -> None:
@@ -56,3 +71,30 @@ def test_serving_a_missing_catalog_says_how_to_build_one(tmp_path: Path) -> None
     result = _run(["tools", "serve", "--catalog-dir", str(tmp_path / "nothing")], tmp_path)
     assert result.returncode == 2
     assert "arena catalog import" in result.stderr
+
+
+def test_tools_serve_answers_and_logs_json(tmp_path: Path, shared_samples: Path) -> None:
+    catalog = tmp_path / "catalog"
+    built = _run(["catalog", "import", str(shared_samples / "documents_sample.jsonl"),
+                  "--catalog-dir", str(catalog)], tmp_path)
+    assert built.returncode == 0, built.stderr[-2000:]
+    port = _free_port()
+    server = subprocess.Popen([*ARENA, "tools", "serve", "--catalog-dir", str(catalog), "--port", str(port)],
+                              env=_env(tmp_path), cwd=REPO, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).json()
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, "tool server did not start"
+                time.sleep(0.2)
+        assert health == {"status": "ok", "products": 2}
+        hits = httpx.get(f"http://127.0.0.1:{port}/search/find_product", params={"q": "water bottle"}).json()
+        assert sorted(h["product_id"] for h in hits) == ["900000001", "900000002"]
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    events = [orjson.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert any("/search/find_product" in e.get("event", "") for e in events), stderr[-2000:]

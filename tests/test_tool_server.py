@@ -18,7 +18,6 @@ from shoppingbench.catalog.store import ProductStore
 from shoppingbench.search.base import FindProductQuery, ProductInformation, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import build_index
-from shoppingbench.tools import server
 from shoppingbench.tools.server import MAX_VIEW_IDS, create_app
 from tests.servers import running_server
 
@@ -309,15 +308,6 @@ def test_concurrent_requests_get_the_same_answers_as_sequential_ones(base_url: s
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert all(pool.map(client, range(8)))
-
-
-def test_serve_tools_runs_uvicorn_on_the_app(monkeypatch: pytest.MonkeyPatch,
-                                              engine: BM25SearchEngine) -> None:
-    seen: dict[str, Any] = {}
-    monkeypatch.setattr(server.uvicorn, "run", lambda app, **options: seen.update(app=app, **options))
-    server.serve_tools(engine, host="0.0.0.0", port=8123, log_level="warning")
-    assert seen["app"].title == "ShoppingBench tools"
-    assert (seen["host"], seen["port"], seen["log_level"]) == ("0.0.0.0", 8123, "warning")
 
 
 def test_keep_alive_requests_are_not_delayed(http: httpx.Client) -> None:

@@ -431,3 +431,15 @@ def test_price_bounds_bracket_the_target_price(problems: list[Problem], by_id: d
                 assert condition.low == math.floor(condition.low) and condition.low <= price
             if condition.high is not None:
                 assert condition.high == math.ceil(condition.high) and price <= condition.high
+
+
+def test_write_world_rewords_queries_with_a_configured_llm(tmp_path: Path) -> None:
+    counts = {"product": 4, "shop": 2, "voucher": 2}
+    with running_server(_chat_double({"reply": "keep"})) as base_url:
+        llm = LLMSettings(base_url=f"{base_url}/v1", api_key="test", model="double")
+        manifest = write_world(tmp_path / "w", products=800, seed=2, counts=counts, llm=llm,
+                               engine_factory=_catalog_engine(tmp_path / "catalog"))
+    assert manifest.paraphrased_by == "double" and manifest.problems == counts
+    queries = [orjson.loads(line)["query"]
+               for line in (tmp_path / "w" / "problems" / "product.jsonl").read_bytes().splitlines()]
+    assert queries and all(q.startswith("Hey there! ") for q in queries)

@@ -184,8 +184,12 @@ def create_app(engine: SearchEngine, *, title: str = "ShoppingBench tools") -> F
 
 def serve_tools(engine: SearchEngine, host: str = "127.0.0.1", port: int = 8000,
                 log_level: str = "info") -> None:
-    """Serve the tools over ``engine`` until interrupted (uvicorn writes the access log)."""
-    uvicorn.run(create_app(engine), host=host, port=port, log_level=log_level)
+    """Serve the tools over ``engine`` until interrupted.
+
+    ``log_config=None`` keeps uvicorn from installing its own handlers, so its access and error logs
+    go through the process's structlog set-up (JSON in production) like every other event.
+    """
+    uvicorn.run(create_app(engine), host=host, port=port, log_level=log_level, log_config=None)
 
 
 def _request_error(location: str, exc: ValidationError) -> RequestValidationError:

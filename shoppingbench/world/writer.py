@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from shoppingbench.catalog.models import Product, document_for
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.world.catalog import generate_products
+from shoppingbench.world.llm import LLMSettings, paraphrase_queries
 from shoppingbench.world.problems import DEFAULT_COUNTS, ProductFinder, generate_problems
 
 DOCUMENTS_FILE = "documents.jsonl.gz"
@@ -46,6 +47,8 @@ class WorldManifest(BaseModel):
     problems: dict[str, int]
     files: dict[str, str]
     """Path relative to the world directory -> sha256 hex digest."""
+    paraphrased_by: str | None = None
+    """The LLM that reworded the queries, if any (then the bytes are no longer reproducible)."""
 
 
 def _sha256(path: Path) -> str:
@@ -73,11 +76,12 @@ def _write_documents(path: Path, n: int, seed: int) -> list[Product]:
 
 def write_world(out_dir: Path, *, products: int = 50_000, seed: int = 0,
                 counts: Mapping[str, int] = DEFAULT_COUNTS,
-                engine_factory: EngineFactory) -> WorldManifest:
+                engine_factory: EngineFactory, llm: LLMSettings | None = None) -> WorldManifest:
     """Generate the catalog and its problem bank into ``out_dir`` and return the manifest.
 
     ``engine_factory`` builds the search engine over the documents just written; every problem is
     checked solvable against it (``shoppingbench.sample_world`` imports and indexes them as a catalog).
+    With ``llm`` the template queries are reworded by that model wherever the rewrite keeps every fact.
     """
     out_dir = Path(out_dir)
     (out_dir / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
@@ -85,6 +89,8 @@ def write_world(out_dir: Path, *, products: int = 50_000, seed: int = 0,
     catalog = _write_documents(documents, products, seed)
     engine = engine_factory(documents)
     problems = generate_problems(catalog, counts=counts, seed=seed, engine=engine)
+    if llm is not None:
+        problems = paraphrase_queries(problems, llm, catalog)
     written = {DOCUMENTS_FILE: documents}
     made: dict[str, int] = {}
     for category in CATEGORIES:
@@ -97,6 +103,7 @@ def write_world(out_dir: Path, *, products: int = 50_000, seed: int = 0,
         generator=GENERATOR, seed=seed, products=len(catalog),
         requested={category: counts.get(category, 0) for category in CATEGORIES}, problems=made,
         files={name: _sha256(path) for name, path in written.items()},
+        paraphrased_by=llm.model if llm is not None else None,
     )
     (out_dir / MANIFEST_FILE).write_bytes(
         orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
