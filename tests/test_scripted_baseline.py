@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shoppingbench.agents.scripted_baseline import agent_main, parse_requests
+from shoppingbench.agents.scripted_baseline import agent_main, choose_products, parse_requests
 from shoppingbench.agents.tool_client import ToolClient, ToolError
 from shoppingbench.catalog.models import Product, document_for
 from shoppingbench.catalog.store import ProductStore
@@ -81,3 +81,13 @@ def test_an_attempt_over_http_picks_the_matching_variant_and_scores(
     score = score_attempt(problem, steps, engine.get_products, FakeEmbedder())
     assert score.answer == ["102"] and score.success and score.gt == 1
     assert score.format == 1 and score.length == pytest.approx(1 / 4)
+
+
+def test_shop_choice_prefers_the_first_shared_shop_in_search_order() -> None:
+    def hit(pid: str, shop: str) -> tuple[int, dict[str, object]]:
+        return (1, {"product_id": pid, "shop_id": shop, "price": 1.0})
+
+    # Shops "9" and "10" both carry both items; "9" comes first in the first item's search order.
+    per_request = [[hit("a", "5"), hit("b", "9"), hit("c", "10")], [hit("d", "10"), hit("e", "9")]]
+    assert choose_products(per_request, same_shop=True) == ["b", "e"]
+    assert choose_products(per_request, same_shop=False) == ["a", "d"]

@@ -164,9 +164,13 @@ def _ranked_candidates(dialogue: _Dialogue, request: Request,
     return sorted(scored, key=lambda pair: -pair[0])
 
 
-def _choose(per_request: list[list[tuple[int, dict[str, Any]]]], same_shop: bool) -> list[str]:
+def choose_products(per_request: list[list[tuple[int, dict[str, Any]]]], same_shop: bool) -> list[str]:
+    """One id per request: the best candidate, or with ``same_shop`` the best ones of the first shop
+    (in search order) that has a candidate for every request."""
     if same_shop and len(per_request) > 1:
-        shop_counts = Counter(shop for cands in per_request for shop in {h["shop_id"] for _, h in cands})
+        # dict.fromkeys, not a set: tie order among shops must not depend on string hashing.
+        shop_counts = Counter(shop for cands in per_request
+                              for shop in dict.fromkeys(h["shop_id"] for _, h in cands))
         shared = [shop for shop, n in shop_counts.most_common() if n == len(per_request)]
         if shared:
             shop = shared[0]
@@ -185,7 +189,7 @@ def agent_main(problem: dict[str, Any], tools: ToolClient | None = None) -> list
         has_budget = "budget" in query.lower()
         per_request = [_ranked_candidates(dialogue, r, prefer_cheap=has_budget) for r in requests]
         wants_one_shop = "shop" in query.lower() or "same store" in query.lower()
-        chosen = _choose(per_request, same_shop=wants_one_shop)
+        chosen = choose_products(per_request, same_shop=wants_one_shop)
         dialogue.call(f"Recommending the best match for each of the {len(requests)} request(s).",
                       "recommend_product", {"product_ids": ",".join(chosen)})
         status = "success" if chosen else "failure"
