@@ -77,31 +77,35 @@ def world_build(
 
 @catalog_app.command("import")
 def catalog_import(
-    source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
-                                           help="documents.jsonl or documents.jsonl.gz")],
+    sources: Annotated[list[Path], typer.Argument(
+        exists=True, dir_okay=False, readable=True,
+        help="documents.jsonl or documents.jsonl.gz; several files (shards) make one catalog")],
     catalog_dir: Annotated[Path, typer.Option("--catalog-dir", help="Where the store and index go")],
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line")] = False,
     log_format: LogFormatOption = None,
 ) -> None:
-    """Stream a ShoppingBench catalog into the product store and rebuild the search index.
+    """Build a catalog from ShoppingBench documents: the product store and its search index.
 
-    Bad lines are reported by number with the reason and skipped (unless --strict). Re-importing
-    the same file changes nothing.
+    The catalog then holds exactly the products of the given files, replacing whatever the directory
+    held; importing the same files again gives the same catalog. Bad lines are reported by number with
+    the reason and skipped (unless --strict). A file that ends early or is corrupt (a truncated gzip)
+    fails the import with exit code 2 and leaves the previous catalog in place.
     """
     from shoppingbench.catalog.build import build_catalog
     from shoppingbench.catalog.importer import CatalogImportError
 
     _settings(log_format=log_format)
     try:
-        report = build_catalog(source, catalog_dir, strict=strict)
+        report = build_catalog(sources, catalog_dir, strict=strict)
     except CatalogImportError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    imported = report.imported
-    typer.echo(f"imported {imported.imported} of {imported.lines} lines ({imported.bad} bad) into "
-               f"{catalog_dir}; index: {report.index.documents} products, {report.index.terms} terms")
-    for error in imported.errors:
-        typer.echo(f"  line {error.line}: {error.reason}", err=True)
+    for imported in report.imported:
+        typer.echo(f"imported {imported.imported} of {imported.lines} lines ({imported.bad} bad) "
+                   f"from {imported.source}")
+        for error in imported.errors:
+            typer.echo(f"  {imported.source}: line {error.line}: {error.reason}", err=True)
+    typer.echo(f"catalog {catalog_dir}: {report.index.documents} products, {report.index.terms} terms")
 
 
 @tools_app.command("serve")

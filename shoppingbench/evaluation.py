@@ -1,8 +1,9 @@
 """Run an in-process agent over a suite and score every attempt with the one shared scorer.
 
 This path trusts the agent (it runs in this process): it exists for the bundled reference agents and
-for debugging. Miner code is only ever run through the sandboxed runner, which produces the same
-steps and feeds the same scorer.
+for debugging. It has no per-problem timeout, since a thread cannot be stopped; miner code is only
+ever run through the sandboxed runner, which enforces limits, produces the same steps and feeds the
+same scorer.
 """
 
 from __future__ import annotations
@@ -51,24 +52,35 @@ def _attempt(agent: AgentMain, problem: Problem, products: ProductLookup, embedd
     except Exception as exc:  # an agent crash is a recorded failure of this problem, not of the run
         log.warning("agent_crashed", problem_id=problem.id, error=repr(exc))
         return Attempt(problem_id=problem.id, steps=[],
-                       score=AttemptScore.failure(problem, f"agent raised {type(exc).__name__}: {exc}"))
-    return Attempt(problem_id=problem.id, steps=list(steps) if isinstance(steps, list) else [],
+                       score=AttemptScore.failure(problem, f"agent raised {type(exc).__name__}: {exc}",
+                                                  profile))
+    # Record exactly what was scored: the scorer reads a tuple of steps as steps too.
+    recorded = list(steps) if isinstance(steps, list | tuple) else []
+    return Attempt(problem_id=problem.id, steps=recorded,
                    score=score_attempt(problem, steps, products, embedder, profile))
 
 
 def evaluate(agent: AgentMain, suite: Sequence[Problem], products: ProductLookup, embedder: TitleEmbedder,
              profile: ScoringProfile, *, workers: int = 4, progress: bool = True) -> EvaluationResult:
-    """Run ``agent`` on every problem (``workers`` at a time) and aggregate over the whole suite."""
+    """Run ``agent`` on every problem (``workers`` at a time) and aggregate over the whole suite.
+
+    An agent's crash is that problem's recorded failure; a scoring error (e.g. the catalog is down)
+    aborts the run at once rather than grading the rest against a broken catalog.
+    """
     attempts: dict[str, Attempt] = {}
     columns = (TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, disable=not progress, transient=True) as bar, \
             ThreadPoolExecutor(max_workers=workers) as pool:
         task = bar.add_task("evaluating", total=len(suite))
         futures = [pool.submit(_attempt, agent, p, products, embedder, profile) for p in suite]
-        for future in as_completed(futures):
-            attempt = future.result()
-            attempts[attempt.problem_id] = attempt
-            bar.advance(task)
+        try:
+            for future in as_completed(futures):
+                attempt = future.result()
+                attempts[attempt.problem_id] = attempt
+                bar.advance(task)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     ordered = [attempts[p.id] for p in suite if p.id in attempts]
     suite_score = aggregate([a.score for a in ordered], suite)
     log.info("suite_evaluated", problems=len(suite), success_rate=suite_score.success_rate)

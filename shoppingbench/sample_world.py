@@ -1,7 +1,9 @@
 """The bundled sample world on disk: generated once, then reused (the embedded default catalog).
 
-``ensure_sample_world`` is idempotent and crash-safe: the world's manifest and the catalog's build
-record are written last, so an interrupted run is detected and redone rather than half-used.
+``ensure_sample_world`` is idempotent and crash-safe: the world's manifest is removed before any file
+changes and written last (atomically), as is the catalog's build record, and a manifest is trusted only
+if it matches every argument and the sha256 of every file, so an interrupted run is redone rather than
+half-used.
 """
 
 from __future__ import annotations
@@ -9,16 +11,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import orjson
 import structlog
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from shoppingbench.catalog.build import build_catalog, catalog_exists, open_catalog
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.world import DEFAULT_COUNTS, LLMSettings, write_world
-from shoppingbench.world.writer import DOCUMENTS_FILE, GENERATOR, MANIFEST_FILE, PROBLEMS_DIR
+from shoppingbench.world.writer import (
+    DOCUMENTS_FILE,
+    GENERATOR,
+    MANIFEST_FILE,
+    PROBLEMS_DIR,
+    WorldManifest,
+    sha256_file,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -41,13 +49,27 @@ class SampleWorld(BaseModel):
                 for p in load_problems(self.problems_dir / f"{category}.jsonl", category)[:per_category]]
 
 
-def _world_is_complete(world_dir: Path, products: int, seed: int) -> bool:
-    manifest = world_dir / MANIFEST_FILE
-    if not manifest.exists():
+def _world_is_complete(world_dir: Path, *, products: int, seed: int, counts: Mapping[str, int],
+                       paraphrased_by: str | None) -> bool:
+    """Whether ``world_dir`` holds exactly the world these arguments generate, every file intact.
+
+    A missing, truncated or foreign manifest means incomplete (regenerate), never an error.
+    """
+    try:
+        manifest = WorldManifest.model_validate_json((world_dir / MANIFEST_FILE).read_bytes())
+    except (OSError, ValidationError):
         return False
-    recorded = orjson.loads(manifest.read_bytes())
-    return bool(recorded.get("generator") == GENERATOR and recorded.get("seed") == seed
-                and recorded.get("products") == products)
+    expected_files = {DOCUMENTS_FILE, *(f"{PROBLEMS_DIR}/{category}.jsonl" for category in CATEGORIES)}
+    if (manifest.generator, manifest.seed, manifest.products, manifest.requested, manifest.paraphrased_by,
+            set(manifest.files)) != (GENERATOR, seed, products,
+                                     {category: counts.get(category, 0) for category in CATEGORIES},
+                                     paraphrased_by, expected_files):
+        return False
+    # ~50 MB to hash: cheap next to a regeneration, and it catches a file cut short or edited by hand.
+    try:
+        return all(sha256_file(world_dir / name) == digest for name, digest in manifest.files.items())
+    except OSError:
+        return False
 
 
 def ensure_sample_world(world_dir: Path, *, products: int, seed: int,
@@ -56,19 +78,27 @@ def ensure_sample_world(world_dir: Path, *, products: int, seed: int,
     """Generate the world and build its catalog unless a complete one is already there."""
     catalog_dir = world_dir / CATALOG_DIR
     world = SampleWorld(world_dir=world_dir, catalog_dir=catalog_dir, problems_dir=world_dir / PROBLEMS_DIR)
-    if _world_is_complete(world_dir, products, seed) and catalog_exists(catalog_dir):
+    paraphrased_by = llm.model if llm is not None else None
+    if (_world_is_complete(world_dir, products=products, seed=seed, counts=counts,
+                           paraphrased_by=paraphrased_by) and catalog_exists(catalog_dir)):
         log.info("sample_world_reused", world_dir=str(world_dir))
         return world
 
+    opened: list[BM25SearchEngine] = []
+
     def engine_over(documents: Path) -> BM25SearchEngine:
-        # Problems are checked for solvability against the very catalog the demo will serve.
+        # Problems are checked for solvability against the very catalog the demo will serve. write_world
+        # always calls this, so the catalog is built whenever write_world returns.
         build_catalog(documents, catalog_dir, strict=True, progress=progress)
-        return open_catalog(catalog_dir)
+        opened.append(open_catalog(catalog_dir))
+        return opened[-1]
 
     log.info("sample_world_generating", world_dir=str(world_dir), products=products, seed=seed)
-    manifest = write_world(world_dir, products=products, seed=seed, counts=counts, engine_factory=engine_over,
-                           llm=llm)
-    if not catalog_exists(catalog_dir):
-        build_catalog(world_dir / DOCUMENTS_FILE, catalog_dir, strict=True, progress=progress)
+    try:
+        manifest = write_world(world_dir, products=products, seed=seed, counts=counts,
+                               engine_factory=engine_over, llm=llm)
+    finally:
+        for engine in opened:
+            engine.close()
     log.info("sample_world_ready", world_dir=str(world_dir), problems=manifest.problems)
     return world

@@ -126,6 +126,21 @@ def test_only_the_first_errors_are_listed_but_all_are_counted(tmp_path: Path, st
     assert report.bad == 7 and [e.line for e in report.errors] == [1, 2, 3] and report.imported == 1
 
 
+def test_overlong_ids_are_bad_lines(tmp_path: Path, store: ProductStore) -> None:
+    long_id = "9" * 257  # ids are held for every product while indexing: one runaway id must not count
+    lines = [line(document(1)), line(document(2, product_id=long_id)), line(document(3, shop_id=long_id)),
+             line(product(4, product_id=long_id)), line(document(5, product_id="9" * 256))]
+    report = run(write(tmp_path / "d.jsonl", lines), store)
+
+    assert [(e.line, e.reason) for e in report.errors] == [
+        (2, "invalid document: id: String should have at most 256 characters (and 1 more problem)"),
+        (3, "invalid document: product.shop_id: String should have at most 256 characters"),
+        (4, "not a document (no id, contents or product) nor a valid bare product: "
+            "product_id: String should have at most 256 characters"),
+    ]
+    assert [d["id"] for d in stored(store)] == ["5000001", "9" * 256]
+
+
 def test_bare_product_lines_import_as_documents(tmp_path: Path, store: ProductStore) -> None:
     bare = [product(n) for n in range(3)]
     report = run(write(tmp_path / "products.jsonl", [line(p) for p in bare]), store)
@@ -155,6 +170,8 @@ def test_truncated_gzip_keeps_every_complete_line_before_the_cut(tmp_path: Path,
     assert 100 < cut.line < 2_000
     assert report.imported == cut.line - 1 == len(store)
     assert [d["id"] for d in stored(store)] == [str(5_000_000 + n) for n in range(cut.line - 1)]
+    # The report says the file was not read to its end, so a catalog build can refuse it.
+    assert not report.complete and report.stream_error == cut.reason and report.lines == cut.line
 
 
 def test_corrupt_gzip_trailer_is_reported_after_the_data(tmp_path: Path, store: ProductStore) -> None:
@@ -167,6 +184,20 @@ def test_corrupt_gzip_trailer_is_reported_after_the_data(tmp_path: Path, store: 
 
     assert report.imported == 10 and report.bad == 1
     assert report.errors[0].line == 11 and "gzip stream is corrupt" in report.errors[0].reason
+    assert not report.complete
+
+
+def test_a_file_read_to_its_end_is_complete_even_with_bad_lines(tmp_path: Path, store: ProductStore) -> None:
+    source = write(tmp_path / "d.jsonl.gz", [line(document(1)), b"{bad\n"], compress=True)
+    report = run(source, store, max_errors_reported=0)
+    assert report.complete and report.stream_error is None and report.bad == 1
+
+
+def test_the_truncation_is_reported_even_past_the_listed_errors(tmp_path: Path, store: ProductStore) -> None:
+    whole = gzip.compress(b"".join([b"nope\n"] * 5 + [line(document(n)) for n in range(50)]))
+    (tmp_path / "d.jsonl.gz").write_bytes(whole[:-20])
+    report = run(tmp_path / "d.jsonl.gz", store, max_errors_reported=2)
+    assert not report.complete and "gzip stream is truncated" in (report.stream_error or "")
 
 
 def test_strict_mode_fails_on_the_first_bad_line_and_keeps_only_complete_batches(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
 import subprocess
@@ -65,6 +66,39 @@ def test_catalog_import_reports_bad_lines_and_strict_stops(tmp_path: Path) -> No
                   tmp_path)
     assert strict.returncode == 2
     assert "line 2" in strict.stderr
+
+
+def _documents(numbers: range) -> bytes:
+    return b"".join(orjson.dumps({"id": str(n), "contents": f"red mug {n * 7919 % 1009}", "product": {
+        "product_id": str(n), "shop_id": "9", "title": f"Red Mug {n}", "price": 10.0}}) + b"\n"
+        for n in numbers)
+
+
+def test_catalog_import_refuses_a_truncated_gzip(tmp_path: Path) -> None:
+    whole = gzip.compress(_documents(range(400)))
+    source = tmp_path / "documents.jsonl.gz"
+    source.write_bytes(whole[: len(whole) // 2])
+
+    result = _run(["catalog", "import", str(source), "--catalog-dir", str(tmp_path / "c")], tmp_path)
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "ended early or is corrupt at line" in result.stderr and "re-download it" in result.stderr
+    assert not (tmp_path / "c" / "catalog.json").exists()
+
+
+def test_catalog_import_of_shards_replaces_what_the_directory_held(tmp_path: Path) -> None:
+    shards = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    shards[0].write_bytes(_documents(range(0, 5)))
+    shards[1].write_bytes(_documents(range(5, 8)))
+    catalog = tmp_path / "c"
+    first = _run(["catalog", "import", *map(str, shards), "--catalog-dir", str(catalog)], tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "catalog " + str(catalog) + ": 8 products" in first.stdout
+
+    again = _run(["catalog", "import", str(shards[1]), "--catalog-dir", str(catalog)], tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"imported 3 of 3 lines (0 bad) from {shards[1]}" in again.stdout
+    assert orjson.loads((catalog / "catalog.json").read_bytes())["index"]["documents"] == 3
 
 
 def test_serving_a_missing_catalog_says_how_to_build_one(tmp_path: Path) -> None:

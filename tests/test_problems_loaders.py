@@ -185,3 +185,28 @@ def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "product.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + good(1).encode() + b"\n")
     assert len(load_problems(path)) == 1
+
+
+def test_a_gzip_cut_short_is_a_file_error_after_the_good_problems(tmp_path: Path) -> None:
+    packed = gzip.compress("".join(good(n) + "\n" for n in range(2000)).encode())
+    cut = tmp_path / "product.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    seen: list[str] = []
+    with pytest.raises(ProblemFileError, match="cannot read the file after"):
+        seen.extend(p.query for p in iter_problems(cut))
+    assert 0 < len(seen) < 2000
+
+
+def test_a_suite_nested_too_deeply_is_a_problem_error(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.json"
+    suite.write_text("[" + "[" * 100_000 + "]" * 100_000 + "]")
+    with pytest.raises(ProblemFileError, match="nested too deeply"):
+        load_problems(suite)
+
+
+def test_non_finite_price_bounds_are_rejected(tmp_path: Path) -> None:
+    bad = {"query": "a mug",
+           "reward": {"product_id": "1", "title": ["Mug"], "price": [{"less than": [None, "NaN"]}]}}
+    path = write_lines(tmp_path / "product.jsonl", [json.dumps(bad).replace('"NaN"', "NaN")])
+    with pytest.raises(ProblemFileError, match="finite"):
+        load_problems(path)

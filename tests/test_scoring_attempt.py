@@ -34,7 +34,21 @@ def cod(pid: str, shop: str = "s1") -> Product:
 
 
 def test_answer_is_split_stripped_and_deduplicated() -> None:
-    assert extract_answer(answered(" a , b,,a ,c ")) == ["a", "b", "c"]
+    assert extract_answer(answered(" a , b,a ,c ")) == ["a", "b", "c"]
+
+
+def test_empty_entries_keep_their_position_but_trailing_ones_go() -> None:
+    assert extract_answer(answered("a,,c,, ")) == ["a", "", "c"]
+    assert extract_answer(answered(" , ,")) == []
+
+
+def test_a_skipped_position_scores_zero_and_later_ids_keep_their_targets() -> None:
+    problem = shop_problem(target("t1", **COD), target("t2", **COD), target("t3", **COD))
+    catalog = lookup(cod("t1"), cod("t3"))
+    score = score_attempt(problem, answered("t1,,t3"), catalog, FakeEmbedder())
+    assert [t.gt for t in score.targets] == [True, False, True]
+    assert score.rule == pytest.approx(2 / 3) and not score.success
+    assert catalog.asked == [["t1", "t3"]]  # type: ignore[attr-defined]
 
 
 def test_last_recommend_call_counts() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,22 @@ def test_importing_the_scorer_does_not_load_torch() -> None:
     assert result.stdout.strip() == "set()"
 
 
+def test_a_damaged_cache_row_is_a_miss_and_gets_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "titles.sqlite"
+    with CachedEmbedder(FakeEmbedder(), path) as cached:
+        stored = cached.embed(["red bottle", "blue bottle"])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE embeddings SET vector = ? WHERE text = 'red bottle'", (b"\x00\x01\x02",))
+    fresh = FakeEmbedder()
+    with CachedEmbedder(fresh, path) as reopened:
+        again = reopened.embed(["red bottle", "blue bottle"])
+    assert fresh.calls == [["red bottle"]] and np.array_equal(again, stored)
+    rewritten = FakeEmbedder()
+    with CachedEmbedder(rewritten, path) as third:
+        third.embed(["red bottle"])
+    assert rewritten.calls == []
+
+
 @pytest.fixture(scope="module")
 def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder()
@@ -145,3 +162,11 @@ def test_minilm_separates_near_duplicates_from_unrelated_titles(minilm: MiniLMEm
     apart = score_attempt(problem, answered("far"), catalog, minilm).targets[0].title_similarities[0]
     assert close > 0.7 > apart
     assert apart < 0.5
+
+
+@pytest.mark.slow
+def test_minilm_vector_of_a_title_does_not_depend_on_its_batch(minilm: MiniLMEmbedder) -> None:
+    title = "Stainless Steel Vacuum Insulated Water Bottle 750ml"
+    alone = minilm.embed([title])[0]
+    with_long_neighbour = minilm.embed([title, " ".join(["Heavy Duty Pushcart Rubber Wheel"] * 12)])[0]
+    assert np.array_equal(alone, with_long_neighbour)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from shoppingbench.scoring import format_score, is_well_formed, length_score, step_format
+from shoppingbench.scoring.format import has_timestamp
 from tests.test_scoring_support import TERMINATE, recommend, step
 
 CALL = '<tool_call>[{"name": "find_product", "parameters": {"q": "bottle"}}]</tool_call>'
@@ -114,3 +117,12 @@ def test_unterminated_dialogue_has_no_length_score() -> None:
     assert length_score([step(TERMINATE), step(recommend("a"))]) == 0
     assert length_score([]) == 0
     assert length_score([step(TERMINATE), None]) == 0
+
+
+def test_an_enormous_integer_timestamp_does_not_crash_scoring() -> None:
+    huge = json.loads("1" + "0" * 400)  # what untrusted JSON can carry; float(huge) overflows
+    assert has_timestamp({"extra_info": {"timestamp": huge}})
+    assert not has_timestamp({"extra_info": {"timestamp": -huge}})
+    stamped = step(TERMINATE)
+    stamped["extra_info"]["timestamp"] = huge
+    assert format_score([stamped]) == 1.0

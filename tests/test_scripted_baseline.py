@@ -91,3 +91,10 @@ def test_shop_choice_prefers_the_first_shared_shop_in_search_order() -> None:
     per_request = [[hit("a", "5"), hit("b", "9"), hit("c", "10")], [hit("d", "10"), hit("e", "9")]]
     assert choose_products(per_request, same_shop=True) == ["b", "e"]
     assert choose_products(per_request, same_shop=False) == ["a", "d"]
+
+
+def test_a_request_with_no_candidates_keeps_its_position() -> None:
+    found = [(1, {"product_id": "a", "shop_id": "1", "price": 1.0})]
+    again = [(1, {"product_id": "c", "shop_id": "2", "price": 1.0})]
+    assert choose_products([found, [], again], same_shop=False) == ["a", "", "c"]
+    assert choose_products([found, [], again], same_shop=True) == ["a", "", "c"]

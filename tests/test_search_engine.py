@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import tracemalloc
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -275,3 +276,43 @@ def test_postings_order_does_not_depend_on_the_ordering_window(tmp_path: Path,
     for name in ("postings_docs", "postings_tf", "postings_offsets", "terms_blob", "id_rank"):
         assert np.array_equal(np.load(tmp_path / "wide" / f"{name}.npy"),
                               np.load(tmp_path / "narrow" / f"{name}.npy")), name
+
+
+def test_leftovers_of_killed_builds_are_removed_and_nothing_else(tmp_path: Path) -> None:
+    for leftover in (".index.old-k1/index", ".index.build-k2/index"):
+        (tmp_path / leftover).mkdir(parents=True)
+        (tmp_path / leftover / "postings_docs.npy").write_bytes(b"\0" * 1024)
+    keep = [".index.old", ".other.build-k3", "index.build-k4", ".index.older"]  # not this index's scratch
+    for name in keep:
+        (tmp_path / name).mkdir()
+    documents = [CatalogDocument(id="1", contents="kettle", product=_product("1", "kettle"))]
+
+    build_index(documents, tmp_path / "index", progress=False)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["index", *keep])
+
+
+def test_a_very_long_id_costs_its_own_bytes_not_every_document_padded_to_it(tmp_path: Path) -> None:
+    # The model caps ids at 256 characters; the index must stay bounded whatever it is given.
+    long_id = "1" + "0" * 100_000
+    ids = [str(n) for n in range(2, 1_002)] + [long_id, "1"]
+
+    def doc(product_id: str) -> CatalogDocument:
+        product = Product.model_construct(product_id=product_id, shop_id="1", title="kettle", price=1.0)
+        return CatalogDocument.model_construct(id=product_id, contents="kettle", product=product)
+
+    tracemalloc.start()
+    try:
+        build_index([doc(i) for i in ids], tmp_path / "index", progress=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    # Padding 1,002 ids to 100 KB each would take ~100 MB; the ids themselves are ~105 KB.
+    assert peak < 20_000_000, f"peak {peak / 1e6:.1f} MB"
+    # Ties still break by product id as a string (byte order): ... "1000" < "100...0" < "1001" ...
+    rank = np.load(tmp_path / "index" / "id_rank.npy")
+    by_rank = [ids[d] for d in np.argsort(rank)]
+    assert by_rank == sorted(ids)
+    assert by_rank[:3] == ["1", "10", "100"] and by_rank[by_rank.index(long_id) - 1:][:3] == [
+        "1000", long_id, "1001"]

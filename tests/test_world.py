@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import itertools
 import math
+import random
 import re
 import statistics
 import time
@@ -18,11 +19,13 @@ import orjson
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from structlog.testing import capture_logs
 
 from shoppingbench.catalog.build import build_catalog, open_catalog
 from shoppingbench.catalog.models import SERVICES, CatalogDocument, Product, build_contents, document_for
 from shoppingbench.catalog.store import ProductStore
 from shoppingbench.problems.models import Problem, RewardTarget
+from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.search.base import MAX_PAGE, FindProductQuery, PriceRange
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import build_index
@@ -374,6 +377,81 @@ def test_write_world_uses_the_engine_factory(tmp_path: Path) -> None:
     assert manifest.problems == counts
 
 
+SMALL = {"product": 5, "shop": 2, "voucher": 2}
+
+
+def _ensure(world_dir: Path, **changes: Any) -> str:
+    """Run ensure_sample_world; returns whether it ``reused`` or ``generated`` the world."""
+    options: dict[str, Any] = {"products": 800, "seed": 1, "counts": SMALL, "progress": False, **changes}
+    with capture_logs() as logs:
+        ensure_sample_world(world_dir, **options)
+    events = {entry["event"] for entry in logs}
+    return "reused" if "sample_world_reused" in events else "generated"
+
+
+def test_an_interrupted_regeneration_is_redone_not_reused(tmp_path: Path) -> None:
+    world = tmp_path / "w"
+    assert _ensure(world) == "generated"
+    seed_one = _tree(world)
+
+    def killed(_documents: Path) -> Any:
+        raise KeyboardInterrupt  # the process dies once the seed-2 documents are on disk
+
+    with pytest.raises(KeyboardInterrupt):
+        write_world(world, products=800, seed=2, counts=SMALL, engine_factory=killed)
+    assert not (world / "manifest.json").exists()
+
+    assert _ensure(world) == "generated"
+    assert {k: v for k, v in _tree(world).items() if not k.startswith("catalog/")} == {
+        k: v for k, v in seed_one.items() if not k.startswith("catalog/")}
+    assert _ensure(world) == "reused"
+
+
+def _truncate_manifest(world: Path) -> None:
+    manifest = world / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:40])
+
+
+def _edit_problem_file(world: Path) -> None:
+    with (world / "problems" / "shop.jsonl").open("ab") as handle:
+        handle.write(b"\n")
+
+
+def _claim_a_paraphrase(world: Path) -> None:
+    manifest = world / "manifest.json"
+    manifest.write_bytes(orjson.dumps({**orjson.loads(manifest.read_bytes()), "paraphrased_by": "some-llm"}))
+
+
+@pytest.mark.parametrize(("damage", "changes"), [
+    (_truncate_manifest, {}),
+    (_edit_problem_file, {}),
+    (_claim_a_paraphrase, {}),
+    (lambda _world: None, {"counts": {**SMALL, "voucher": 3}}),
+    (lambda world: (world / "documents.jsonl.gz").unlink(), {}),
+])
+def test_a_damaged_or_different_world_is_regenerated(tmp_path: Path, damage: Any,
+                                                     changes: dict[str, Any]) -> None:
+    world = tmp_path / "w"
+    assert _ensure(world) == "generated"
+    assert _ensure(world) == "reused"
+    damage(world)
+    assert _ensure(world, **changes) == "generated"
+    assert _ensure(world, **changes) == "reused"
+
+
+def test_the_solvability_engine_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[BM25SearchEngine] = []
+    close = BM25SearchEngine.close
+
+    def spy(engine: BM25SearchEngine) -> None:
+        closed.append(engine)
+        close(engine)
+
+    monkeypatch.setattr(BM25SearchEngine, "close", spy)
+    _ensure(tmp_path / "w")
+    assert len(closed) == 1
+
+
 # --- LLM paraphrasing ----------------------------------------------------------------------------
 
 
@@ -443,3 +521,16 @@ def test_write_world_rewords_queries_with_a_configured_llm(tmp_path: Path) -> No
     queries = [orjson.loads(line)["query"]
                for line in (tmp_path / "w" / "problems" / "product.jsonl").read_bytes().splitlines()]
     assert queries and all(q.startswith("Hey there! ") for q in queries)
+
+
+def test_a_voucher_is_only_made_when_a_whole_budget_needs_it(catalog: list[Product],
+                                                             engine: BM25SearchEngine) -> None:
+    from shoppingbench.world.problems import _Builder
+
+    cheap = catalog[0].model_copy(update={"price": 1.51})
+    builder = _Builder(catalog, engine, random.Random(0))
+    outcomes = [builder._voucher([cheap], None) for _ in range(2000)]
+    assert any(v is None for v in outcomes)
+    for voucher in (v for v in outcomes if v is not None):
+        assert voucher.price_after_voucher is not None
+        assert voucher.price_after_voucher <= voucher.budget < cheap.price

@@ -175,7 +175,8 @@ def choose_products(per_request: list[list[tuple[int, dict[str, Any]]]], same_sh
         if shared:
             shop = shared[0]
             return [next(h["product_id"] for _, h in cands if h["shop_id"] == shop) for cands in per_request]
-    return [cands[0][1]["product_id"] for cands in per_request if cands]
+    # "" keeps the position of a request nothing was found for, so later ids still pair with their items.
+    return [cands[0][1]["product_id"] if cands else "" for cands in per_request]
 
 
 def agent_main(problem: dict[str, Any], tools: ToolClient | None = None) -> list[dict[str, Any]]:
@@ -192,7 +193,7 @@ def agent_main(problem: dict[str, Any], tools: ToolClient | None = None) -> list
         chosen = choose_products(per_request, same_shop=wants_one_shop)
         dialogue.call(f"Recommending the best match for each of the {len(requests)} request(s).",
                       "recommend_product", {"product_ids": ",".join(chosen)})
-        status = "success" if chosen else "failure"
+        status = "success" if any(chosen) else "failure"
         dialogue.call("Done.", "terminate", {"status": status})
         return dialogue.steps
     finally:

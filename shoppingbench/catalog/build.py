@@ -1,19 +1,27 @@
 """A catalog directory: the product store plus the search index built from it.
 
 Layout: ``<dir>/products.sqlite3`` (details, source of truth), ``<dir>/index/`` (BM25 postings and
-filter columns) and ``<dir>/catalog.json`` (the last build's report). The index is always rebuilt from
-the store, so an import that added or replaced products never leaves a stale index behind; the report
-is removed when a build starts and written when it ends, so a build cut short is never taken as done.
+filter columns) and ``<dir>/catalog.json`` (the last build's report).
+
+A build is exactly the union of its source files, whatever the directory held before: the sources are
+imported into a fresh ``products.sqlite3.partial``, the index is built from it, then the store is
+renamed over ``products.sqlite3`` and ``catalog.json`` is written last. ``catalog.json`` is removed
+before the index or store is touched, so a build cut short is never taken as done; a build that fails
+while importing (bad line under ``--strict``, truncated or corrupt source) leaves the previous catalog
+as it was.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
 from pydantic import BaseModel
 
-from shoppingbench.catalog.importer import ImportReport, import_documents
+from shoppingbench.catalog.importer import CatalogImportError, ImportReport, import_documents
 from shoppingbench.catalog.store import ProductStore
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import IndexStats, build_index
@@ -21,31 +29,87 @@ from shoppingbench.search.index import IndexStats, build_index
 log = structlog.get_logger(__name__)
 
 STORE_FILE = "products.sqlite3"
+PARTIAL_STORE_FILE = STORE_FILE + ".partial"
 INDEX_DIR = "index"
 BUILD_RECORD = "catalog.json"
+# SQLite opens a -wal (or hot -journal) found beside a database whatever file it belongs to, so a
+# leftover one would be replayed onto a store renamed into place.
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 class CatalogBuildReport(BaseModel):
     catalog_dir: Path
-    imported: ImportReport
+    imported: list[ImportReport]
+    """One report per source file, in the order given."""
     index: IndexStats
 
 
-def build_catalog(source: Path, catalog_dir: Path, *, strict: bool = False,
+def write_file_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so readers (and a crash) see the old bytes or the new, never a mix."""
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+                                     delete=False) as handle:
+        try:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        except BaseException:
+            handle.close()
+            os.unlink(handle.name)
+            raise
+    os.replace(handle.name, path)
+
+
+def _remove_side_files(path: Path) -> None:
+    for suffix in _SQLITE_SIDE_FILES:
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+def build_catalog(sources: Path | Sequence[Path], catalog_dir: Path, *, strict: bool = False,
                   progress: bool = True) -> CatalogBuildReport:
-    """Import ``documents.jsonl[.gz]`` into the catalog's store, then rebuild its index."""
+    """Build the catalog from one or more ``documents.jsonl[.gz]`` files (shards), replacing its contents.
+
+    The catalog holds exactly the union of ``sources`` (a product id seen twice keeps its last line), so
+    building the same sources again gives the same catalog. Raises :class:`CatalogImportError` on the
+    first bad line with ``strict``, and always when a source ends early or is corrupt (a truncated
+    gzip): a catalog missing the tail of its source must not be taken as complete.
+    """
+    paths = [Path(sources)] if isinstance(sources, (str, Path)) else [Path(s) for s in sources]
+    if not paths:
+        raise ValueError("build_catalog needs at least one source file")
     catalog_dir.mkdir(parents=True, exist_ok=True)
     record = catalog_dir / BUILD_RECORD
-    record.unlink(missing_ok=True)
-    with ProductStore(catalog_dir / STORE_FILE) as store:
-        imported = import_documents(source, store, strict=strict, progress=progress)
-        index = build_index(store.iter_documents(), catalog_dir / INDEX_DIR, total=len(store),
-                            progress=progress)
-    report = CatalogBuildReport(catalog_dir=catalog_dir, imported=imported, index=index)
-    record.write_text(report.model_dump_json(indent=2))
-    log.info("catalog_built", catalog_dir=str(catalog_dir), products=index.documents,
-             bad_lines=imported.bad)
-    return report
+    partial = catalog_dir / PARTIAL_STORE_FILE
+    partial.unlink(missing_ok=True)  # left over by a build that was killed
+    _remove_side_files(partial)
+    reports: list[ImportReport] = []
+    try:
+        with ProductStore(partial) as store:
+            for path in paths:
+                report = import_documents(path, store, strict=strict, progress=progress)
+                if not report.complete:
+                    raise CatalogImportError(
+                        path, report.lines, f"the file ended early or is corrupt at line {report.lines} "
+                        f"({report.stream_error}); re-download it")
+                reports.append(report)
+            # From here the index and store are replaced one after the other: without the record the
+            # directory is never opened half-swapped.
+            record.unlink(missing_ok=True)
+            index = build_index(store.iter_documents(), catalog_dir / INDEX_DIR, total=len(store),
+                                progress=progress)
+            store.checkpoint()  # every page in the main file, so the rename carries the whole store
+    except BaseException:
+        partial.unlink(missing_ok=True)  # a failed build's scratch store is a second catalog's worth of disk
+        _remove_side_files(partial)
+        raise
+    store_path = catalog_dir / STORE_FILE
+    _remove_side_files(store_path)  # the old store's WAL would otherwise be replayed onto the new file
+    _remove_side_files(partial)  # at most empty after the checkpoint; nothing may pair with them later
+    os.replace(partial, store_path)
+    report_out = CatalogBuildReport(catalog_dir=catalog_dir, imported=reports, index=index)
+    write_file_atomically(record, report_out.model_dump_json(indent=2).encode())
+    log.info("catalog_built", catalog_dir=str(catalog_dir), sources=[str(p) for p in paths],
+             products=index.documents, bad_lines=sum(r.bad for r in reports))
+    return report_out
 
 
 def catalog_exists(catalog_dir: Path) -> bool:
@@ -53,7 +117,7 @@ def catalog_exists(catalog_dir: Path) -> bool:
 
 
 def open_catalog(catalog_dir: Path) -> BM25SearchEngine:
-    """The search engine over a built catalog directory."""
+    """The search engine over a built catalog directory (open it after a build to see the new files)."""
     if not catalog_exists(catalog_dir):
         raise FileNotFoundError(
             f"no catalog at {catalog_dir}: build one with `arena catalog import DOCUMENTS --catalog-dir "

@@ -59,6 +59,11 @@ class ImportReport(BaseModel):
     source: Path
     lines: int
     """Lines read, counting blank ones; a truncated or corrupt gzip tail counts as one (bad) line."""
+    complete: bool = True
+    """Whether the file was read to its end. False when a gzip stream is truncated or corrupt: the
+    lines before the damage were imported, but the rest of the catalog is missing (``lines`` is then
+    the number of the damaged line, ``stream_error`` why)."""
+    stream_error: str | None = None
     imported: int
     """Valid lines upserted; a product that appears twice counts twice (the later line wins)."""
     bad: int
@@ -70,7 +75,7 @@ class ImportReport(BaseModel):
 
 
 class CatalogImportError(Exception):
-    """A strict import met a bad line."""
+    """A strict import met a bad line, or a catalog build met a source that ended early."""
 
     def __init__(self, source: Path, line: int, reason: str) -> None:
         super().__init__(f"{source}: line {line}: {reason}")
@@ -99,7 +104,8 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
 
     Bad lines (invalid JSON or UTF-8, not an object, invalid fields, mismatched ids, over
     ``MAX_LINE_BYTES``) are reported by 1-based line number; the import goes on with the next line.
-    A truncated or corrupt gzip stream ends the import at that point and counts as one bad line.
+    A truncated or corrupt gzip stream ends the import at that point, counts as one bad line and
+    sets ``complete=False`` in the report: callers building a catalog must not treat it as whole.
 
     Documents are written in transactions of ``batch_size`` valid documents, in file order; importing
     the same file again leaves the store as it was (upsert by product id).
@@ -119,6 +125,7 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
     started = time.perf_counter()
     lines = imported = bad = blank = 0
     errors: list[LineError] = []
+    stream_error: str | None = None
     batch: list[CatalogDocument] = []
 
     def reject(line: int, reason: str) -> None:
@@ -151,14 +158,16 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
                     batch.clear()
         except _BrokenStream as exc:
             lines += 1
-            reject(lines, str(exc))
+            stream_error = str(exc)
+            reject(lines, stream_error)
         imported += store.upsert(batch)
         bar.update(raw.tell(), lines)
 
-    report = ImportReport(source=source, lines=lines, imported=imported, bad=bad, blank=blank,
+    report = ImportReport(source=source, lines=lines, complete=stream_error is None,
+                          stream_error=stream_error, imported=imported, bad=bad, blank=blank,
                           errors=errors, seconds=round(time.perf_counter() - started, 3))
     log.info("catalog_import_finished", source=str(source), lines=lines, imported=imported, bad=bad,
-             blank=blank, seconds=report.seconds)
+             blank=blank, complete=report.complete, seconds=report.seconds)
     return report
 
 

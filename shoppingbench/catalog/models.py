@@ -23,13 +23,18 @@ def _as_text(value: Any) -> Any:
     return value
 
 
+MAX_ID_LENGTH: Final = 256
+"""Longest product / shop id accepted. Real ids are ~10 digits; the cap keeps one runaway id from
+inflating per-document memory (ids are held for every product while indexing)."""
+
+
 class Product(BaseModel):
     """One marketplace product exactly as the catalog stores it."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    product_id: str = Field(min_length=1)
-    shop_id: str = Field(min_length=1)
+    product_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    shop_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     brand: str = ""
     category: str = ""
     title: str
@@ -71,7 +76,7 @@ class CatalogDocument(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    id: str = Field(min_length=1)
+    id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     contents: str
     product: Product
 

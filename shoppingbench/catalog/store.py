@@ -81,6 +81,16 @@ class ProductStore:
                 db.close()
             self._connections.clear()
 
+    def checkpoint(self) -> None:
+        """Copy every committed page from the WAL into the main file and empty the WAL.
+
+        After this (and with no writer since) the main file alone holds the whole store, so it can be
+        renamed or copied without its ``-wal``.
+        """
+        busy, _, _ = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise sqlite3.OperationalError(f"could not checkpoint {self.path}: another connection is busy")
+
     def __enter__(self) -> ProductStore:
         return self
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, NamedTuple, cast, overload
@@ -161,6 +162,10 @@ def _suite(text: str, reader: _Reader) -> Iterator[Problem | ProblemFileError]:
             yield ProblemFileError(reader.path, f"not valid JSON: {error.msg} (column {error.colno}).",
                                    line=error.lineno, index=index)
             return
+        except RecursionError:
+            yield ProblemFileError(reader.path, "JSON nested too deeply to be a problem.", line=line,
+                                   index=index)
+            return
         yield reader.problem(raw, line, index)
         index += 1
         position = whitespace.match(text, position).end()  # type: ignore[union-attr]
@@ -190,15 +195,20 @@ def iter_problems(path: Path, category: Category | None = None, *,
         raise ProblemFileError(path, f"cannot read the file: {error}.") from error
     if not first:
         return
-    with _open(path) as handle:
-        items = _suite(_decode(path, handle.read()), reader) if first == b"[" else _jsonl(handle, reader)
-        for item in items:
-            if isinstance(item, Problem):
-                yield item
-            elif on_error is None:
-                raise item
-            else:
-                on_error(item)
+    read = 0
+    try:
+        with _open(path) as handle:
+            items = _suite(_decode(path, handle.read()), reader) if first == b"[" else _jsonl(handle, reader)
+            for item in items:
+                read += 1
+                if isinstance(item, Problem):
+                    yield item
+                elif on_error is None:
+                    raise item
+                else:
+                    on_error(item)
+    except (OSError, EOFError, zlib.error) as error:  # a gzip cut short or corrupt mid-stream
+        raise ProblemFileError(path, f"cannot read the file after {read} problems: {error}.") from error
 
 
 @overload

@@ -7,6 +7,7 @@ read from ShoppingBench JSONL or the reference arena's suite JSON writes back un
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,7 +33,13 @@ class PriceCondition(BaseModel):
 
 
 def _number(value: Any) -> float | None:
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    number = float(value)
+    if not math.isfinite(number):
+        # A NaN or infinite bound would make the target unsatisfiable or the check meaningless.
+        raise ValueError(f"a price bound must be a finite number, got {value!r}")
+    return number
 
 
 def parse_price_condition(
@@ -99,9 +106,9 @@ class Voucher(BaseModel):
     voucher_type: Literal["platform", "shop"]
     threshold: float = Field(ge=0)
     discount_type: Literal["fixed", "percentage"]
-    face_value: float | None = None
+    face_value: float | None = Field(default=None, ge=0)
     discount: float | None = None
-    cap: float | None = None
+    cap: float | None = Field(default=None, ge=0)
     budget: float = Field(ge=0)
     price_after_voucher: float | None = None
 

@@ -116,8 +116,11 @@ def score_attempt(problem: Problem, steps: object, products: ProductLookup, embe
     """
     answer = extract_answer(steps)
     paired = answer[:1] if problem.category == "product" else answer[:len(problem.targets)]
-    catalog = products(paired) if paired else {}
-    ids: list[str | None] = [*paired, *([None] * (len(problem.targets) - len(paired)))]
+    present = [pid for pid in paired if pid]
+    catalog = products(present) if present else {}
+    # "" is a skipped position: it pairs with its target like a missing recommendation.
+    ids: list[str | None] = [pid or None for pid in paired]
+    ids += [None] * (len(problem.targets) - len(ids))
     matched = [catalog.get(pid) if pid is not None else None for pid in ids]
     similarities = title_similarities(problem, matched, embedder, profile.reference_embedding_model)
     pairings = zip(problem.targets, ids, matched, similarities, strict=True)

@@ -46,7 +46,10 @@ def extract_answer(steps: object) -> list[str]:
 
     The last call counts even when its ``product_ids`` is junk: that call then answers nothing,
     exactly like the original ``extract_recommed_product`` (a later call overwrites an earlier one
-    whatever it holds). Stripping and de-duplication follow SPEC 2 and the reference arena.
+    whatever it holds). Stripping and de-duplication follow SPEC 2 and the reference arena. An empty
+    entry (``"a,,c"``) stays as ``""``, a skipped position, so that ``c`` still pairs with the third
+    target as in the original ``eval_shop``/``eval_voucher`` (``split(",")`` keeps empties); only
+    real ids are de-duplicated, and trailing empties carry no position worth keeping.
     """
     last: list[str] = []
     for step in as_steps(steps):
@@ -55,8 +58,17 @@ def extract_answer(steps: object) -> list[str]:
                 parameters = call.get("parameters")
                 raw = parameters.get("product_ids") if isinstance(parameters, dict) else None
                 last = _ids_from(raw) or []
-    ids = (part.strip() for text in last for part in text.split(","))
-    return list(dict.fromkeys(i for i in ids if i))
+    answer: list[str] = []
+    seen: set[str] = set()
+    for part in (part.strip() for text in last for part in text.split(",")):
+        if part in seen:
+            continue
+        if part:
+            seen.add(part)
+        answer.append(part)
+    while answer and not answer[-1]:
+        answer.pop()
+    return answer
 
 
 def length_score(steps: object) -> float:

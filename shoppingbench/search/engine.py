@@ -87,6 +87,10 @@ class BM25SearchEngine:
     def __len__(self) -> int:
         return self._meta.documents
 
+    def close(self) -> None:
+        """Close the product store's connections (the index arrays are released with the engine)."""
+        self._store.close()
+
     # -- tools -------------------------------------------------------------------------------
 
     def find_product(self, query: FindProductQuery) -> list[SearchHit]:

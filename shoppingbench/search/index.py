@@ -273,12 +273,29 @@ def _progress(enabled: bool, total: int | None) -> Iterator[Callable[[int], None
         yield lambda steps: bar.advance(task, steps)
 
 
+def _scratch_prefixes(index_dir: Path) -> tuple[str, str]:
+    """Name prefixes of the build's scratch folder and of a retired index, both beside ``index_dir``."""
+    return f".{index_dir.name}.build-", f".{index_dir.name}.old-"
+
+
+def _remove_leftovers(index_dir: Path) -> None:
+    """Delete scratch and retired folders a killed build left beside ``index_dir`` (GBs on a real catalog).
+
+    Only this index's own naming patterns are touched. Two builds of one index at once are not supported
+    (the second would also race the first's swap), so nothing matching can belong to a live build.
+    """
+    prefixes = _scratch_prefixes(index_dir)
+    for path in index_dir.parent.iterdir():
+        if path.name.startswith(prefixes) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+
+
 def _replace_dir(built: Path, index_dir: Path) -> None:
     """Swap a finished build into place; only ever deletes a previous index (or an empty folder)."""
     if index_dir.exists():
         if any(index_dir.iterdir()) and not (index_dir / "meta.json").exists():
             raise FileExistsError(f"{index_dir} exists and is not a search index; refusing to replace it")
-        retired = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.old-", dir=index_dir.parent))
+        retired = Path(tempfile.mkdtemp(prefix=_scratch_prefixes(index_dir)[1], dir=index_dir.parent))
         index_dir.rename(retired / index_dir.name)
         built.rename(index_dir)
         shutil.rmtree(retired)
@@ -291,14 +308,16 @@ def build_index(documents: Iterable[CatalogDocument], index_dir: Path, *, total:
     """Index ``documents`` (product ids assumed unique) into ``index_dir``, replacing any index there.
 
     The build happens in a sibling scratch folder that is swapped in at the end, so a failed build
-    leaves the previous index intact.
+    leaves the previous index intact. Scratch folders of earlier builds that were killed are removed
+    first.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
     index_dir.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(index_dir)
     vocabulary: dict[str, int] = {}
     columns = _Columns()
-    with tempfile.TemporaryDirectory(prefix=f".{index_dir.name}.build-", dir=index_dir.parent) as scratch:
+    with tempfile.TemporaryDirectory(prefix=_scratch_prefixes(index_dir)[0], dir=index_dir.parent) as scratch:
         built = Path(scratch) / "index"
         built.mkdir()
         spill = _Spill(Path(scratch) / "postings.spill")
@@ -323,12 +342,15 @@ def _finish(index_dir: Path, spill: _Spill, vocabulary: dict[str, int],
     sum_ttf = int(lengths.sum())
     avgdl = average_length(sum_ttf, doc_count)
     norms = norms_of(lengths)
-    ids = np.array(columns.ids, dtype=f"S{max((len(i) for i in columns.ids), default=1)}")
     # Byte order of UTF-8 ids is Lucene's BytesRef order, the secondary sort key of the reference.
+    # An object array sorts the bytes objects already held (8 bytes per id); a fixed-width "S" array
+    # would pad every id to the longest one.
+    ids = np.empty(documents, dtype=object)
+    ids[:] = columns.ids
     id_order = np.argsort(ids, kind="stable")
     id_rank = np.empty(documents, dtype=np.int32)
     id_rank[id_order] = np.arange(documents, dtype=np.int32)
-    del ids
+    del ids, id_order
 
     doc_freq = np.zeros(len(vocabulary), dtype=np.int64)
     for triples in spill.read():

@@ -240,6 +240,8 @@ class _Builder:
         for detail in range(_DETAIL_LEVELS):
             items = [_describe(p, self.rng, detail, constraints) for p in picks]
             voucher = self._voucher(picks, shop_id) if category == "voucher" else None
+            if category == "voucher" and voucher is None:
+                return None
             query = self._query(category, items, voucher)
             if self._solvable(query, items, shop_id if len(items) > 1 else None):
                 self.used.add(key)
@@ -256,8 +258,12 @@ class _Builder:
         assert voucher is not None
         return f"{queries.voucher_items(phrases, self.rng)}\n\n{queries.voucher_rules(voucher)}"
 
-    def _voucher(self, picks: Sequence[Product], shop_id: str | None) -> Voucher:
-        """A voucher the targets can use, with a budget that only fits after the discount."""
+    def _voucher(self, picks: Sequence[Product], shop_id: str | None) -> Voucher | None:
+        """A voucher the targets can use, with a budget that only fits after the discount.
+
+        ``None`` when no whole budget lies between the discounted and the full price (a discount of
+        cents): such picks cannot make a problem where the voucher matters.
+        """
         rng = self.rng
         total = round(sum(p.price for p in picks), 2)
         threshold = max(1, math.floor(total * rng.uniform(0.4, 0.98)))
@@ -275,6 +281,8 @@ class _Builder:
             fields |= {"discount_type": "percentage", "face_value": None, "discount": discount, "cap": cap}
         # Any whole budget in [after, total) makes the voucher necessary and sufficient; lean tight.
         low, high = math.ceil(after - 1e-9), math.ceil(total) - 1
+        if low > high:
+            return None
         budget = low + int((high - low) * rng.random() ** 2)
         return Voucher.model_validate({**fields, "budget": budget, "price_after_voucher": round(after, 4)})
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from shoppingbench.catalog.build import write_file_atomically
 from shoppingbench.catalog.models import Product, document_for
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.world.catalog import generate_products
@@ -28,7 +29,7 @@ from shoppingbench.world.problems import DEFAULT_COUNTS, ProductFinder, generate
 DOCUMENTS_FILE = "documents.jsonl.gz"
 PROBLEMS_DIR = "problems"
 MANIFEST_FILE = "manifest.json"
-GENERATOR = "shoppingbench.world/1"
+GENERATOR = "shoppingbench.world/2"
 """Bumped whenever the same arguments would produce different bytes."""
 
 EngineFactory = Callable[[Path], ProductFinder]
@@ -51,7 +52,7 @@ class WorldManifest(BaseModel):
     """The LLM that reworded the queries, if any (then the bytes are no longer reproducible)."""
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -85,6 +86,9 @@ def write_world(out_dir: Path, *, products: int = 50_000, seed: int = 0,
     """
     out_dir = Path(out_dir)
     (out_dir / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
+    # The manifest marks the world complete: drop the old one before any file changes, so a run cut
+    # short is never taken for the previous (or the requested) world.
+    (out_dir / MANIFEST_FILE).unlink(missing_ok=True)
     documents = out_dir / DOCUMENTS_FILE
     catalog = _write_documents(documents, products, seed)
     engine = engine_factory(documents)
@@ -102,9 +106,9 @@ def write_world(out_dir: Path, *, products: int = 50_000, seed: int = 0,
     manifest = WorldManifest(
         generator=GENERATOR, seed=seed, products=len(catalog),
         requested={category: counts.get(category, 0) for category in CATEGORIES}, problems=made,
-        files={name: _sha256(path) for name, path in written.items()},
+        files={name: sha256_file(path) for name, path in written.items()},
         paraphrased_by=llm.model if llm is not None else None,
     )
-    (out_dir / MANIFEST_FILE).write_bytes(
-        orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    write_file_atomically(out_dir / MANIFEST_FILE, orjson.dumps(
+        manifest.model_dump(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     return manifest

@@ -1,0 +1,199 @@
+"""Catalog builds: a catalog is exactly its sources, never half-built, never mixed with an older build."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from shoppingbench.catalog import build as build_module
+from shoppingbench.catalog.build import (
+    BUILD_RECORD,
+    PARTIAL_STORE_FILE,
+    STORE_FILE,
+    build_catalog,
+    catalog_exists,
+    open_catalog,
+    write_file_atomically,
+)
+from shoppingbench.catalog.importer import CatalogImportError
+from shoppingbench.catalog.store import ProductStore
+from shoppingbench.search.base import FindProductQuery
+
+
+def document(n: int, title: str = "steel bottle") -> dict[str, Any]:
+    pid = str(1_000 + n)
+    return {"id": pid, "contents": f"{title} {n}", "product": {
+        "product_id": pid, "shop_id": "7", "title": f"{title} {n}", "price": 10.0 + n}}
+
+
+def write(path: Path, numbers: range | list[int], *, compress: bool = False,
+          title: str = "steel bottle") -> Path:
+    data = b"".join(orjson.dumps(document(n, title)) + b"\n" for n in numbers)
+    path.write_bytes(gzip.compress(data) if compress else data)
+    return path
+
+
+def stored_ids(catalog_dir: Path) -> list[str]:
+    with ProductStore(catalog_dir / STORE_FILE, read_only=True) as store:
+        return [d.id for d in store.iter_documents()]
+
+
+def searched_ids(catalog_dir: Path, q: str = "bottle") -> list[str]:
+    engine = open_catalog(catalog_dir)
+    try:
+        return sorted(hit.product_id for page in range(1, 6)
+                      for hit in engine.find_product(FindProductQuery(q=q, page=page)))
+    finally:
+        engine.close()
+
+
+def ids(numbers: range | list[int]) -> list[str]:
+    return sorted(str(1_000 + n) for n in numbers)
+
+
+def truncated_gzip(path: Path, count: int = 400) -> Path:
+    whole = gzip.compress(b"".join(orjson.dumps(document(n, f"bottle {n * 7919 % 1009}")) + b"\n"
+                                   for n in range(count)))
+    path.write_bytes(whole[: len(whole) // 2])
+    return path
+
+
+def test_a_truncated_gzip_fails_the_build_and_marks_nothing_finished(tmp_path: Path) -> None:
+    source = truncated_gzip(tmp_path / "documents.jsonl.gz")
+    catalog_dir = tmp_path / "catalog"
+
+    with pytest.raises(CatalogImportError, match=r"ended early or is corrupt at line \d+ .*re-download it"):
+        build_catalog(source, catalog_dir, progress=False)
+
+    assert not catalog_exists(catalog_dir)
+    assert not (catalog_dir / "index").exists()
+
+
+def test_a_truncated_source_leaves_the_previous_catalog_usable(tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "good.jsonl", range(3)), catalog_dir, progress=False)
+
+    with pytest.raises(CatalogImportError):
+        build_catalog(truncated_gzip(tmp_path / "cut.jsonl.gz"), catalog_dir, progress=False)
+
+    assert catalog_exists(catalog_dir)
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(3))
+    assert not any(p.name.startswith(PARTIAL_STORE_FILE) for p in catalog_dir.iterdir())
+
+
+def test_a_rebuild_holds_exactly_the_new_source(tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "big.jsonl", range(30)), catalog_dir, progress=False)
+
+    report = build_catalog(write(tmp_path / "small.jsonl", range(20, 25)), catalog_dir, progress=False)
+
+    # No scratch store, no WAL: the store file alone is the catalog.
+    assert sorted(p.name for p in catalog_dir.iterdir()) == [BUILD_RECORD, "index", STORE_FILE]
+    assert report.index.documents == 5
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(20, 25))
+    assert orjson.loads((catalog_dir / BUILD_RECORD).read_bytes())["index"]["documents"] == 5
+
+
+def test_shards_make_one_catalog_and_a_rebuild_is_idempotent(tmp_path: Path) -> None:
+    shards = [write(tmp_path / "a.jsonl", range(0, 10)),
+              write(tmp_path / "b.jsonl.gz", range(10, 25), compress=True),
+              write(tmp_path / "c.jsonl", [3, 30], title="steel bottle again")]
+    catalog_dir = tmp_path / "catalog"
+
+    first = build_catalog(shards, catalog_dir, progress=False)
+    index_files = {p.name: p.read_bytes() for p in (catalog_dir / "index").iterdir()}
+    with ProductStore(catalog_dir / STORE_FILE, read_only=True) as store:
+        documents = list(store.iter_documents())
+    second = build_catalog(shards, catalog_dir, progress=False)
+
+    assert [r.source for r in first.imported] == shards
+    assert [r.imported for r in first.imported] == [10, 15, 2]
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids([*range(25), 30])
+    with ProductStore(catalog_dir / STORE_FILE, read_only=True) as store:
+        assert store.get("1003").title == "steel bottle again 3"  # type: ignore[union-attr]  # later shard wins
+        assert list(store.iter_documents()) == documents
+    assert {p.name: p.read_bytes() for p in (catalog_dir / "index").iterdir()} == index_files
+    assert replace(second.index, build_seconds=0) == replace(first.index, build_seconds=0)
+
+
+def test_a_stale_wal_of_the_old_store_is_never_replayed_onto_the_new_one(tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "old.jsonl", range(200)), catalog_dir, progress=False)
+    store_path = catalog_dir / STORE_FILE
+    wal = store_path.with_name(STORE_FILE + "-wal")
+    # A writer killed with committed pages still in its WAL: save the WAL before close checkpoints it.
+    db = sqlite3.connect(store_path)
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    with db:
+        db.execute("DELETE FROM products")
+        db.execute("INSERT INTO products VALUES ('stale', 'stale bottle', ?)", (orjson.dumps(
+            {"product_id": "stale", "shop_id": "1", "title": "stale bottle", "price": 1.0}),))
+    stale_wal = wal.read_bytes()
+    db.close()
+    assert len(stale_wal) > 0
+    wal.write_bytes(stale_wal)
+
+    build_catalog(write(tmp_path / "new.jsonl", range(500, 520)), catalog_dir, progress=False)
+
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(500, 520))
+    with sqlite3.connect(f"{store_path.as_uri()}?mode=ro", uri=True) as check:
+        assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_leftovers_of_a_killed_build_are_replaced(tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    catalog_dir.mkdir()
+    partial = catalog_dir / PARTIAL_STORE_FILE
+    with ProductStore(partial) as store:  # a killed build's half-imported store
+        store.upsert([])
+    with sqlite3.connect(partial) as db:
+        db.execute("INSERT INTO products VALUES ('ghost', 'ghost bottle', ?)", (orjson.dumps(
+            {"product_id": "ghost", "shop_id": "1", "title": "ghost bottle", "price": 1.0}),))
+    partial.with_name(PARTIAL_STORE_FILE + "-wal").write_bytes(b"junk")
+
+    build_catalog(write(tmp_path / "d.jsonl", range(4)), catalog_dir, progress=False)
+
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(4))
+    assert not any(p.name.startswith(PARTIAL_STORE_FILE) for p in catalog_dir.iterdir())
+
+
+def test_a_build_killed_while_indexing_is_not_taken_as_done(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "old.jsonl", range(3)), catalog_dir, progress=False)
+
+    def killed(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "build_index", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build_catalog(write(tmp_path / "new.jsonl", range(10, 14)), catalog_dir, progress=False)
+    assert not catalog_exists(catalog_dir)
+
+    monkeypatch.undo()
+    build_catalog(write(tmp_path / "new.jsonl", range(10, 14)), catalog_dir, progress=False)
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(10, 14))
+
+
+def test_write_file_atomically_keeps_the_old_bytes_when_it_fails(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "catalog.json"
+    write_file_atomically(target, b"old")
+
+    def fail(_fd: int) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_file_atomically(target, b"new")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["catalog.json"]
+    monkeypatch.undo()
+    write_file_atomically(target, b"new")
+    assert target.read_bytes() == b"new" and [p.name for p in tmp_path.iterdir()] == ["catalog.json"]
