@@ -26,6 +26,7 @@ from shoppingbench.scoring import (
     aggregate,
     score_attempt,
 )
+from shoppingbench.scoring.dialogue import as_steps
 
 log = structlog.get_logger(__name__)
 
@@ -54,9 +55,8 @@ def _attempt(agent: AgentMain, problem: Problem, products: ProductLookup, embedd
         return Attempt(problem_id=problem.id, steps=[],
                        score=AttemptScore.failure(problem, f"agent raised {type(exc).__name__}: {exc}",
                                                   profile))
-    # Record exactly what was scored: the scorer reads a tuple of steps as steps too.
-    recorded = list(steps) if isinstance(steps, list | tuple) else []
-    return Attempt(problem_id=problem.id, steps=recorded,
+    # Record exactly what the scorer reads as steps.
+    return Attempt(problem_id=problem.id, steps=list(as_steps(steps)),
                    score=score_attempt(problem, steps, products, embedder, profile))
 
 

@@ -38,11 +38,6 @@ class SampleWorld(BaseModel):
     catalog_dir: Path
     problems_dir: Path
 
-    def problems(self) -> list[Problem]:
-        """The whole bank, category by category, in file order."""
-        return [p for category in CATEGORIES
-                for p in load_problems(self.problems_dir / f"{category}.jsonl", category)]
-
     def suite(self, per_category: int) -> list[Problem]:
         """The first ``per_category`` problems of each category: a deterministic demo suite."""
         return [p for category in CATEGORIES

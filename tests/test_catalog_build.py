@@ -20,10 +20,10 @@ from shoppingbench.catalog.build import (
     build_catalog,
     catalog_exists,
     open_catalog,
-    write_file_atomically,
 )
 from shoppingbench.catalog.importer import CatalogImportError
 from shoppingbench.catalog.store import ProductStore
+from shoppingbench.files import write_file_atomically
 from shoppingbench.search.base import FindProductQuery
 
 

@@ -14,7 +14,6 @@ as it was.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from pydantic import BaseModel
 
 from shoppingbench.catalog.importer import CatalogImportError, ImportReport, import_documents
 from shoppingbench.catalog.store import ProductStore
+from shoppingbench.files import write_file_atomically
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import IndexStats, build_index
 
@@ -42,21 +42,6 @@ class CatalogBuildReport(BaseModel):
     imported: list[ImportReport]
     """One report per source file, in the order given."""
     index: IndexStats
-
-
-def write_file_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so readers (and a crash) see the old bytes or the new, never a mix."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                     delete=False) as handle:
-        try:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        except BaseException:
-            handle.close()
-            os.unlink(handle.name)
-            raise
-    os.replace(handle.name, path)
 
 
 def _remove_side_files(path: Path) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from shoppingbench.catalog.build import write_file_atomically
 from shoppingbench.catalog.models import Product, document_for
+from shoppingbench.files import write_file_atomically
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.world.catalog import generate_products
 from shoppingbench.world.llm import LLMSettings, paraphrase_queries
