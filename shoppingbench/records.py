@@ -1,0 +1,80 @@
+"""The record of one attempt as the harness produces it: steps, verified proxy log, scores, failure.
+
+This is the one shape the runner writes, the judge and the structural filter read, and the trajectory
+store persists (SPEC 3 and 6). The steps are the agent's own, untrusted words; the proxy log is what
+the sandbox's proxy saw the agent do, written only by the proxy and never by agent code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoppingbench.scoring.attempt import AttemptScore
+
+ProxyCallKind = Literal["search", "inference", "other"]
+FailureKind = Literal[
+    "crash",          # agent_main raised, or the interpreter died
+    "timeout",        # wall-clock limit of the problem reached
+    "memory",         # address-space/memory limit hit
+    "output_limit",   # stdout/stderr or returned steps over the byte limit
+    "bad_output",     # steps not JSON-able or not a list of dicts
+    "sandbox_error",  # the sandbox itself could not start or run the agent
+    "rejected",       # static analysis refused the agent file before it ran
+]
+
+
+class ProxyCall(BaseModel):
+    """One request the sandboxed agent made through the verified proxy, as the proxy saw it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int = Field(ge=0, description="Order of the call within its attempt, from 0")
+    kind: ProxyCallKind
+    method: str
+    path: str
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="Query or body parameters (for inference: all but messages)")
+    status: int = Field(description="HTTP status the proxy answered")
+    started_at: float = Field(description="Unix time the proxy received the request")
+    duration_ms: float = Field(ge=0)
+    error: str | None = Field(default=None, description="Why the proxy refused or failed the call")
+    # search
+    product_ids: list[str] = Field(default_factory=list,
+                                   description="Ids the search/view answer returned, in order")
+    # inference
+    model: str | None = None
+    request_messages: list[dict[str, Any]] | None = None
+    completion_text: str | None = Field(default=None, description="The assistant message content")
+    completion_tool_calls: list[dict[str, Any]] = Field(
+        default_factory=list, description="Native tool calls of the completion: {name, arguments}")
+    reasoning_text: str | None = Field(default=None, description="Reasoning content, if the server sends it")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class AttemptFailure(BaseModel):
+    """Why an attempt produced no usable dialogue; the attempt then scores as a failure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FailureKind
+    reason: str
+
+
+class AttemptRecord(BaseModel):
+    """One agent x problem x run: everything needed to score, judge, filter and train on it."""
+
+    run_id: str
+    problem_id: str
+    category: str
+    query: str
+    agent_hash: str = Field(description="sha256 of the agent file's bytes")
+    steps: list[Any] = Field(default_factory=list, description="The agent's dialogue steps, as returned")
+    proxy_log: list[ProxyCall] = Field(default_factory=list)
+    score: AttemptScore
+    failure: AttemptFailure | None = None
+    started_at: float
+    finished_at: float
+    stderr_tail: str = Field(default="", description="Last bytes the agent printed to stderr (bounded)")
