@@ -1,0 +1,200 @@
+"""An OpenAI-compatible chat-completions server that plays a scripted policy: a TEST DOUBLE.
+
+It stands in for what cannot run here, a hosted LLM or a vLLM server, in the tests, the benchmarks and
+the offline demo. It speaks the real wire protocol the ``openai`` client and vLLM use, so code under
+test talks to it exactly as it would to a real endpoint:
+
+- ``POST /v1/chat/completions``: a ``chat.completion`` object (``choices[0].message`` with ``content``,
+  ``tool_calls`` as ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}`` and
+  vLLM's ``reasoning_content``; ``finish_reason`` ``stop``, ``tool_calls`` or ``length``; ``usage``), or
+  with ``"stream": true`` the same as server-sent ``chat.completion.chunk`` events ending in
+  ``data: [DONE]``.
+- ``GET /v1/models``: the served models.
+- Errors as OpenAI sends them, ``{"error": {"message", "type", "param", "code"}}``: 401 for a missing
+  or wrong key (when the server has one), 404 for a model it does not serve, 400 for a malformed
+  body, and whatever status the policy asks for (429, 500, ...) to rehearse outages.
+
+What a reply says is decided by a *policy*, a plain function of the request body. Token counts come
+from a simple word-and-punctuation split, a deterministic stand-in for a tokenizer; ``max_tokens``
+(or ``max_completion_tokens``) cuts the content at that many such tokens with ``finish_reason``
+``length``, as a real server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class StubReply:
+    """What the policy wants answered to one request."""
+
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Native tool calls, each ``{"name": str, "arguments": dict | str}``."""
+    reasoning: str | None = None
+    status: int = 200
+    """A status other than 200 answers an OpenAI-style error with ``content`` as its message."""
+    delay_s: float = 0.0
+    """Seconds to wait before answering (rehearses slow endpoints and client timeouts)."""
+
+
+Policy = Callable[[dict[str, Any]], StubReply]
+"""Decides the reply from the parsed chat-completions request body."""
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` as this server counts them: words and single punctuation marks."""
+    return len(_TOKEN.findall(text))
+
+
+def _truncate(text: str, max_tokens: int) -> tuple[str, bool]:
+    for index, match in enumerate(_TOKEN.finditer(text)):
+        if index == max_tokens:
+            return text[:match.start()].rstrip(), True
+    return text, False
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": code}},
+                        status_code=status)
+
+
+_ERROR_KINDS = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
+                404: "invalid_request_error", 429: "rate_limit_exceeded"}
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _tool_call_entries(calls: list[dict[str, Any]], ids: itertools.count[int]) -> list[dict[str, Any]]:
+    entries = []
+    for call in calls:
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, str):
+            arguments = orjson.dumps(arguments).decode()
+        entries.append({"id": f"call_{next(ids)}", "type": "function",
+                        "function": {"name": str(call.get("name", "")), "arguments": arguments}})
+    return entries
+
+
+def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] | None = None) -> FastAPI:
+    """The server. ``models`` lists the served models (any name is accepted when it is ``None``);
+    with ``api_key`` every request must carry ``Authorization: Bearer <api_key>``.
+
+    ``app.state.requests`` keeps every well-formed request body received, in order, for assertions.
+    """
+    app = FastAPI(title="OpenAI-compatible test double", docs_url=None, redoc_url=None)
+    app.state.requests = []
+    lock = threading.Lock()
+    ids = itertools.count()
+
+    def unauthorised(request: Request) -> JSONResponse | None:
+        if api_key is None or request.headers.get("authorization") == f"Bearer {api_key}":
+            return None
+        return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+
+    @app.get("/v1/models")
+    async def list_models(request: Request) -> Response:
+        refused = unauthorised(request)
+        if refused is not None:
+            return refused
+        served = models or ["stub"]
+        return JSONResponse({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in served]})
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        refused = unauthorised(request)
+        if refused is not None:
+            return refused
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            return _error(400, "The request body is not valid JSON.", "invalid_request_error")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) \
+                or not isinstance(body.get("model"), str):
+            return _error(400, "'model' (string) and 'messages' (array) are required.",
+                          "invalid_request_error")
+        model = body["model"]
+        if models is not None and model not in models:
+            return _error(404, f"The model `{model}` does not exist.", "invalid_request_error",
+                          "model_not_found")
+        with lock:
+            app.state.requests.append(body)
+        reply = await asyncio.to_thread(policy, body)
+        if reply.delay_s > 0:
+            await asyncio.sleep(reply.delay_s)
+        if reply.status != 200:
+            return _error(reply.status, reply.content or f"stub error {reply.status}",
+                          _ERROR_KINDS.get(reply.status, "server_error"))
+        return _completion(body, reply, next(ids), ids)
+
+    return app
+
+
+def _completion(body: dict[str, Any], reply: StubReply, number: int,
+                ids: itertools.count[int]) -> Response:
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    content, cut = (_truncate(reply.content, limit) if isinstance(limit, int) and limit > 0
+                    else (reply.content, False))
+    tool_calls = [] if cut else _tool_call_entries(reply.tool_calls, ids)
+    finish = "length" if cut else ("tool_calls" if tool_calls else "stop")
+    prompt_tokens = sum(count_tokens(_message_text(m)) for m in body["messages"])
+    completion_tokens = count_tokens(content) + count_tokens(reply.reasoning or "") + sum(
+        count_tokens(call["function"]["arguments"]) + 1 for call in tool_calls)
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "total_tokens": prompt_tokens + completion_tokens}
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
+    completion_id, created = f"chatcmpl-stub-{number}", int(time.time())
+    if not body.get("stream"):
+        return JSONResponse({"id": completion_id, "object": "chat.completion", "created": created,
+                             "model": body["model"], "usage": usage, "choices": [
+                                 {"index": 0, "message": message, "finish_reason": finish,
+                                  "logprobs": None}]})
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None, **extra: Any) -> bytes:
+        event = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                 "model": body["model"], "choices": [{"index": 0, "delta": delta,
+                                                      "finish_reason": finish_reason}], **extra}
+        return b"data: " + orjson.dumps(event) + b"\n\n"
+
+    async def events() -> AsyncIterator[bytes]:
+        yield chunk({"role": "assistant", "content": ""}, None)
+        delta: dict[str, Any] = {"content": content}
+        if reply.reasoning is not None:
+            delta["reasoning_content"] = reply.reasoning
+        if tool_calls:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(tool_calls)]
+        yield chunk(delta, None)
+        include_usage = isinstance(body.get("stream_options"), dict) and \
+            body["stream_options"].get("include_usage")
+        yield chunk({}, finish, **({"usage": usage} if include_usage else {}))
+        yield b"data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
