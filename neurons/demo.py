@@ -30,8 +30,9 @@ def sample_world(settings: HarnessSettings) -> SampleWorld:
                                seed=settings.world_seed, llm=settings.llm(), progress=sys.stderr.isatty())
 
 
-def _results_table(result: EvaluationResult) -> Table:
-    table = Table(title="Scripted baseline on the sample suite")
+def results_table(result: EvaluationResult, title: str) -> Table:
+    """Per-category success and gt rates, mean rule and format, and the suite aggregate (ASR)."""
+    table = Table(title=title)
     for column in ("category", "problems", "success", "gt", "mean rule", "mean format"):
         table.add_column(column, justify="left" if column == "category" else "right")
     rows: list[tuple[str, CategoryScore]] = list(result.suite.by_category.items())
@@ -49,6 +50,11 @@ def _write_attempts(result: EvaluationResult, out: Path) -> None:
             handle.write(orjson.dumps(attempt.model_dump(mode="json")) + b"\n")
 
 
+def results_path(settings: HarnessSettings, name: str) -> Path:
+    """``<home>/results/<name>-<UTC time>.jsonl``"""
+    return settings.root / "results" / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
+
+
 def run_demo(settings: HarnessSettings) -> EvaluationResult:
     console = Console()
     world = sample_world(settings)
@@ -62,8 +68,8 @@ def run_demo(settings: HarnessSettings) -> EvaluationResult:
         os.environ["SANDBOX_PROXY_URL"] = url
         result = evaluate(agent_main, suite, engine.get_products, embedder, profile,
                           workers=settings.workers, progress=sys.stderr.isatty())
-    console.print(_results_table(result))
-    out = settings.root / "results" / f"demo-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
+    console.print(results_table(result, "Scripted baseline on the sample suite"))
+    out = results_path(settings, "demo")
     _write_attempts(result, out)
     console.print(f"dialogues and scores: {out}")
     return result

@@ -1,18 +1,26 @@
-"""The dialogue step an agent returns for each turn, and how its tagged text is rendered.
+"""The dialogue step an agent returns for each turn: its typed model for host code, and a builder.
 
 Shape (the agent contract): ``{"completion": {"reasoning_content", "content", "message": {"think"?,
 "tool_call"?: [{name, parameters, tool_call_id, result}], "response"?}}, "extra_info": {"step",
 "query", "timestamp"}}``. ``content`` holds the tagged text the format score reads:
 ``<think>..</think>``, ``<tool_call>[{"name", "parameters"}, ..]</tool_call>``, ``<response>..</response>``.
+
+Agents build steps with the SDK (``shoppingbench.agent_sdk.create_dialogue_step``, the reference
+arena's signature); the helpers here are the same code for host-side callers that hold typed
+:class:`ToolCall` models.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
+
+from shoppingbench.agent_sdk.steps import create_dialogue_step as _sdk_create_dialogue_step
+from shoppingbench.agent_sdk.steps import format_content
+
+__all__ = ["Completion", "DialogueStep", "StepInfo", "StepMessage", "ToolCall", "create_dialogue_step",
+           "format_content"]
 
 
 class ToolCall(BaseModel):
@@ -55,29 +63,10 @@ class DialogueStep(BaseModel):
     extra_info: StepInfo = Field(default_factory=StepInfo)
 
 
-def render_content(think: str | None, tool_calls: list[ToolCall], response: str | None) -> str:
-    """The tagged text of one step, in the order the format score expects."""
-    parts: list[str] = []
-    if think is not None:
-        parts.append(f"<think>{think}</think>")
-    if tool_calls:
-        calls = [{"name": c.name, "parameters": c.parameters} for c in tool_calls]
-        parts.append(f"<tool_call>{orjson.dumps(calls).decode()}</tool_call>")
-    if response is not None:
-        parts.append(f"<response>{response}</response>")
-    return "\n".join(parts)
-
-
 def create_dialogue_step(step: int, query: str, *, think: str | None = None,
                          tool_calls: list[ToolCall] | None = None, response: str | None = None,
                          reasoning_content: str = "", timestamp: float | None = None) -> dict[str, Any]:
-    """Build one step as a plain JSON-able dict (what ``agent_main`` returns)."""
-    calls = tool_calls or []
-    message = StepMessage(think=think, tool_call=calls, response=response)
-    model = DialogueStep(
-        completion=Completion(reasoning_content=reasoning_content,
-                              content=render_content(think, calls, response), message=message),
-        extra_info=StepInfo(step=step, query=query,
-                            timestamp=time.time() if timestamp is None else timestamp),
-    )
-    return model.model_dump(exclude_none=True)
+    """One step as a plain JSON-able dict, from typed tool calls (the SDK builder does the work)."""
+    calls = [call.model_dump(exclude_none=True) for call in tool_calls or []]
+    return _sdk_create_dialogue_step(think, calls, response, query, step,
+                                     reasoning_content=reasoning_content, timestamp=timestamp)

@@ -1,15 +1,24 @@
-"""Run an in-process agent over a suite and score every attempt with the one shared scorer.
+"""Grading attempts into records, and running an agent over a suite in-process.
 
-This path trusts the agent (it runs in this process): it exists for the bundled reference agents and
-for debugging. It has no per-problem timeout, since a thread cannot be stopped; miner code is only
-ever run through the sandboxed runner, which enforces limits, produces the same steps and feeds the
-same scorer.
+:class:`Grader` is the one path from "what an agent did" to an :class:`AttemptRecord`: the sandboxed
+runner (``shoppingbench.sandbox``) and the in-process evaluator below both use it, so a dialogue gets
+the same score and record whichever ran it. :func:`collect` turns a stream of records into the
+suite's result, with a progress bar and a per-attempt callback for callers that persist each one.
+
+The in-process evaluator trusts the agent (it runs in this process): it exists for the bundled
+reference agents and for debugging. It has no per-problem timeout, since a thread cannot be stopped;
+miner code is only ever run through the sandboxed runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import hashlib
+import inspect
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -17,6 +26,7 @@ from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from shoppingbench.problems.models import Problem
+from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
 from shoppingbench.scoring import (
     AttemptScore,
     ProductLookup,
@@ -31,57 +41,112 @@ from shoppingbench.scoring.dialogue import as_steps
 log = structlog.get_logger(__name__)
 
 AgentMain = Callable[[dict[str, Any]], list[dict[str, Any]]]
+OnAttempt = Callable[[AttemptRecord], None]
 
 
-class Attempt(BaseModel):
-    """One agent x problem: what the agent said and how it scored."""
+@dataclass(frozen=True)
+class Grader:
+    """Scores attempts with the one scorer and wraps them into records."""
 
-    problem_id: str
-    steps: list[Any]
-    score: AttemptScore
+    products: ProductLookup
+    embedder: TitleEmbedder
+    profile: ScoringProfile
+
+    def record(self, *, run_id: str, agent_hash: str, problem: Problem, steps: object,
+               failure: AttemptFailure | None, started_at: float, finished_at: float,
+               proxy_log: Sequence[ProxyCall] = (), stderr_tail: str = "",
+               agent_ms: float | None = None) -> AttemptRecord:
+        """The record of one attempt. A failed attempt scores 0 everywhere with the failure's reason."""
+        if failure is not None:
+            score = AttemptScore.failure(problem, failure.reason, self.profile)
+            recorded: list[Any] = []
+        else:
+            score = score_attempt(problem, steps, self.products, self.embedder, self.profile)
+            recorded = list(as_steps(steps))  # exactly what the scorer read as steps
+        return AttemptRecord(run_id=run_id, problem_id=problem.id, category=problem.category,
+                             query=problem.query, agent_hash=agent_hash, steps=recorded,
+                             proxy_log=list(proxy_log), score=score, failure=failure, started_at=started_at,
+                             finished_at=finished_at, stderr_tail=stderr_tail, agent_ms=agent_ms)
 
 
 class EvaluationResult(BaseModel):
-    attempts: list[Attempt]
+    run_id: str
+    attempts: list[AttemptRecord]
     suite: SuiteScore
 
 
-def _attempt(agent: AgentMain, problem: Problem, products: ProductLookup, embedder: TitleEmbedder,
-             profile: ScoringProfile) -> Attempt:
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def collect(records: Iterable[AttemptRecord], suite: Sequence[Problem], *, run_id: str,
+            progress: bool = True, on_attempt: OnAttempt | None = None,
+            label: str = "evaluating") -> EvaluationResult:
+    """Consume ``records`` as they finish (calling ``on_attempt`` on each) and aggregate in suite order.
+
+    The whole suite is the denominator: a problem without a record counts as a failure.
+    """
+    by_problem: dict[str, AttemptRecord] = {}
+    columns = (TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, disable=not progress, transient=True) as bar:
+        task = bar.add_task(label, total=len(suite))
+        for record in records:
+            if on_attempt is not None:
+                on_attempt(record)
+            by_problem[record.problem_id] = record
+            bar.advance(task)
+    ordered = [by_problem[p.id] for p in suite if p.id in by_problem]
+    suite_score = aggregate([a.score for a in ordered], suite)
+    log.info("suite_evaluated", run_id=run_id, problems=len(suite), success_rate=suite_score.success_rate)
+    return EvaluationResult(run_id=run_id, attempts=ordered, suite=suite_score)
+
+
+def _source_hash(agent: Callable[..., Any]) -> str:
+    try:
+        with open(inspect.getfile(agent), "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except (TypeError, OSError):
+        return ""
+
+
+def _in_process_attempt(agent: AgentMain, problem: Problem, grader: Grader, run_id: str,
+                        agent_hash: str) -> AttemptRecord:
+    started_at = time.time()
+    failure: AttemptFailure | None = None
+    steps: object = []
     try:
         steps = agent(problem.public_view())
     except Exception as exc:  # an agent crash is a recorded failure of this problem, not of the run
         log.warning("agent_crashed", problem_id=problem.id, error=repr(exc))
-        return Attempt(problem_id=problem.id, steps=[],
-                       score=AttemptScore.failure(problem, f"agent raised {type(exc).__name__}: {exc}",
-                                                  profile))
-    # Record exactly what the scorer reads as steps.
-    return Attempt(problem_id=problem.id, steps=list(as_steps(steps)),
-                   score=score_attempt(problem, steps, products, embedder, profile))
+        failure = AttemptFailure(kind="crash", reason=f"agent raised {type(exc).__name__}: {exc}")
+    return grader.record(run_id=run_id, agent_hash=agent_hash, problem=problem, steps=steps, failure=failure,
+                         started_at=started_at, finished_at=time.time())
 
 
-def evaluate(agent: AgentMain, suite: Sequence[Problem], products: ProductLookup, embedder: TitleEmbedder,
-             profile: ScoringProfile, *, workers: int = 4, progress: bool = True) -> EvaluationResult:
-    """Run ``agent`` on every problem (``workers`` at a time) and aggregate over the whole suite.
+def iter_in_process(agent: AgentMain, suite: Sequence[Problem], grader: Grader, *, run_id: str,
+                    workers: int = 4, agent_hash: str | None = None) -> Iterator[AttemptRecord]:
+    """Run ``agent`` in threads on every problem and yield each record as it finishes.
 
-    An agent's crash is that problem's recorded failure; a scoring error (e.g. the catalog is down)
-    aborts the run at once rather than grading the rest against a broken catalog.
+    A scoring error (e.g. the catalog is down) aborts the run at once rather than grading the rest
+    against a broken catalog.
     """
-    attempts: dict[str, Attempt] = {}
-    columns = (TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, disable=not progress, transient=True) as bar, \
-            ThreadPoolExecutor(max_workers=workers) as pool:
-        task = bar.add_task("evaluating", total=len(suite))
-        futures = [pool.submit(_attempt, agent, p, products, embedder, profile) for p in suite]
+    digest = _source_hash(agent) if agent_hash is None else agent_hash
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures: list[Future[AttemptRecord]] = [
+            pool.submit(_in_process_attempt, agent, p, grader, run_id, digest) for p in suite]
         try:
             for future in as_completed(futures):
-                attempt = future.result()
-                attempts[attempt.problem_id] = attempt
-                bar.advance(task)
+                yield future.result()
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    ordered = [attempts[p.id] for p in suite if p.id in attempts]
-    suite_score = aggregate([a.score for a in ordered], suite)
-    log.info("suite_evaluated", problems=len(suite), success_rate=suite_score.success_rate)
-    return EvaluationResult(attempts=ordered, suite=suite_score)
+
+
+def evaluate(agent: AgentMain, suite: Sequence[Problem], products: ProductLookup, embedder: TitleEmbedder,
+             profile: ScoringProfile, *, workers: int = 4, progress: bool = True,
+             on_attempt: OnAttempt | None = None) -> EvaluationResult:
+    """Run a trusted in-process ``agent`` on every problem (``workers`` at a time) and aggregate."""
+    run_id = new_run_id()
+    grader = Grader(products, embedder, profile)
+    records = iter_in_process(agent, suite, grader, run_id=run_id, workers=workers)
+    return collect(records, suite, run_id=run_id, progress=progress, on_attempt=on_attempt)

@@ -78,3 +78,6 @@ class AttemptRecord(BaseModel):
     started_at: float
     finished_at: float
     stderr_tail: str = Field(default="", description="Last bytes the agent printed to stderr (bounded)")
+    agent_ms: float | None = Field(
+        default=None, description="Agent start to answer as the sandbox measured it (informative only: "
+                                  "reported from inside the sandbox); started_at/finished_at are the host's")

@@ -30,6 +30,30 @@ class HarnessSettings(BaseSettings):
     llm_model: str | None = Field(default=None, description="Model that rewords sample-world queries")
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # The sandbox every untrusted agent runs in (docs/runner.md).
+    sandbox: Literal["namespace", "docker", "none"] = Field(
+        default="namespace", description="namespace (bubblewrap), docker, or none (trusted debugging only)")
+    sandbox_timeout_s: float = Field(default=180.0, gt=0, description="Wall-clock limit of one problem")
+    sandbox_cpu_s: int | None = Field(default=None, ge=1,
+                                      description="CPU-seconds limit of one problem (default: the timeout)")
+    sandbox_memory_mb: int = Field(default=2048, ge=256, description="Address-space limit per process")
+    sandbox_processes: int = Field(default=128, ge=8, description="Processes and threads per sandbox")
+    sandbox_output_kb: int = Field(default=1024, ge=1, description="stdout+stderr KiB one problem may print")
+    sandbox_result_mb: int = Field(default=16, ge=1, description="Size limit of the returned steps (JSON)")
+    sandbox_tmp_mb: int = Field(default=64, ge=1, description="Size of the sandbox's private /tmp")
+    sandbox_uid_base: int = Field(default=61000, ge=1000,
+                                  description="First uid/gid of the slots (namespace as root, docker)")
+    sandbox_docker_image: str = "shopping-arena-sandbox:latest"
+    # The inference endpoint the verified proxy forwards /inference/chat/completions to.
+    inference_base_url: str | None = Field(default=None,
+                                           description="OpenAI-compatible base URL, e.g. http://host:8000/v1")
+    inference_api_key: SecretStr = SecretStr("not-needed")
+    inference_models: str = Field(default="", description="Comma list of allowed models; first = default")
+    inference_max_tokens: int = Field(default=4096, ge=1, description="Cap on max_tokens of one call")
+    inference_attempt_calls: int | None = Field(default=100, ge=1, description="Inference calls per attempt")
+    inference_attempt_tokens: int | None = Field(default=400_000, ge=1, description="Tokens per attempt")
+    inference_run_calls: int | None = Field(default=None, ge=1, description="Inference calls per run")
+    inference_run_tokens: int | None = Field(default=None, ge=1, description="Tokens per run")
 
     @property
     def root(self) -> Path:
@@ -44,6 +68,10 @@ class HarnessSettings(BaseSettings):
         if not (self.llm_base_url and self.llm_model):
             return None
         return LLMSettings(base_url=self.llm_base_url, api_key=self.llm_api_key, model=self.llm_model)
+
+    def allowed_models(self) -> list[str]:
+        """``inference_models`` as a list, in order (the first is the agents' default model)."""
+        return [m.strip() for m in self.inference_models.split(",") if m.strip()]
 
     def world_dir(self) -> Path:
         name = f"sample-{self.world_products}-seed{self.world_seed}"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from shoppingbench.agent_sdk import ProxyClient, ProxyError
 from shoppingbench.agents.scripted_baseline import agent_main, choose_products, parse_requests
-from shoppingbench.agents.tool_client import ToolClient, ToolError
 from shoppingbench.catalog.models import Product, document_for
 from shoppingbench.catalog.store import ProductStore
 from shoppingbench.problems.models import Problem
@@ -40,11 +40,12 @@ def test_voucher_rules_are_not_items_and_filters_are_parsed() -> None:
     assert "budget" not in request.keywords and "voucher" not in request.keywords
 
 
-def test_upper_bounds_and_missing_url() -> None:
+def test_upper_bounds_and_missing_url(monkeypatch: pytest.MonkeyPatch) -> None:
     (request,) = parse_requests("Show me a toner under 1,250 pesos")
     assert request.price == "-1250"
-    with pytest.raises(ToolError, match="SANDBOX_PROXY_URL"):
-        ToolClient(base_url="")
+    monkeypatch.delenv("SANDBOX_PROXY_URL", raising=False)
+    with ProxyClient() as client, pytest.raises(ProxyError, match="SANDBOX_PROXY_URL"):
+        client.find_product("toner")
 
 
 def _product(pid: str, title: str, color: str, price: float) -> Product:
@@ -74,8 +75,8 @@ def test_an_attempt_over_http_picks_the_matching_variant_and_scores(
         "query": "Looking for an insulated water bottle in silver.",
         "reward": {"product_id": "102", "title": ["Insulated Water Bottle 750ml"],
                    "sku_options": [{"color_family": "silver"}]}})
-    with ToolClient(url) as tools:
-        steps = agent_main(problem.public_view(), tools=tools)
+    with ProxyClient(url) as client:
+        steps = agent_main(problem.public_view(), client=client)
     calls = [step["completion"]["message"]["tool_call"][0]["name"] for step in steps]
     assert calls == ["find_product", "view_product_information", "recommend_product", "terminate"]
     score = score_attempt(problem, steps, engine.get_products, FakeEmbedder())

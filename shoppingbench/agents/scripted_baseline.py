@@ -1,8 +1,9 @@
 """A no-LLM scripted baseline agent: keyword search, constraint parsing by regex, best-match pick.
 
 It is the floor every real agent should beat, and the demo's default agent when no LLM endpoint is
-configured. It follows the agent contract: ``agent_main(problem) -> list[dialogue step]``, talking to
-the tools only over HTTP (``SANDBOX_PROXY_URL``).
+configured. It is a standalone agent file (the standard library and the agent SDK only), so the sandbox
+runs it exactly like a miner's: ``agent_main(problem) -> list[dialogue step]``, reaching the tools only
+through the proxy (``SANDBOX_PROXY_URL``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoppingbench.agents.tool_client import ToolClient
-from shoppingbench.dialogue import ToolCall, create_dialogue_step
+from shoppingbench.agent_sdk import ProxyClient, create_dialogue_step, generate_tool_call_id
 
 CANDIDATES_VIEWED = 8
 
@@ -27,10 +27,11 @@ _NUMBER = r"(\d+(?:[.,]\d+)?)"
 _PRICE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(?:between|from)\s+(?:php\s*|₱)?{_NUMBER}\s*(?:php|pesos?)?\s*(?:and|to|-)\s*(?:php\s*|₱)?"
                 rf"{_NUMBER}"), "between"),
-    (re.compile(rf"(?:over|above|more than|greater than|at least|exceeding|min(?:imum)?)\s+(?:php\s*|₱)?"
-                rf"{_NUMBER}"), "low"),
-    (re.compile(rf"(?:under|below|less than|at most|cheaper than|max(?:imum)?|up to)\s+(?:php\s*|₱)?"
-                rf"{_NUMBER}"), "high"),
+    # "no more than 300" is an upper bound, although it contains "more than".
+    (re.compile(rf"(?:over|above|(?<!no )more than|greater than|at least|exceeding|min(?:imum)?)\s+"
+                rf"(?:php\s*|₱)?{_NUMBER}"), "low"),
+    (re.compile(rf"(?:under|below|less than|no more than|at most|cheaper than|max(?:imum)?|up to)\s+"
+                rf"(?:php\s*|₱)?{_NUMBER}"), "high"),
 )
 _SPLITTERS = re.compile(
     r"(?:\bfirst(?:ly)?,|\bsecond(?:ly)?,|\bthird(?:ly)?,|\bfourth(?:ly)?,|\blastly,|\bfinally,|\bnext,|"
@@ -113,23 +114,23 @@ def _match_score(request: Request, detail: dict[str, Any], title: str) -> int:
 
 
 class _Dialogue:
-    """Accumulates the steps of one attempt and executes tool calls through the client."""
+    """Accumulates the steps of one attempt and executes tool calls through the proxy."""
 
-    def __init__(self, query: str, tools: ToolClient) -> None:
+    def __init__(self, query: str, client: ProxyClient) -> None:
         self.query = query
-        self.tools = tools
+        self.client = client
         self.steps: list[dict[str, Any]] = []
 
     def call(self, think: str, name: str, parameters: dict[str, Any]) -> Any:
         if name == "find_product":
-            result: Any = self.tools.find_product(**parameters)
+            result: Any = self.client.find_product(**parameters)
         elif name == "view_product_information":
-            result = self.tools.view_product_information(parameters["product_ids"].split(","))
+            result = self.client.view_product_information(parameters["product_ids"])
         else:
             result = None
-        call = ToolCall(name=name, parameters=parameters, tool_call_id=f"call_{len(self.steps)}",
-                        result=result)
-        self.steps.append(create_dialogue_step(len(self.steps), self.query, think=think, tool_calls=[call]))
+        call = {"name": name, "parameters": parameters,
+                "tool_call_id": generate_tool_call_id(name, parameters), "result": result}
+        self.steps.append(create_dialogue_step(think, [call], None, self.query, len(self.steps)))
         return result
 
 
@@ -179,13 +180,13 @@ def choose_products(per_request: list[list[tuple[int, dict[str, Any]]]], same_sh
     return [cands[0][1]["product_id"] if cands else "" for cands in per_request]
 
 
-def agent_main(problem: dict[str, Any], tools: ToolClient | None = None) -> list[dict[str, Any]]:
+def agent_main(problem: dict[str, Any], client: ProxyClient | None = None) -> list[dict[str, Any]]:
     """Solve one problem; ``problem`` carries ``query`` (and never the reward)."""
     query = str(problem.get("query", ""))
-    owned = tools is None
-    client = tools or ToolClient()
+    owned = client is None
+    proxy = client or ProxyClient()
     try:
-        dialogue = _Dialogue(query, client)
+        dialogue = _Dialogue(query, proxy)
         requests = parse_requests(query)
         has_budget = "budget" in query.lower()
         per_request = [_ranked_candidates(dialogue, r, prefer_cheap=has_budget) for r in requests]
@@ -198,4 +199,4 @@ def agent_main(problem: dict[str, Any], tools: ToolClient | None = None) -> list
         return dialogue.steps
     finally:
         if owned:
-            client.close()
+            proxy.close()

@@ -1,0 +1,148 @@
+"""Trajectory store throughput: ingest, label and export one realistic day, on SQLite and PostgreSQL.
+
+    python -m benchmarks.store [--attempts 27000] [--backends sqlite,postgresql]
+
+A synthetic day (``trajectories.synthetic``: ReAct, sub-task and scripted agents in equal parts, about
+20 steps and 25 proxy calls per attempt) is generated in memory first, then timed phase by phase:
+``ingest`` (``write_attempts``: encoding, compression, commits), ``filter`` (``dump label``'s pass:
+read, decode, label, store the verdicts) and ``export`` (``dump export`` of the day: Parquet, JSONL.gz,
+manifest). Each backend runs in its own process so its peak RSS is its own. The SQLite file lives in
+a temporary directory; PostgreSQL gets a throwaway database on the loopback server (``--pg-server``).
+Every phase also reports this process's CPU seconds and the 1-minute load average at its end: on a
+shared machine wall time alone misleads. The last line printed is one JSON object with
+``ingest_per_s``, ``filter_per_s``, ``export_s`` and ``peak_rss_mb`` per backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from shoppingbench.logs import configure_logging
+from trajectories.dumps import DumpWindow, export_dump
+from trajectories.labelling import label_stored
+from trajectories.store import TrajectoryStore
+from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
+from trajectories.synthetic import synthetic_day
+
+DAY_START = datetime(2026, 11, 21, tzinfo=UTC)
+AGENTS = 60
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
+    """Time a phase: wall seconds, and this process's CPU seconds (all threads; not PostgreSQL's own)
+    with the load average, since the machine is shared and wall time alone misleads."""
+    wall, cpu = time.perf_counter(), _cpu_s()
+    yield
+    figures[f"{name}_wall_s"] = round(time.perf_counter() - wall, 2)
+    figures[f"{name}_cpu_s"] = round(_cpu_s() - cpu, 2)
+    figures[f"{name}_load_1m"] = round(os.getloadavg()[0], 2)
+
+
+def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
+    day = synthetic_day(day_start=DAY_START.timestamp(), problems=math.ceil(attempts / AGENTS), agents=AGENTS)
+    figures: dict[str, Any] = {}
+    with _phase("generate", figures):
+        records = list(day.attempts(attempts))
+    figures["mean_steps"] = round(statistics.fmean(len(r.steps) for r in records), 1)
+    figures["mean_proxy_calls"] = round(statistics.fmean(len(r.proxy_log) for r in records), 1)
+    _say(f"  generated {attempts} attempts in {figures['generate_wall_s']} s "
+         f"({figures['mean_steps']} steps, {figures['mean_proxy_calls']} proxy calls per attempt)")
+    with TrajectoryStore.open(url) as store:
+        store.register_problems(day.problems)
+        for agent in day.agents:
+            store.register_agent(agent.entry)
+        for run in day.runs():
+            store.register_run(run)
+
+        with _phase("ingest", figures):
+            store.write_attempts(records)
+        figures["ingest_per_s"] = round(attempts / figures["ingest_wall_s"], 1)
+        _say(f"  ingest: {figures['ingest_wall_s']} s, {figures['ingest_per_s']} attempts/s "
+             f"({figures['ingest_cpu_s']} CPU s, load {figures['ingest_load_1m']})")
+        del records
+
+        with _phase("filter", figures):
+            label_stored(store, progress=False)
+        figures["filter_per_s"] = round(attempts / figures["filter_wall_s"], 1)
+        _say(f"  filter: {figures['filter_wall_s']} s, {figures['filter_per_s']} attempts/s "
+             f"({figures['filter_cpu_s']} CPU s, load {figures['filter_load_1m']})")
+
+        with _phase("export", figures):
+            manifest = export_dump(store, DumpWindow.day(DAY_START.date()), out, progress=False)
+        figures["export_s"] = figures["export_wall_s"]
+        figures["export_mb"] = round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)
+        figures["labels"] = manifest["stats"]["counts"]["label"]
+        _say(f"  export: {figures['export_s']} s, {figures['export_mb']} MiB, splits {manifest['splits']} "
+             f"({figures['export_cpu_s']} CPU s, load {figures['export_load_1m']})")
+    figures["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    return figures
+
+
+def run_backend(backend: str, attempts: int, pg_server: str) -> dict[str, Any]:
+    """One backend from scratch, in the calling process (the parent runs each in a fresh one)."""
+    configure_logging("console", "warning")
+    with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
+        if backend == "sqlite":
+            url = f"sqlite:///{Path(tmp) / 'store.sqlite3'}"
+            figures = _run(url, attempts, Path(tmp) / "dump")
+            size = sum(p.stat().st_size for p in Path(tmp).glob("store.sqlite3*"))
+            figures["store_mb"] = round(size / 2**20, 1)
+            return figures
+        with scratch_postgres_database(pg_server, prefix="arena_bench") as pg_url:
+            return _run(pg_url.render_as_string(hide_password=False), attempts, Path(tmp) / "dump")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--attempts", type=int, default=27_000)
+    parser.add_argument("--backends", default="sqlite,postgresql", help="comma list of sqlite, postgresql")
+    parser.add_argument("--pg-server", default=DEFAULT_POSTGRES_SERVER,
+                        help="PostgreSQL URL allowed to CREATE DATABASE (a throwaway database is made "
+                             "and dropped)")
+    args = parser.parse_args(argv)
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = set(backends) - {"sqlite", "postgresql"}
+    if unknown:
+        parser.error(f"unknown backends {sorted(unknown)}")
+
+    results: dict[str, Any] = {"attempts": args.attempts, "cpus": os.cpu_count(),
+                               "load_average_1m": round(os.getloadavg()[0], 2)}
+    context = multiprocessing.get_context("spawn")
+    for backend in backends:
+        _say(f"{backend}:")
+        with context.Pool(1) as pool:
+            results[backend] = pool.apply(run_backend, (backend, args.attempts, args.pg_server))
+    print(orjson.dumps(results).decode())
+
+
+if __name__ == "__main__":
+    main()

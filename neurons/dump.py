@@ -1,0 +1,185 @@
+"""``dump``: daily trajectory dumps for researchers, and the store's maintenance commands.
+
+Entry points and wiring only: the work is in ``trajectories``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from shoppingbench.logs import configure_logging
+from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
+from trajectories.dumps.splits import DEFAULT_SALT
+from trajectories.filter import FilterConfig
+from trajectories.labelling import label_stored
+from trajectories.settings import StoreSettings
+from trajectories.store import StoreError, TrajectoryStore
+from trajectories.store.engine import make_engine
+from trajectories.store.migrate import current_revision, upgrade
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
+                  help="Trajectory store and daily dumps: export a day's attempts as Parquet/JSONL with "
+                       "leak-cluster-guarded splits, label attempts with the structural filter, migrate "
+                       "the store.")
+
+StoreUrlOption = Annotated[str | None, typer.Option(
+    "--store-url", help="SQLAlchemy URL of the store (default: $ARENA_STORE_URL, else "
+                        "sqlite:///$ARENA_HOME/trajectories.sqlite3)")]
+DayOption = Annotated[datetime | None, typer.Option(
+    "--day", formats=["%Y-%m-%d"], help="UTC day to take (YYYY-MM-DD); or give --since and --until")]
+SinceOption = Annotated[str | None, typer.Option(
+    "--since", help="Start of the window, ISO 8601 (UTC unless it names a zone), inclusive")]
+UntilOption = Annotated[str | None, typer.Option(
+    "--until", help="End of the window, ISO 8601 (UTC unless it names a zone), exclusive")]
+FilterConfigOption = Annotated[Path | None, typer.Option(
+    "--filter-config", exists=True, dir_okay=False,
+    help="JSON file of filter thresholds (fields of trajectories.filter.FilterConfig); "
+         "default thresholds otherwise")]
+LogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
+ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal")]
+
+
+def _moment(text: str, flag: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{text!r} is not an ISO 8601 time (e.g. 2026-11-21T06:00)",
+                                 param_hint=flag) from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _window(day: datetime | None, since: str | None, until: str | None, *,
+            required: bool) -> DumpWindow | None:
+    if day is not None:
+        if since or until:
+            raise typer.BadParameter("give either --day or --since/--until, not both", param_hint="--day")
+        return DumpWindow.day(date(day.year, day.month, day.day))
+    if since is None and until is None and not required:
+        return None
+    if since is None or until is None:
+        raise typer.BadParameter("give --day, or both --since and --until", param_hint="--since/--until")
+    try:
+        return DumpWindow(_moment(since, "--since"), _moment(until, "--until"))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since/--until") from exc
+
+
+def _filter_config(path: Path | None) -> FilterConfig:
+    if path is None:
+        return FilterConfig()
+    return FilterConfig.model_validate(orjson.loads(path.read_bytes()))
+
+
+def _held_out(path: Path | None) -> frozenset[str]:
+    if path is None:
+        return frozenset()
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return frozenset(line for line in lines if line)
+
+
+def _store_url(store_url: str | None) -> str:
+    return store_url or StoreSettings().url()
+
+
+def _open(store_url: str | None) -> TrajectoryStore:
+    try:
+        return TrajectoryStore.open(_store_url(store_url), migrate=False)
+    except StoreError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Option(
+        "--out", help="Directory to write the dump into (must not exist or be empty)")],
+    day: DayOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    store_url: StoreUrlOption = None,
+    held_out_fraction: Annotated[float, typer.Option(
+        "--held-out-fraction", min=0, max=1,
+        help="Share of leak clusters held out, by hash of the cluster id")] = 0.1,
+    held_out_clusters: Annotated[Path | None, typer.Option(
+        "--held-out-clusters", exists=True, dir_okay=False,
+        help="File of cluster ids (one per line) that are always held out")] = None,
+    split_salt: Annotated[str, typer.Option(
+        "--split-salt", help="Salt of the cluster hash; keep it fixed across dumps")] = DEFAULT_SALT,
+    filter_config: FilterConfigOption = None,
+    jsonl: Annotated[bool, typer.Option(
+        "--jsonl/--no-jsonl", help="Also write JSONL.gz beside the Parquet")] = True,
+    rows_per_file: Annotated[int, typer.Option("--rows-per-file", min=1, help="Rows per data file")] = 10_000,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out")] = False,
+    progress: ProgressOption = True,
+    log_format: LogFormatOption = "console",
+) -> None:
+    """Export the attempts of one UTC day (or --since/--until) as a dataset directory.
+
+    Writes data/{train,held_out}-*.parquet (+ .jsonl.gz), agents.parquet (code only of agents whose
+    embargo was lifted by the end of the window), manifest.json and a dataset card. The same window
+    over the same data gives the same bytes.
+    """
+    configure_logging("json" if log_format == "json" else "console")
+    window = _window(day, since, until, required=True)
+    assert window is not None
+    options = ExportOptions(
+        split_rule=SplitRule(held_out_fraction=held_out_fraction, salt=split_salt,
+                             held_out_clusters=_held_out(held_out_clusters)),
+        filter=_filter_config(filter_config), jsonl=jsonl, rows_per_file=rows_per_file)
+    with _open(store_url) as store:
+        try:
+            manifest = export_dump(store, window, out, options=options, progress=progress,
+                                   overwrite=overwrite)
+        except FileExistsError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--out") from exc
+    counts = manifest["stats"]["counts"]
+    typer.echo(f"{window.label}: {manifest['stats']['attempts']} attempts -> {out}\n"
+               f"  splits {orjson.dumps(manifest['splits']).decode()}\n"
+               f"  labels {orjson.dumps(counts['label']).decode()}")
+
+
+@app.command()
+def label(
+    day: DayOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    store_url: StoreUrlOption = None,
+    filter_config: FilterConfigOption = None,
+    relabel: Annotated[bool, typer.Option(
+        "--relabel", help="Also relabel attempts that already have a label")] = False,
+    progress: ProgressOption = True,
+    log_format: LogFormatOption = "console",
+) -> None:
+    """Label stored attempts agentic / sub_task / no_llm with the structural filter, and store the verdicts.
+
+    Without a window, every unlabelled attempt in the store.
+    """
+    configure_logging("json" if log_format == "json" else "console")
+    window = _window(day, since, until, required=False)
+    with _open(store_url) as store:
+        counts = label_stored(store, _filter_config(filter_config), relabel=relabel, progress=progress,
+                              since=window.since.timestamp() if window else None,
+                              until=window.until.timestamp() if window else None)
+    summary = orjson.dumps(dict(sorted(counts.items()))).decode()
+    typer.echo(f"labelled {sum(counts.values())} attempts: {summary}")
+
+
+@app.command()
+def migrate(
+    store_url: StoreUrlOption = None,
+    revision: Annotated[str, typer.Option("--revision", help="Target schema revision")] = "head",
+) -> None:
+    """Create the store's tables, or bring an existing store's schema up to date."""
+    configure_logging()
+    engine = make_engine(_store_url(store_url))
+    try:
+        before = current_revision(engine)
+        upgrade(engine, revision)
+        typer.echo(f"store schema: {before or 'empty'} -> {current_revision(engine)}")
+    finally:
+        engine.dispose()

@@ -1,0 +1,165 @@
+"""``miner``: what a miner runs locally. ``miner test AGENT.py`` scores an agent file exactly as a
+validator will: static analysis, then the sandbox, the verified proxy and the one scorer.
+
+Entry points and wiring only: every step delegates to the library packages.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+
+from neurons.demo import results_path, results_table, sample_world
+from shoppingbench.catalog.build import open_catalog
+from shoppingbench.evaluation import Grader
+from shoppingbench.logs import configure_logging
+from shoppingbench.problems.loaders import ProblemFileError, load_problems
+from shoppingbench.problems.models import Problem
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
+from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config, run_suite
+from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
+from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.settings import HarnessSettings
+from shoppingbench.submission_check import CheckReport, check_agent
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
+                  help="Shopping-agent arena, miner side: score your agent locally exactly as validators do.")
+
+EXIT_REJECTED = 2
+EXIT_UNAVAILABLE = 3
+
+
+def _print_findings(console: Console, report: CheckReport) -> None:
+    for finding in report.findings:
+        where = f"line {finding.line}" if finding.line is not None else "file"
+        console.print(f"  [{finding.category}] {finding.rule} ({where}): {finding.message}", markup=False)
+
+
+def _load_suite(files: list[Path]) -> list[Problem]:
+    problems: list[Problem] = []
+    for path in files:
+        problems.extend(load_problems(path))
+    return problems
+
+
+def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path],
+           per_category: int) -> tuple[BM25SearchEngine, list[Problem]]:
+    """The catalog engine and the problems to run: the bundled world's, or the given ones."""
+    if catalog is None:
+        world = sample_world(settings)
+        catalog_dir = world.catalog_dir
+        suite = _load_suite(suite_files) if suite_files else world.suite(per_category)
+    elif suite_files:
+        catalog_dir, suite = catalog, _load_suite(suite_files)
+    else:
+        raise typer.BadParameter("a custom --catalog needs the problems that go with it: pass --suite FILE")
+    if not suite:
+        raise typer.BadParameter("the suite is empty")
+    return open_catalog(catalog_dir), suite
+
+
+@app.command("test")
+def test(
+    agent: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                          help="Your agent file (defines agent_main(problem) -> steps)")],
+    suite_files: Annotated[list[Path] | None, typer.Option(
+        "--suite", exists=True, dir_okay=False, readable=True,
+        help="Problem file (ShoppingBench JSONL or a reference suite JSON); repeat for several. "
+             "Default: the bundled sample world's suite")] = None,
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", file_okay=False, help="Catalog directory built by `arena catalog import` "
+                                           "(default: the bundled sample world)")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Problems run at once")] = None,
+    per_category: Annotated[int | None, typer.Option(
+        "--per-category", min=1, help="Bundled suite: problems per category (default 20)")] = None,
+    sandbox: Annotated[BackendName | None, typer.Option(
+        "--sandbox", help="namespace (bubblewrap, default), docker, or none (NO isolation: trusted code "
+                          "only)")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=1, help="Seconds per problem")] = None,
+    inference_url: Annotated[str | None, typer.Option(
+        "--inference-url", help="OpenAI-compatible base URL the proxy forwards LLM calls to (default "
+                                "$ARENA_INFERENCE_BASE_URL; key from $ARENA_INFERENCE_API_KEY)")] = None,
+    models: Annotated[list[str] | None, typer.Option(
+        "--model", help="Model the agent may use; repeat for several, the first is the default "
+                        "(default $ARENA_INFERENCE_MODELS)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", dir_okay=False, help="JSONL of every attempt (dialogue, proxy log, scores); "
+                                      "default `$ARENA_HOME/results/miner-test-*.jsonl`")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
+) -> None:
+    """Check AGENT statically, run it in the sandbox over a suite, and print its scores.
+
+    Prints per-category success and gt rates and the suite aggregate (ASR), and writes every attempt
+    (its dialogue, the verified proxy log and its scores) to a JSONL file as it finishes. Exit code 2:
+    static analysis rejected the file; 3: the sandbox cannot run on this host.
+    """
+    overrides: dict[str, Any] = {"home": home, "workers": workers, "suite_per_category": per_category,
+                                 "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
+                                 "inference_base_url": inference_url,
+                                 "inference_models": ",".join(models) if models else None}
+    settings = HarnessSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    console = Console()
+    agent_file = AgentFile.read(agent)
+    try:
+        engine, suite = _world(settings, catalog, suite_files or [], settings.suite_per_category)
+    except (ProblemFileError, FileNotFoundError) as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(1) from exc
+
+    answers = {target.product_id for problem in suite for target in problem.targets}
+    report = check_agent(agent_file.source, known_product_ids=answers)
+    if not report.ok:
+        console.print(f"[red]rejected[/red] by static analysis ({report.rejection}):")
+        _print_findings(console, report)
+        raise typer.Exit(EXIT_REJECTED)
+    if settings.sandbox == "none":
+        console.print("[bold red]WARNING: --sandbox none runs the agent WITHOUT any isolation: it can read "
+                      "your files and reach the network. Only for agents you trust.[/bold red]")
+    console.print(f"agent {agent} (sha256 {agent_file.sha256[:16]}): static analysis passed; "
+                  f"{len(suite)} problems, sandbox {settings.sandbox}, {settings.workers} workers")
+
+    destination = out or results_path(settings, f"miner-test-{agent.stem}")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
+                    get_profile(settings.scoring_profile))
+    with destination.open("wb") as handle:
+        try:
+            result = run_suite(agent_file, suite, engine, grader, inference=inference_config(settings),
+                               sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
+                               progress=sys.stderr.isatty(), on_attempt=lambda r: _append(handle, r))
+        except SandboxUnavailable as exc:
+            console.print(f"error: {exc}", markup=False)
+            raise typer.Exit(EXIT_UNAVAILABLE) from exc
+        finally:
+            engine.close()
+    failures: dict[str, int] = {}
+    for attempt in result.attempts:
+        if attempt.failure is not None:
+            failures[attempt.failure.kind] = failures.get(attempt.failure.kind, 0) + 1
+    console.print(results_table(result, f"{agent.name} on {len(suite)} problems"))
+    if failures:
+        console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
+    console.print(f"dialogues, proxy logs and scores: {destination}")
+
+
+def _append(handle: IO[bytes], record: AttemptRecord) -> None:
+    # One line per attempt as soon as it is graded, so an interrupted run keeps what it finished.
+    handle.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+    handle.flush()
+
+
+@app.callback()
+def main() -> None:
+    """Miner commands."""
+
+
+if __name__ == "__main__":
+    app()

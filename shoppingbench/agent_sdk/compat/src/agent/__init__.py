@@ -1,0 +1,1 @@
+"""``src.agent``: the reference arena's agent helpers, provided by ``shoppingbench.agent_sdk``."""

@@ -1,0 +1,306 @@
+"""How a sandbox slot is started: bubblewrap namespaces, Docker, or (trusted debugging only) nothing.
+
+Every backend runs the same bootstrap (``bootstrap.py``) with the same limits; they differ in how the
+process is isolated and how the proxy is reached:
+
+- ``namespace``: bubblewrap with new PID, network, IPC and UTS namespaces, a read-only view of the
+  interpreter, the venv's site-packages, the SDK and the agent file, a private size-limited /tmp,
+  and the proxy's Unix socket bind-mounted in (relayed to ``127.0.0.1:PORT`` by the bootstrap). As
+  root, each slot runs under its own unprivileged uid (``setpriv``) so ``RLIMIT_NPROC`` holds;
+  otherwise bubblewrap maps the caller into a user namespace.
+- ``docker``: the same layout in a container of the ``docker/sandbox`` image with ``--network none``,
+  a read-only root, cgroup memory and pids limits.
+- ``none``: a plain subprocess with rlimits, reaching the proxy over loopback TCP. No isolation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+import structlog
+
+from shoppingbench.proxy.server import Channel, ChannelTransport
+from shoppingbench.sandbox.limits import SandboxLimits
+
+log = structlog.get_logger(__name__)
+
+BackendName = Literal["namespace", "docker", "none"]
+
+HERE: Final = Path(__file__).resolve().parent
+BOOTSTRAP: Final = HERE / "bootstrap.py"
+FORWARDER: Final = HERE / "forwarder.py"
+SDK_DIR: Final = HERE.parent / "agent_sdk"
+COMPAT_SRC: Final = SDK_DIR / "compat" / "src"
+
+# Paths inside a namespace or Docker sandbox.
+BOOT_DIR: Final = "/sandbox/boot"
+SDK_ROOT: Final = "/sandbox/sdk"
+AGENT_PATH: Final = "/sandbox/agent/agent.py"
+PROXY_SOCKET: Final = "/run/proxy.sock"
+PROXY_PORT: Final = 8765
+DOCKER_PYTHON: Final = "/usr/local/bin/python3"
+DOCKER_SITE_PACKAGES: Final = "/usr/local/lib/python3.11/site-packages"
+
+WARM_MODULES: Final = ("json", "re", "httpx", "httpcore", "h11", "anyio", "certifi", "importlib.resources",
+                       "encodings.idna", "shoppingbench.agent_sdk", "src.agent.agent_interface",
+                       "src.agent.proxy_client")
+"""Imported once per slot before any problem, so each problem's fork starts with them loaded (httpx
+imports its transport modules lazily, on the first client: ~30 ms that every problem would pay)."""
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """Everything a backend needs to start slot ``index`` of a run."""
+
+    run_id: str
+    index: int
+    agent_file: Path
+    """Host path of the run's read-only copy of the agent file."""
+    workspace: Path
+    """A host directory private to this run (the ``none`` backend builds its SDK view there)."""
+    channel: Channel
+    limits: SandboxLimits
+    agent_env: dict[str, str]
+    """``SANDBOX_*`` variables for the agent; nothing else of the host environment goes in."""
+    uid: int
+
+
+def sandbox_environment(spec: SlotSpec, home: str, proxy_url: str) -> dict[str, str]:
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
+            "SANDBOX_PROXY_URL": proxy_url, **spec.agent_env}
+
+
+def bootstrap_config(spec: SlotSpec, *, agent_path: str, python_paths: list[str], proxy_socket: str | None,
+                     isolated: bool, with_nproc: bool) -> str:
+    """The bootstrap's argument. Isolated sandboxes have a private /tmp, emptied after every problem."""
+    config: dict[str, Any] = {
+        "agent_path": agent_path, "python_paths": python_paths, "proxy_socket": proxy_socket,
+        "scratch_dir": "/tmp" if isolated else None,
+        "proxy_port": PROXY_PORT, "isolated": isolated, "rlimits": spec.limits.rlimits(with_nproc=with_nproc),
+        "cpu_s": spec.limits.effective_cpu_s, "result_bytes": spec.limits.result_bytes,
+        "warm_modules": list(WARM_MODULES),
+    }
+    return json.dumps(config)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The chosen backend cannot run on this host; the message says what to install or choose."""
+
+
+class Backend(Protocol):
+    name: BackendName
+    transport: ChannelTransport
+    isolated: bool
+
+    def check(self) -> None:
+        """Raise :class:`SandboxUnavailable` if this backend cannot run here."""
+
+    def command(self, spec: SlotSpec) -> list[str]: ...
+
+    def environment(self, spec: SlotSpec) -> dict[str, str]:
+        """The environment of the launched process."""
+
+    def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
+        """Kill the slot and everything in it."""
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _code_mounts(spec: SlotSpec) -> list[tuple[str, str]]:
+    """(host path, sandbox path) of the bootstrap, the SDK and the agent file; all mounted read-only."""
+    return [(str(BOOTSTRAP), f"{BOOT_DIR}/bootstrap.py"), (str(FORWARDER), f"{BOOT_DIR}/forwarder.py"),
+            (str(SDK_DIR), f"{SDK_ROOT}/shoppingbench/agent_sdk"), (str(COMPAT_SRC), f"{SDK_ROOT}/src"),
+            (str(spec.agent_file), AGENT_PATH)]
+
+
+def _parent_dirs(targets: list[str]) -> list[str]:
+    """``--dir`` arguments creating every mount target's missing ancestors world-readable (bwrap would
+    otherwise create them 0700, unreadable by the sandbox's unprivileged uid)."""
+    ancestors: set[str] = set()
+    for target in targets:
+        parent = Path(target).parent
+        while str(parent) != "/":
+            ancestors.add(str(parent))
+            parent = parent.parent
+    argv: list[str] = []
+    for directory in sorted(ancestors, key=lambda d: (d.count("/"), d)):
+        if directory != "/usr":
+            argv += ["--perms", "0755", "--dir", directory]
+    return argv
+
+
+def _host_python() -> tuple[str, list[str], list[str]]:
+    """The real interpreter, the directories it needs read-only, and the site-packages to import from."""
+    interpreter = os.path.realpath(sys.executable)
+    site_packages = list(dict.fromkeys(sysconfig.get_path(name) for name in ("purelib", "platlib")))
+    return interpreter, [os.path.realpath(sys.base_prefix)], site_packages
+
+
+class NamespaceBackend:
+    name: BackendName = "namespace"
+    transport: ChannelTransport = "unix"
+    isolated = True
+
+    def __init__(self, bwrap: str = "bwrap", setpriv: str = "setpriv") -> None:
+        self.bwrap = shutil.which(bwrap) or bwrap
+        self.setpriv = shutil.which(setpriv) or setpriv
+        self.as_root = os.geteuid() == 0
+
+    def check(self) -> None:
+        if shutil.which(self.bwrap) is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`, or "
+                                     "choose --sandbox docker")
+        if self.as_root and shutil.which(self.setpriv) is None:
+            raise SandboxUnavailable("setpriv (util-linux) is not installed: `apt-get install util-linux`")
+        if not SDK_DIR.is_dir():
+            raise SandboxUnavailable(f"the agent SDK is missing at {SDK_DIR}")
+
+    def environment(self, spec: SlotSpec) -> dict[str, str]:
+        return sandbox_environment(spec, "/tmp", f"http://127.0.0.1:{PROXY_PORT}")
+
+    def command(self, spec: SlotSpec) -> list[str]:
+        interpreter, prefixes, site_packages = _host_python()
+        argv = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            if os.path.islink(top):
+                argv += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                argv += ["--ro-bind", top, top]
+        argv += ["--ro-bind", "/usr", "/usr"]
+        mounts = [(path, path) for path in [*prefixes, *site_packages]]
+        mounts += _code_mounts(spec)
+        if spec.channel.unix_path is not None:
+            mounts.append((str(spec.channel.unix_path), PROXY_SOCKET))
+        argv += _parent_dirs([target for _, target in mounts])
+        for source, target in mounts:
+            argv += ["--ro-bind", source, target]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
+                 "--tmpfs", "/tmp", "--chdir", "/tmp"]
+        config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, *site_packages],
+                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root)
+        python = [interpreter, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
+        if self.as_root:
+            # A uid of its own per slot: RLIMIT_NPROC is not enforced for root, and slots cannot signal or
+            # trace each other. bwrap keeps only what setpriv needs to switch to it.
+            return [*argv, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                    self.setpriv, f"--reuid={spec.uid}", f"--regid={spec.uid}", "--clear-groups",
+                    "--no-new-privs", "--inh-caps=-all", *python]
+        return [*argv, "--unshare-user", "--uid", "65534", "--gid", "65534", "--", *python]
+
+    def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
+        # bwrap's init is the PID namespace's pid 1 and dies with its parent (--die-with-parent); the
+        # kernel then kills every process of the namespace.
+        _kill_group(process)
+
+
+class DockerBackend:
+    name: BackendName = "docker"
+    transport: ChannelTransport = "unix"
+    isolated = True
+
+    def __init__(self, image: str, docker: str = "docker") -> None:
+        self.image = image
+        self.docker = docker
+
+    def check(self) -> None:
+        if shutil.which(self.docker) is None:
+            raise SandboxUnavailable("the docker CLI is not installed; use --sandbox namespace")
+        probe = subprocess.run([self.docker, "image", "inspect", self.image], capture_output=True,
+                               check=False)
+        if probe.returncode != 0:
+            raise SandboxUnavailable(f"docker image {self.image} is not available: build it with "
+                                     f"`docker build -t {self.image} docker/sandbox`")
+
+    def container_name(self, spec: SlotSpec) -> str:
+        return f"sb-{spec.run_id[:12]}-{spec.index}"
+
+    def environment(self, spec: SlotSpec) -> dict[str, str]:
+        # The docker CLI itself needs the host environment (DOCKER_HOST, ...); the container gets only -e.
+        return dict(os.environ)
+
+    def command(self, spec: SlotSpec) -> list[str]:
+        limits = spec.limits
+        argv = [self.docker, "run", "--rm", "-i", "--name", self.container_name(spec),
+                "--network", "none", "--read-only", "--ipc", "none",
+                "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777",
+                "--user", f"{spec.uid}:{spec.uid}", "--cap-drop", "ALL",
+                "--security-opt", "no-new-privileges",
+                "--pids-limit", str(limits.processes),
+                "--memory", str(limits.memory_bytes), "--memory-swap", str(limits.memory_bytes),
+                "--ulimit", f"nofile={limits.open_files}:{limits.open_files}",
+                "--ulimit", f"fsize={limits.tmp_bytes}:{limits.tmp_bytes}", "--ulimit", "core=0",
+                "--workdir", "/tmp"]
+        for key, value in sandbox_environment(spec, "/tmp", f"http://127.0.0.1:{PROXY_PORT}").items():
+            argv += ["-e", f"{key}={value}"]
+        for source, target in _code_mounts(spec):
+            argv += ["-v", f"{source}:{target}:ro"]
+        if spec.channel.unix_path is not None:
+            argv += ["-v", f"{spec.channel.unix_path}:{PROXY_SOCKET}"]
+        # The cgroup (--pids-limit) bounds processes; RLIMIT_NPROC would count the uid across containers.
+        config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, DOCKER_SITE_PACKAGES],
+                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=False)
+        return [*argv, self.image, DOCKER_PYTHON, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
+
+    def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
+        # Killing the CLI does not stop the container: ask the engine.
+        subprocess.run([self.docker, "kill", self.container_name(spec)], capture_output=True, check=False,
+                       timeout=30)
+        _kill_group(process)
+
+
+class NoSandboxBackend:
+    """Runs the agent as a plain subprocess: for debugging agents you trust, never for miners' code."""
+
+    name: BackendName = "none"
+    transport: ChannelTransport = "tcp"
+    isolated = False
+
+    def check(self) -> None:
+        log.warning("sandbox_disabled", detail="--sandbox none runs the agent WITHOUT isolation: it can read "
+                    "your files and reach the network. Use it only for agents you trust.")
+
+    def sdk_root(self, spec: SlotSpec) -> Path:
+        """The sandbox's SDK layout, as symlinks in the run's workspace."""
+        root = spec.workspace / "sdk"
+        (root / "shoppingbench").mkdir(parents=True, exist_ok=True)
+        for link, target in ((root / "shoppingbench" / "agent_sdk", SDK_DIR), (root / "src", COMPAT_SRC)):
+            with contextlib.suppress(FileExistsError):  # another slot of the run made it already
+                link.symlink_to(target, target_is_directory=True)
+        return root
+
+    def environment(self, spec: SlotSpec) -> dict[str, str]:
+        home = spec.workspace / f"home-{spec.index}"
+        home.mkdir(exist_ok=True)
+        return sandbox_environment(spec, str(home), spec.channel.url)
+
+    def command(self, spec: SlotSpec) -> list[str]:
+        interpreter, _, site_packages = _host_python()
+        config = bootstrap_config(spec, agent_path=str(spec.agent_file),
+                                  python_paths=[str(self.sdk_root(spec)), *site_packages], proxy_socket=None,
+                                  isolated=False, with_nproc=False)
+        return [interpreter, "-I", "-S", "-B", str(BOOTSTRAP), config]
+
+    def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
+        _kill_group(process)
+
+
+def make_backend(name: BackendName, *, docker_image: str = "shopping-arena-sandbox:latest") -> Backend:
+    if name == "namespace":
+        return NamespaceBackend()
+    if name == "docker":
+        return DockerBackend(docker_image)
+    return NoSandboxBackend()

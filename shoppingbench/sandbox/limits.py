@@ -1,0 +1,54 @@
+"""Resource limits of one sandbox slot and of each problem run in it: one config for every backend."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoppingbench.settings import HarnessSettings
+
+MiB = 1024 * 1024
+
+
+class SandboxLimits(BaseModel):
+    """What an agent may use. The namespace backend enforces these with rlimits, a PID namespace and
+    bounded reads; Docker adds its cgroup limits (memory, pids) from the same numbers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = Field(default=180.0, gt=0, description="Wall-clock limit of one problem")
+    cpu_s: int | None = Field(default=None, ge=1, description="CPU seconds of one problem (default: timeout)")
+    memory_bytes: int = Field(default=2048 * MiB, ge=256 * MiB, description="Address space per process")
+    processes: int = Field(default=128, ge=8, description="Processes and threads of the sandbox")
+    output_bytes: int = Field(default=MiB, ge=1, description="stdout+stderr one problem may print")
+    result_bytes: int = Field(default=16 * MiB, ge=1024, description="Size of the returned steps as JSON")
+    tmp_bytes: int = Field(default=64 * MiB, ge=MiB, description="Private /tmp size; also the file size cap")
+    open_files: int = Field(default=256, ge=16)
+    startup_timeout_s: float = Field(default=60.0, gt=0, description="Sandbox start until it is ready")
+    kill_grace_s: float = Field(default=3.0, gt=0,
+                                description="How long past the timeout the host waits to kill the slot")
+    stderr_tail_bytes: int = Field(default=8192, ge=0, description="stderr kept in the attempt record")
+
+    @property
+    def effective_cpu_s(self) -> int:
+        return self.cpu_s if self.cpu_s is not None else max(1, math.ceil(self.timeout_s))
+
+    def rlimits(self, *, with_nproc: bool) -> dict[str, int]:
+        """The rlimits the in-sandbox bootstrap applies to itself (``RLIMIT_CPU`` only per problem).
+
+        ``RLIMIT_NPROC`` counts every process of the uid on the host, so it is only meaningful when
+        the slot has a uid of its own (the namespace backend as root)."""
+        limits: dict[str, Any] = {"AS": self.memory_bytes, "FSIZE": self.tmp_bytes,
+                                  "NOFILE": self.open_files, "CORE": 0}
+        if with_nproc:
+            limits["NPROC"] = self.processes
+        return limits
+
+    @classmethod
+    def from_settings(cls, settings: HarnessSettings) -> SandboxLimits:
+        return cls(timeout_s=settings.sandbox_timeout_s, cpu_s=settings.sandbox_cpu_s,
+                   memory_bytes=settings.sandbox_memory_mb * MiB, processes=settings.sandbox_processes,
+                   output_bytes=settings.sandbox_output_kb * 1024,
+                   result_bytes=settings.sandbox_result_mb * MiB, tmp_bytes=settings.sandbox_tmp_mb * MiB)

@@ -1,0 +1,230 @@
+"""Run one agent file over a suite in sandbox slots behind the verified proxy, grading every attempt.
+
+``iter_attempts`` yields each :class:`AttemptRecord` as soon as it is graded (in completion order), so
+a validator or trajectory store can persist it before the next one finishes; ``run_suite`` wraps it
+with a progress bar and the suite aggregate. ``miner test``, the validator and the training worker all
+come through here.
+
+Per run: one proxy with a channel per slot, one slot per worker. Each worker thread takes the next
+problem, begins the attempt on its channel, runs the problem in its slot (which enforces the limits
+and never raises for agent misbehaviour), ends the attempt (collecting its proxy log) and grades it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoppingbench.evaluation import EvaluationResult, Grader, OnAttempt, collect, new_run_id
+from shoppingbench.problems.models import Problem
+from shoppingbench.proxy.budgets import InferenceBudgets
+from shoppingbench.proxy.inference import InferenceConfig
+from shoppingbench.proxy.server import ProxyServer
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sandbox.backends import (
+    Backend,
+    BackendName,
+    SandboxUnavailable,
+    SlotSpec,
+    make_backend,
+)
+from shoppingbench.sandbox.limits import SandboxLimits
+from shoppingbench.sandbox.slot import Slot
+from shoppingbench.search.base import SearchEngine
+from shoppingbench.settings import HarnessSettings
+
+log = structlog.get_logger(__name__)
+
+_DONE: Final = object()
+
+
+class SandboxConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    backend: BackendName = "namespace"
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    uid_base: int = Field(default=61000, ge=1000)
+    docker_image: str = "shopping-arena-sandbox:latest"
+
+    @classmethod
+    def from_settings(cls, settings: HarnessSettings) -> SandboxConfig:
+        return cls(backend=settings.sandbox, limits=SandboxLimits.from_settings(settings),
+                   uid_base=settings.sandbox_uid_base, docker_image=settings.sandbox_docker_image)
+
+
+def inference_config(settings: HarnessSettings) -> InferenceConfig:
+    return InferenceConfig(
+        base_url=settings.inference_base_url, api_key=settings.inference_api_key,
+        models=settings.allowed_models(), max_tokens=settings.inference_max_tokens,
+        budgets=InferenceBudgets(attempt_calls=settings.inference_attempt_calls,
+                                 attempt_tokens=settings.inference_attempt_tokens,
+                                 run_calls=settings.inference_run_calls,
+                                 run_tokens=settings.inference_run_tokens))
+
+
+@dataclass(frozen=True)
+class AgentFile:
+    """The bytes of a miner's agent file, read once: what runs is what was hashed."""
+
+    name: str
+    source: bytes
+    sha256: str
+
+    @classmethod
+    def read(cls, path: Path) -> AgentFile:
+        source = path.read_bytes()
+        return cls(name=path.name, source=source, sha256=hashlib.sha256(source).hexdigest())
+
+
+def _agent_env(inference: InferenceConfig) -> dict[str, str]:
+    return {"SANDBOX_DEFAULT_MODEL": inference.default_model or "",
+            "SANDBOX_ALLOWED_MODELS": ",".join(inference.models)}
+
+
+def iter_attempts(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngine, grader: Grader, *,
+                  inference: InferenceConfig, sandbox: SandboxConfig, workers: int = 4,
+                  run_id: str | None = None) -> Iterator[AttemptRecord]:
+    """Yield the graded record of every problem of ``suite`` as it finishes.
+
+    Raises :class:`SandboxUnavailable` before running anything if the backend cannot start a sandbox
+    here. A grading error (e.g. the catalog is unreadable) aborts the run; nothing an agent does does.
+    """
+    run = run_id or new_run_id()
+    backend = make_backend(sandbox.backend, docker_image=sandbox.docker_image)
+    backend.check()
+    slots_wanted = max(1, min(workers, len(suite)))
+    log.info("sandbox_run_started", run_id=run, agent_sha256=agent.sha256, backend=backend.name,
+             problems=len(suite), slots=slots_wanted)
+    workspace = Path(tempfile.mkdtemp(prefix="sb-run-"))
+    try:
+        agent_path = workspace / "agent.py"
+        agent_path.write_bytes(agent.source)
+        agent_path.chmod(0o444)
+        workspace.chmod(0o755)  # the none backend's SDK view and homes live here too
+        with ProxyServer(engine, inference, channels=slots_wanted, transport=backend.transport) as proxy, \
+                _lease_uids(sandbox.uid_base, slots_wanted) as first_uid:
+            slots = [Slot(SlotSpec(run_id=run, index=i, agent_file=agent_path, workspace=workspace,
+                                   channel=proxy.channels[i], limits=sandbox.limits,
+                                   agent_env=_agent_env(inference), uid=first_uid + i), backend)
+                     for i in range(slots_wanted)]
+            try:
+                _preflight(slots[0], backend)
+                yield from _run_slots(slots, suite, proxy, grader, agent.sha256, run)
+            finally:
+                for slot in slots:
+                    slot.close()
+                log.info("sandbox_run_finished", run_id=run, restarts=sum(slot.restarts for slot in slots))
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+_uid_lock = threading.Lock()
+_uids_leased: set[int] = set()
+
+
+@contextmanager
+def _lease_uids(base: int, count: int) -> Iterator[int]:
+    """The first of ``count`` consecutive uids from ``base`` that no other run of this process holds:
+    concurrent runs never share a slot uid (``RLIMIT_NPROC`` counts processes per uid)."""
+    with _uid_lock:
+        first = base
+        while _uids_leased.intersection(range(first, first + count)):
+            first += count
+        block = set(range(first, first + count))
+        _uids_leased.update(block)
+    try:
+        yield first
+    finally:
+        with _uid_lock:
+            _uids_leased.difference_update(block)
+
+
+def _preflight(slot: Slot, backend: Backend) -> None:
+    try:
+        ready = slot.start()
+    except RuntimeError as exc:
+        raise SandboxUnavailable(f"the {backend.name} sandbox could not start: {exc}") from exc
+    if ready.agent_error:
+        log.warning("agent_file_does_not_compile", error=ready.agent_error)
+
+
+def _run_slots(slots: list[Slot], suite: Sequence[Problem], proxy: ProxyServer, grader: Grader,
+               agent_hash: str, run_id: str) -> Iterator[AttemptRecord]:
+    problems: queue.SimpleQueue[Problem] = queue.SimpleQueue()
+    for problem in suite:
+        problems.put(problem)
+    results: queue.SimpleQueue[object] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work(slot: Slot) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    problem = problems.get_nowait()
+                except queue.Empty:
+                    return
+                results.put(_attempt(slot, problem, proxy, grader, agent_hash, run_id))
+        except BaseException as exc:  # a grading error: the consumer re-raises it
+            results.put(exc)
+        finally:
+            results.put(_DONE)
+
+    threads = [threading.Thread(target=work, args=(slot,), name=f"sandbox-slot-{slot.spec.index}",
+                                daemon=True) for slot in slots]
+    for thread in threads:
+        thread.start()
+    running = len(threads)
+    try:
+        while running:
+            item = results.get()
+            if item is _DONE:
+                running -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                assert isinstance(item, AttemptRecord)
+                yield item
+    finally:
+        stop.set()
+        for slot in slots:
+            slot.kill()  # a slot busy with a problem is killed: its attempt is lost with the run
+        for thread in threads:
+            thread.join(timeout=30)
+
+
+def _attempt(slot: Slot, problem: Problem, proxy: ProxyServer, grader: Grader, agent_hash: str,
+             run_id: str) -> AttemptRecord:
+    index = slot.spec.index
+    proxy.begin(index, run_id, problem.id)
+    try:
+        outcome = slot.run(problem.public_view())
+    finally:
+        calls = proxy.end(index)
+    if outcome.failure is not None:
+        log.info("attempt_failed", run_id=run_id, problem_id=problem.id, kind=outcome.failure.kind,
+                 reason=outcome.failure.reason[:200])
+    return grader.record(run_id=run_id, agent_hash=agent_hash, problem=problem, steps=outcome.steps,
+                         failure=outcome.failure, started_at=outcome.started_at,
+                         finished_at=outcome.finished_at, proxy_log=calls, stderr_tail=outcome.stderr_tail,
+                         agent_ms=outcome.agent_ms)
+
+
+def run_suite(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngine, grader: Grader, *,
+              inference: InferenceConfig, sandbox: SandboxConfig, workers: int = 4, progress: bool = True,
+              on_attempt: OnAttempt | None = None, run_id: str | None = None) -> EvaluationResult:
+    """:func:`iter_attempts` with a progress bar and the suite aggregate (the whole suite as denominator)."""
+    run = run_id or new_run_id()
+    records = iter_attempts(agent, suite, engine, grader, inference=inference, sandbox=sandbox,
+                            workers=workers, run_id=run)
+    return collect(records, suite, run_id=run, progress=progress, on_attempt=on_attempt, label="running")

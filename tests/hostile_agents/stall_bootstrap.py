@@ -1,0 +1,13 @@
+"""Hostile when the query says "stall": freezes the sandbox's bootstrap (same uid) so that only the
+host can end the problem, then sleeps. Otherwise a well-behaved empty answer."""
+
+import os
+import signal
+import time
+
+
+def agent_main(problem):
+    if problem["query"] == "stall":
+        os.kill(os.getppid(), signal.SIGSTOP)
+        time.sleep(3600)
+    return []

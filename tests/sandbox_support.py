@@ -1,0 +1,78 @@
+"""Builders shared by the sandbox, proxy and miner CLI tests (not a test module itself)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from shoppingbench.evaluation import Grader
+from shoppingbench.problems.models import Problem, RewardTarget
+from shoppingbench.proxy.inference import InferenceConfig
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sandbox.backends import BackendName
+from shoppingbench.sandbox.limits import MiB, SandboxLimits
+from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
+from shoppingbench.scoring import ORIGINAL
+from shoppingbench.search.base import SearchEngine
+from tests.test_scoring_support import FakeEmbedder
+
+HOSTILE_AGENTS = Path(__file__).resolve().parent / "hostile_agents"
+
+UID_BASE = 100_000 + (os.getpid() % 10_000) * 16
+"""Slot uids of this test session: apart from any other session's, so process checks see only ours."""
+
+TIGHT = SandboxLimits(timeout_s=6, memory_bytes=1024 * MiB, processes=64, output_bytes=256 * 1024,
+                      result_bytes=2 * MiB, tmp_bytes=16 * MiB, startup_timeout_s=30, kill_grace_s=3)
+"""Small limits so hostile agents hit them fast."""
+
+
+def problem(problem_id: str, query: str, target: str = "no-such-product") -> Problem:
+    return Problem(id=problem_id, category="product", query=query,
+                   targets=[RewardTarget(product_id=target, title=["anything"])])
+
+
+def fake_grader(engine: SearchEngine) -> Grader:
+    """Grades against the real catalog with a stand-in embedder: these tests are about the sandbox."""
+    return Grader(engine.get_products, FakeEmbedder(), ORIGINAL)
+
+
+def run_agent(agent: Path, problems: Sequence[Problem], engine: SearchEngine, grader: Grader | None = None, *,
+              limits: SandboxLimits = TIGHT, workers: int = 1, backend: BackendName = "namespace",
+              inference: InferenceConfig | None = None) -> list[AttemptRecord]:
+    """Run ``agent`` over ``problems`` in the sandbox; the records in suite order."""
+    sandbox = SandboxConfig(backend=backend, limits=limits, uid_base=UID_BASE)
+    records = list(iter_attempts(AgentFile.read(agent), problems, engine, grader or fake_grader(engine),
+                                 inference=inference or InferenceConfig(), sandbox=sandbox, workers=workers))
+    by_id = {r.problem_id: r for r in records}
+    assert len(by_id) == len(problems), "every problem gets exactly one record"
+    return [by_id[p.id] for p in problems]
+
+
+def leftover_processes(uids: range, wait_s: float = 3.0) -> list[int]:
+    """Processes of ``uids`` still there after ``wait_s`` (the kernel reaps a killed namespace quickly
+    but not instantly)."""
+    deadline = time.monotonic() + wait_s
+    while (found := processes_of_uids(uids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def processes_of_uids(uids: range) -> list[int]:
+    """Host pids of processes running as any of ``uids`` (what a leaked sandbox process would be)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and int(line.split()[1]) in uids:
+                found.append(int(entry))
+    return found
+
+
+SLOT_UIDS = range(UID_BASE, UID_BASE + 16)

@@ -1,0 +1,72 @@
+"""``miner test``: static analysis first, then the sandbox over a suite, a score table and a JSONL of every
+attempt with its proxy log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from neurons.miner import EXIT_REJECTED, app
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sample_world import SampleWorld
+from tests.sandbox_support import UID_BASE
+
+REPO = Path(__file__).resolve().parent.parent
+BASELINE = REPO / "shoppingbench" / "agents" / "scripted_baseline.py"
+
+
+@pytest.fixture
+def suite_files(small_world: SampleWorld, tmp_path: Path) -> list[Path]:
+    """Two problems of each of two categories from the small world, as ShoppingBench JSONL files."""
+    files = []
+    for category in ("product", "shop"):
+        lines = (small_world.problems_dir / f"{category}.jsonl").read_text().splitlines()[:2]
+        path = tmp_path / f"{category}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        files.append(path)
+    return files
+
+
+@pytest.fixture(autouse=True)
+def own_uids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
+
+
+def _args(agent: Path, small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> list[str]:
+    suites = [arg for path in suite_files for arg in ("--suite", str(path))]
+    return ["test", str(agent), "--catalog", str(small_world.catalog_dir), *suites, "--workers", "2",
+            "--home", str(tmp_path / "home"), "--out", str(tmp_path / "out.jsonl")]
+
+
+def test_miner_test_scores_the_agent_and_writes_every_attempt(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, _args(BASELINE, small_world, suite_files, tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "static analysis passed" in result.output and "all (ASR)" in result.output
+    for category in ("product", "shop"):
+        assert category in result.output
+    records = [AttemptRecord.model_validate(orjson.loads(line))
+               for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert len(records) == 4 and len({r.problem_id for r in records}) == 4
+    assert all(r.failure is None and r.steps and r.proxy_log for r in records)
+    assert all(c.kind == "search" and c.status == 200 for r in records for c in r.proxy_log)
+
+
+def test_a_rejected_agent_never_runs(small_world: SampleWorld, suite_files: list[Path],
+                                     tmp_path: Path) -> None:
+    agent = tmp_path / "sneaky.py"
+    agent.write_text("import subprocess\n\ndef agent_main(problem):\n    subprocess.run(['id'])\n"
+                     "    return []\n")
+    result = CliRunner().invoke(app, _args(agent, small_world, suite_files, tmp_path))
+    assert result.exit_code == EXIT_REJECTED, result.output
+    assert "rejected" in result.output and "line 1" in result.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_custom_catalog_needs_its_suite(small_world: SampleWorld, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["test", str(BASELINE), "--catalog", str(small_world.catalog_dir),
+                                      "--home", str(tmp_path)])
+    assert result.exit_code != 0 and "--suite" in result.output

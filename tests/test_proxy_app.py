@@ -1,0 +1,225 @@
+"""The verified proxy over real sockets: attribution by channel, search and inference forwarding, the
+allowlist and budgets, and a log that holds exactly the calls made.
+
+The inference upstream is the OpenAI-compatible test double (``shoppingbench.llm_stub``) under a real
+uvicorn server: a hosted LLM cannot run here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from shoppingbench.catalog.build import open_catalog
+from shoppingbench.llm_stub.server import StubReply, create_app
+from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
+from shoppingbench.proxy.app import MAX_BODY_BYTES
+from shoppingbench.proxy.budgets import refusal
+from shoppingbench.sample_world import SampleWorld
+from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.tools.serving import running_server
+
+API_KEY = "upstream-key"
+
+
+def _policy(body: dict[str, Any]) -> StubReply:
+    last = body["messages"][-1]["content"]
+    if last == "fail":
+        return StubReply(content="upstream broke", status=500)
+    return StubReply(content=f"You said: {last}", reasoning="thinking it over",
+                     tool_calls=[{"name": "find_product", "arguments": {"q": last}}])
+
+
+@pytest.fixture(scope="module")
+def engine(small_world: SampleWorld) -> Iterator[BM25SearchEngine]:
+    engine = open_catalog(small_world.catalog_dir)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    with running_server(create_app(_policy, api_key=API_KEY, models=["small", "large"])) as url:
+        yield f"{url}/v1"
+
+
+def _config(upstream: str, **budgets: int | None) -> InferenceConfig:
+    return InferenceConfig(base_url=upstream, api_key=API_KEY, models=["small", "large"], max_tokens=64,
+                           budgets=InferenceBudgets(**budgets))
+
+
+def _client(proxy: ProxyServer, slot: int) -> httpx.Client:
+    channel = proxy.channels[slot]
+    assert channel.unix_path is not None
+    return httpx.Client(base_url="http://proxy", transport=httpx.HTTPTransport(uds=str(channel.unix_path)),
+                        timeout=30)
+
+
+def _chat(client: httpx.Client, text: str, **extra: Any) -> httpx.Response:
+    return client.post("/inference/chat/completions",
+                       json={"messages": [{"role": "user", "content": text}], **extra})
+
+
+def test_a_channel_without_a_running_attempt_is_refused(engine: BM25SearchEngine) -> None:
+    with ProxyServer(engine, InferenceConfig(), channels=1) as proxy, _client(proxy, 0) as client:
+        assert client.get("/search/find_product", params={"q": "shoe"}).status_code == 403
+        proxy.begin(0, "run", "p1")
+        assert client.get("/search/find_product", params={"q": "shoe"}).status_code == 200
+        assert len(proxy.end(0)) == 1
+        assert client.get("/search/find_product", params={"q": "shoe"}).status_code == 403
+        proxy.begin(0, "run", "p2")
+        assert proxy.end(0) == []  # the refused calls belong to no attempt
+
+
+def test_search_calls_are_logged_with_their_parameters_and_returned_ids(engine: BM25SearchEngine) -> None:
+    with ProxyServer(engine, InferenceConfig(), channels=1) as proxy, _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        hits = client.get("/search/find_product", params={"q": "bag", "sort": "priceasc"}).json()
+        ids = [hit["product_id"] for hit in hits[:3]]
+        details = client.post("/search/view_product_information", json={"product_ids": ids}).json()
+        bad = client.get("/search/find_product", params={"q": "bag", "page": "two"})
+        raw = client.get("/search/get_product_raw", params={"product_id": ids[0]})
+        log = proxy.end(0)
+    assert hits and [d["product_id"] for d in details] == ids
+    assert (bad.status_code, raw.status_code) == (422, 404)
+    assert [(c.seq, c.kind, c.method, c.path, c.status) for c in log] == [
+        (0, "search", "GET", "/search/find_product", 200),
+        (1, "search", "POST", "/search/view_product_information", 200),
+        (2, "search", "GET", "/search/find_product", 422),
+        (3, "other", "GET", "/search/get_product_raw", 404)]
+    assert log[0].params == {"q": "bag", "sort": "priceasc"}
+    assert log[0].product_ids == [hit["product_id"] for hit in hits]
+    assert log[1].params == {"product_ids": ids} and log[1].product_ids == ids
+    assert log[2].product_ids == [] and log[2].error is not None and "page" in log[2].error
+    assert all(c.duration_ms > 0 and c.started_at > 0 for c in log)
+
+
+def test_each_channel_logs_only_its_own_attempts_calls(engine: BM25SearchEngine) -> None:
+    with ProxyServer(engine, InferenceConfig(), channels=3) as proxy:
+        for slot in range(3):
+            proxy.begin(slot, "run", f"problem-{slot}")
+
+        def calls(slot: int) -> None:
+            with _client(proxy, slot) as client:
+                for i in range(8):
+                    # A request cannot claim another attempt: attribution ignores everything it sends.
+                    client.get("/search/find_product", params={"q": f"slot{slot} item{i}"},
+                               headers={"X-Problem-Id": "problem-0", "Host": "elsewhere"})
+
+        threads = [threading.Thread(target=calls, args=(slot,)) for slot in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        logs = [proxy.end(slot) for slot in range(3)]
+    for slot, log in enumerate(logs):
+        assert [c.params["q"] for c in log] == [f"slot{slot} item{i}" for i in range(8)]
+        assert [c.seq for c in log] == list(range(8))
+
+
+def test_inference_is_forwarded_and_logged_in_full(engine: BM25SearchEngine, upstream: str) -> None:
+    with ProxyServer(engine, _config(upstream), channels=1) as proxy, _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        answer = _chat(client, "red shoes", model="large", temperature=0.2, max_tokens=10_000)
+        default = _chat(client, "no model named")
+        (call, second) = proxy.end(0)
+    assert answer.status_code == 200
+    message = answer.json()["choices"][0]["message"]
+    assert message["content"] == "You said: red shoes" and message["reasoning_content"] == "thinking it over"
+    assert call.kind == "inference" and call.model == "large" and call.status == 200
+    assert call.request_messages == [{"role": "user", "content": "red shoes"}]
+    assert call.params == {"model": "large", "temperature": 0.2, "max_tokens": 64, "stream": False}
+    assert call.completion_text == "You said: red shoes" and call.reasoning_text == "thinking it over"
+    assert call.completion_tool_calls == [{"name": "find_product", "arguments": {"q": "red shoes"}}]
+    usage = answer.json()["usage"]
+    assert call.prompt_tokens == usage["prompt_tokens"]
+    assert call.completion_tokens == usage["completion_tokens"]
+    assert default.status_code == 200 and second.model == "small"  # the allowlist's first model
+
+
+@pytest.mark.parametrize(("body", "status", "error"), [
+    ({"model": "gpt-5", "messages": []}, 403, "not allowed"),
+    ({"model": "small", "messages": [], "stream": True}, 400, "streaming"),
+    ({"model": "small", "messages": "hello"}, 400, "messages"),
+    ({"model": "small", "messages": [{"role": "user", "content": "fail"}]}, 500, "upstream answered 500"),
+])
+def test_refused_and_failed_inference_calls_are_logged_with_the_reason(
+        engine: BM25SearchEngine, upstream: str, body: dict[str, Any], status: int, error: str) -> None:
+    with ProxyServer(engine, _config(upstream), channels=1) as proxy, _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        response = client.post("/inference/chat/completions", json=body)
+        (call,) = proxy.end(0)
+    assert response.status_code == status == call.status
+    assert call.error is not None and error in call.error
+
+
+def test_inference_without_an_upstream_or_with_junk_answers_clearly(engine: BM25SearchEngine) -> None:
+    with ProxyServer(engine, InferenceConfig(models=["small"]), channels=1) as proxy, \
+            _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        missing = _chat(client, "hi")
+        junk = client.post("/inference/chat/completions", content=b"{not json")
+        proxy.end(0)
+    assert missing.status_code == 503 and "no inference endpoint" in missing.json()["error"]["message"]
+    assert junk.status_code == 400
+    unreachable = InferenceConfig(base_url="http://127.0.0.1:9/v1", models=["small"])
+    with ProxyServer(engine, unreachable, channels=1) as proxy, _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        response = _chat(client, "hi")
+        (call,) = proxy.end(0)
+    assert response.status_code == 502 and call.error is not None and "ConnectError" in call.error
+
+
+def test_call_budgets_answer_429_per_attempt_and_per_run(engine: BM25SearchEngine, upstream: str) -> None:
+    with ProxyServer(engine, _config(upstream, attempt_calls=2, run_calls=3), channels=1) as proxy, \
+            _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        first = [_chat(client, "a").status_code for _ in range(3)]
+        log = proxy.end(0)
+        proxy.begin(0, "run", "p2")
+        second = [_chat(client, "b").status_code for _ in range(2)]
+        proxy.end(0)
+    assert first == [200, 200, 429] and second == [200, 429]
+    assert log[2].error is not None and "2 of 2 inference calls of this attempt" in log[2].error
+
+
+def test_token_budget_counts_the_tokens_the_upstream_reports(engine: BM25SearchEngine, upstream: str) -> None:
+    with ProxyServer(engine, _config(upstream, attempt_tokens=20), channels=1) as proxy, \
+            _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        statuses = [_chat(client, "one two three four five").status_code for _ in range(4)]
+        log = proxy.end(0)
+    spent = [(c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in log if c.status == 200]
+    assert statuses[0] == 200 and 429 in statuses
+    assert sum(spent[:-1]) < 20 <= sum(spent)  # refused only once the budget was actually spent
+
+
+def test_an_oversized_body_is_refused(engine: BM25SearchEngine) -> None:
+    with ProxyServer(engine, InferenceConfig(), channels=1) as proxy, _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        response = client.post("/search/find_product", content=b"x" * (MAX_BODY_BYTES + 1))
+        (call,) = proxy.end(0)
+    assert response.status_code == 413 and call.error == "request body too large"
+
+
+def test_tcp_channels_attribute_by_port(engine: BM25SearchEngine) -> None:
+    with ProxyServer(engine, InferenceConfig(), channels=2, transport="tcp") as proxy:
+        proxy.begin(1, "run", "p1")
+        other = httpx.get(f"{proxy.channels[0].url}/search/find_product", params={"q": "x"})
+        mine = httpx.get(f"{proxy.channels[1].url}/search/find_product", params={"q": "x"})
+        log = proxy.end(1)
+    assert (other.status_code, mine.status_code, len(log)) == (403, 200, 1)
+    assert orjson.loads(mine.content) and log[0].product_ids
+
+
+def test_budget_rules() -> None:
+    budgets = InferenceBudgets(attempt_calls=3, attempt_tokens=None, run_calls=None, run_tokens=100)
+    assert refusal(budgets, attempt_calls=2, attempt_tokens=10**9, run_calls=50, run_tokens=99) is None
+    assert "3 of 3" in str(refusal(budgets, attempt_calls=3, attempt_tokens=0, run_calls=0, run_tokens=0))
+    assert "tokens of this run" in str(refusal(budgets, attempt_calls=0, attempt_tokens=0, run_calls=0,
+                                               run_tokens=100))

@@ -1,0 +1,58 @@
+"""The columns of a dump: one row per attempt, one per agent. Parquet and JSONL carry the same columns.
+
+Large and free-form parts (steps, proxy log, full score, verdicts) are JSON text columns, so one schema
+fits every attempt however odd its untrusted content. ``proxy_log_json`` is the store's compact form:
+each inference entry lists only the request messages that are new since the previous inference entry
+and says in ``request_messages_prefix`` how many leading messages it shares with it.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+_METADATA = {b"shopping_arena.schema_version": str(SCHEMA_VERSION).encode()}
+
+_text, _f64, _i32, _bool = pa.string(), pa.float64(), pa.int32(), pa.bool_()
+
+ATTEMPT_SCHEMA = pa.schema([
+    ("attempt_id", _text), ("split", _text),
+    ("run_id", _text), ("run_kind", _text), ("validator", _text), ("run_suite", _text),
+    ("problem_id", _text), ("problem_version", _i32), ("category", _text), ("query", _text),
+    ("leak_cluster", _text), ("problem_suite", _text), ("reward_json", _text),
+    ("agent_hash", _text), ("hotkey", _text),
+    ("started_at", _f64), ("finished_at", _f64),
+    ("success", _bool), ("gt", _f64), ("rule", _f64), ("found", _f64), ("format", _f64), ("length", _f64),
+    ("title_rate", _f64), ("price_rate", _f64), ("service_rate", _f64), ("sku_attr_rate", _f64),
+    ("shop", _bool), ("budget", _bool), ("answer", pa.list_(_text)), ("score_json", _text),
+    ("failure_kind", _text), ("failure_reason", _text),
+    ("judge_model", _text), ("judge_quality", _f64), ("judge_json", _text),
+    ("filter_label", _text), ("filter_reasons", pa.list_(_text)), ("filter_json", _text),
+    ("n_steps", _i32), ("n_proxy_calls", _i32), ("n_inference_calls", _i32),
+    ("completion_tokens", pa.int64()),
+    ("steps_json", _text), ("proxy_log_json", _text),
+], metadata=_METADATA)
+
+AGENT_SCHEMA = pa.schema([
+    ("agent_hash", _text), ("hotkey", _text), ("submitted_at", _f64), ("embargo_until", _f64),
+    ("published_at", _f64), ("code_published", _bool), ("code", _text),
+], metadata=_METADATA)
+
+DESCRIPTIONS: dict[str, str] = {
+    "attempt_id": "sha256 of run_id/agent_hash/problem_id (first 24 hex digits): stable across dumps",
+    "split": "train, held_out or unclustered, from the problem's leak cluster",
+    "run_kind": "qualifying, race, local_test or held_out (null if the run was never registered)",
+    "validator": "hotkey of the validator that ran the attempt",
+    "leak_cluster": "the problem's leak-cluster id: problems in one cluster are the same problem in disguise",
+    "reward_json": "the problem's verifiable reward (and voucher) in ShoppingBench format, when registered",
+    "agent_hash": "sha256 of the agent file",
+    "started_at": "Unix seconds (UTC)",
+    "success": "the attempt solved the problem (SPEC 2)",
+    "score_json": "every grade of the attempt (shoppingbench AttemptScore)",
+    "judge_quality": "reasoning quality from the judge, one of 0.1/0.3/0.5/0.7/0.9 (null if not judged)",
+    "filter_label": "agentic, sub_task or no_llm (structural filter)",
+    "filter_json": "the filter's reasons, evidence counts and thresholds",
+    "steps_json": "the agent's dialogue steps (untrusted agent output)",
+    "proxy_log_json": "the verified proxy log: every search and inference call the sandbox made "
+                      "(compact form)",
+}

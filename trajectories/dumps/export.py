@@ -1,0 +1,302 @@
+"""Export a window of attempts (normally one UTC day) as a dataset directory.
+
+Layout of ``out``::
+
+    README.md                      dataset card (Hugging Face YAML header)
+    manifest.json                  schema version, window, split rule, counts, statistics, file sha256
+    agents.parquet (.jsonl.gz)     the agents of these attempts; code only once published
+    data/{split}-{shard}.parquet   attempts by split: train, held_out, unclustered (those with rows)
+    data/{split}-{shard}.jsonl.gz  the same rows as JSON lines
+
+The export streams: attempts are read in chunks, in a fixed order (run, agent, problem), and written
+one row group at a time, so memory stays flat whatever the day's size. Nothing in the output depends
+on when or where it was made: the same window over the same data gives the same bytes. The directory
+is assembled next to ``out`` and renamed into place at the end, so ``out`` is never half written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Connection, Row, select
+
+from trajectories.dumps.card import render_card
+from trajectories.dumps.columns import AGENT_SCHEMA, ATTEMPT_SCHEMA, SCHEMA_VERSION
+from trajectories.dumps.splits import SPLITS, SplitRule
+from trajectories.dumps.stats import DumpStats
+from trajectories.dumps.writers import PARQUET_OPTIONS, SplitWriter, gzip_member
+from trajectories.filter import FilterConfig
+from trajectories.labelling import label_payload
+from trajectories.progress import progress_bar
+from trajectories.store import TrajectoryStore, blobs
+from trajectories.store.rows import payload_json
+from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
+
+log = structlog.get_logger(__name__)
+
+CHUNK = 256
+
+
+@dataclass(frozen=True)
+class DumpWindow:
+    """Attempts started in ``[since, until)``; ``until`` is also the embargo cut-off for agents' code."""
+
+    since: datetime
+    until: datetime
+
+    def __post_init__(self) -> None:
+        for moment in (self.since, self.until):
+            if moment.tzinfo is None:
+                raise ValueError(f"{moment} has no time zone: give UTC times")
+        if self.until <= self.since:
+            raise ValueError(f"the window ends ({self.until}) before it starts ({self.since})")
+
+    @classmethod
+    def day(cls, day: date) -> DumpWindow:
+        start = datetime.combine(day, time(0), tzinfo=UTC)
+        return cls(start, start + timedelta(days=1))
+
+    @property
+    def label(self) -> str:
+        if self.until - self.since == timedelta(days=1) and self.since.time() == time(0):
+            return self.since.date().isoformat()
+        return f"{_iso(self.since)}..{_iso(self.until)}"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class ExportOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    split_rule: SplitRule = Field(default_factory=SplitRule)
+    filter: FilterConfig = Field(default_factory=FilterConfig, description=(
+        "Thresholds for attempts the store has no label for yet (labelled on the fly, not stored)"))
+    jsonl: bool = True
+    rows_per_file: int = Field(default=10_000, ge=1)
+    row_group_rows: int = Field(default=256, ge=1)
+
+
+_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
+    "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "gt", "rule",
+    "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
+    "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
+    "filter_label", "filter_json")]
+_CONTEXT_COLUMNS = [
+    PROBLEMS.c.version.label("problem_version"), PROBLEMS.c.suite.label("problem_suite"),
+    PROBLEMS.c.leak_cluster, PROBLEMS.c.reward_json, RUNS.c.kind.label("run_kind"), RUNS.c.validator,
+    RUNS.c.suite.label("run_suite"), AGENTS.c.hotkey]
+
+
+def _chunks(connection: Connection, ids: Sequence[int]) -> Iterator[list[Row[Any]]]:
+    """The attempts ``ids`` with their problem, run and agent, ``CHUNK`` at a time, in ``ids`` order."""
+    query = (select(*_ATTEMPT_COLUMNS, *_CONTEXT_COLUMNS)
+             .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
+             .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
+             .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash))
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        found = {row.id: row for row in connection.execute(query.where(ATTEMPTS.c.id.in_(chunk)))}
+        yield [found[i] for i in chunk if i in found]
+
+
+def attempt_id(run_id: str, agent_hash: str, problem_id: str) -> str:
+    return hashlib.sha256(f"{run_id}/{agent_hash}/{problem_id}".encode()).hexdigest()[:24]
+
+
+def _label(row: Row[Any], steps: bytes, proxy_log: bytes, config: FilterConfig,
+           ) -> tuple[str, list[str], str, dict[str, Any], str]:
+    """Label, reasons, verdict JSON, evidence and where the label came from (stored or computed now)."""
+    if row.filter_label is not None and row.filter_json:
+        verdict = blobs.loads(row.filter_json)
+        reasons = list(verdict.get("reasons", []))
+        return row.filter_label, reasons, row.filter_json, verdict.get("evidence", {}), "stored"
+    computed = label_payload(steps, proxy_log, config)
+    as_json = computed.model_dump(mode="json")
+    return computed.label, computed.reasons, blobs.dumps(as_json).decode(), as_json["evidence"], "computed"
+
+
+def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
+                 ) -> tuple[dict[str, Any], dict[str, Any], str]:
+    header = blobs.loads(row.header)
+    score: dict[str, Any] = header.get("score") or {}
+    failure: dict[str, Any] = header.get("failure") or {}
+    steps, proxy_log = payload_json(row)
+    label, reasons, filter_json, evidence, source = _label(row, steps, proxy_log, config)
+    out = {
+        "attempt_id": attempt_id(row.run_id, row.agent_hash, row.problem_id),
+        "split": rule.split_of(row.leak_cluster),
+        "run_id": row.run_id, "run_kind": row.run_kind, "validator": row.validator,
+        "run_suite": row.run_suite, "problem_id": row.problem_id, "problem_version": row.problem_version,
+        "category": header.get("category"), "query": header.get("query"), "leak_cluster": row.leak_cluster,
+        "problem_suite": row.problem_suite, "reward_json": row.reward_json, "agent_hash": row.agent_hash,
+        "hotkey": row.hotkey, "started_at": row.started_at, "finished_at": row.finished_at,
+        "success": row.success, "gt": row.gt, "rule": row.rule, "found": score.get("found"),
+        "format": row.format, "length": row.length, "title_rate": score.get("title_rate"),
+        "price_rate": score.get("price_rate"), "service_rate": score.get("service_rate"),
+        "sku_attr_rate": score.get("sku_attr_rate"), "shop": score.get("shop"), "budget": score.get("budget"),
+        "answer": score.get("answer") or [], "score_json": blobs.dumps(score).decode(),
+        "failure_kind": row.failure_kind, "failure_reason": failure.get("reason"),
+        "judge_model": row.judge_model, "judge_quality": row.judge_quality, "judge_json": row.judge_json,
+        "filter_label": label, "filter_reasons": reasons, "filter_json": filter_json,
+        "n_steps": row.n_steps, "n_proxy_calls": row.n_proxy_calls,
+        "n_inference_calls": row.n_inference_calls, "completion_tokens": row.completion_tokens,
+        "steps_json": steps.decode(), "proxy_log_json": proxy_log.decode(),
+    }
+    return out, evidence, source
+
+
+def _agent_rows(connection: Connection, hashes: set[str], cutoff: float) -> list[dict[str, Any]]:
+    query = select(AGENTS).where(AGENTS.c.code_hash.in_(sorted(hashes))).order_by(AGENTS.c.code_hash)
+    agents = list(connection.execute(query)) if hashes else []
+    rows = []
+    for agent in agents:
+        # The embargo (SPEC 4): code leaves the store only once published, as of the dump's cut-off.
+        published = agent.published_at is not None and agent.published_at <= cutoff
+        rows.append({"agent_hash": agent.code_hash, "hotkey": agent.hotkey,
+                     "submitted_at": agent.submitted_at, "embargo_until": agent.embargo_until,
+                     "published_at": agent.published_at if published else None,
+                     "code_published": published, "code": agent.code if published else None})
+    return rows
+
+
+class _Files:
+    """The data files of a dump as they are finished: rows, size, and (at the end) sha256."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def add(self, path: Path, rows: int) -> None:
+        self.entries[path.relative_to(self.root).as_posix()] = {"rows": rows, "bytes": path.stat().st_size}
+
+    def with_checksums(self) -> dict[str, dict[str, Any]]:
+        for name, entry in self.entries.items():
+            digest = hashlib.sha256()
+            with (self.root / name).open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+            entry["sha256"] = digest.hexdigest()
+        return dict(sorted(self.entries.items()))
+
+
+@dataclass
+class _Written:
+    stats: DumpStats
+    splits: dict[str, int]
+    agents: set[str]
+
+
+def _write_attempts(store: TrajectoryStore, connection: Connection, window: DumpWindow,
+                    options: ExportOptions, files: _Files, progress: bool) -> _Written:
+    ids = store.attempt_ids(window.since.timestamp(), window.until.timestamp(), connection=connection)
+    written = _Written(DumpStats(), {}, set())
+    writers: dict[str, SplitWriter] = {}
+    with ThreadPoolExecutor(2) as builders, ThreadPoolExecutor(2) as gzippers, \
+            ThreadPoolExecutor(1) as parquet_thread:
+        def build(row: Row[Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
+            return _attempt_row(row, options.split_rule, options.filter)
+
+        def writer(split: str) -> SplitWriter:
+            if split not in writers:
+                writers[split] = SplitWriter(files.root / "data", split, ATTEMPT_SCHEMA,
+                                             rows_per_file=options.rows_per_file,
+                                             row_group_rows=options.row_group_rows,
+                                             parquet_thread=parquet_thread,
+                                             jsonl_pool=gzippers if options.jsonl else None,
+                                             on_file=files.add)
+            return writers[split]
+
+        with progress_bar(progress, f"exporting {window.label}", len(ids)) as advance:
+            for chunk in _chunks(connection, ids):
+                # Decompression releases the GIL: the rows of a chunk are built on two threads.
+                for values, evidence, source in builders.map(build, chunk):
+                    writer(values["split"]).add(values)
+                    written.stats.add(values, evidence, source)
+                    written.agents.add(values["agent_hash"])
+                advance(len(chunk))
+        for split in sorted(writers, key=SPLITS.index):
+            writers[split].close()
+            written.splits[split] = writers[split].rows
+    return written
+
+
+def _write_agents(connection: Connection, hashes: set[str], cutoff: float, files: _Files,
+                  jsonl: bool) -> list[dict[str, Any]]:
+    rows = _agent_rows(connection, hashes, cutoff)
+    pq.write_table(pa.Table.from_pylist(rows, schema=AGENT_SCHEMA), files.root / "agents.parquet",
+                   **PARQUET_OPTIONS)
+    files.add(files.root / "agents.parquet", len(rows))
+    if jsonl:
+        lines = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+        (files.root / "agents.jsonl.gz").write_bytes(gzip_member(lines))
+        files.add(files.root / "agents.jsonl.gz", len(rows))
+    return rows
+
+
+def _replace_dir(staging: Path, out: Path, overwrite: bool) -> None:
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out} exists and is not empty: choose another --out or pass --overwrite")
+        retired = out.with_name(f".{out.name}.old")
+        shutil.rmtree(retired, ignore_errors=True)
+        os.replace(out, retired)
+        os.replace(staging, out)
+        shutil.rmtree(retired)
+        return
+    if out.exists():
+        out.rmdir()
+    os.replace(staging, out)
+
+
+def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
+                options: ExportOptions | None = None, progress: bool = True, overwrite: bool = False,
+                ) -> dict[str, Any]:
+    """Write the dump of ``window`` to ``out``; returns its manifest."""
+    options = options or ExportOptions()
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} exists and is not empty: choose another --out or pass --overwrite")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "data").mkdir(parents=True)
+    try:
+        files = _Files(staging)
+        with store.snapshot() as connection:
+            written = _write_attempts(store, connection, window, options, files, progress)
+            agents = _write_agents(connection, written.agents, window.until.timestamp(), files, options.jsonl)
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "window": {"label": window.label, "since": _iso(window.since), "until": _iso(window.until),
+                       "embargo_cutoff": _iso(window.until)},
+            "split_rule": options.split_rule.describe(),
+            "filter_config_for_unlabelled": options.filter.model_dump(mode="json"),
+            "splits": written.splits,
+            "agents": {"agents": len(agents), "code_published": sum(r["code_published"] for r in agents)},
+            "stats": written.stats.summary(),
+            "files": files.with_checksums(),
+        }
+        (staging / "README.md").write_text(render_card(manifest))
+        (staging / "manifest.json").write_bytes(
+            orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        _replace_dir(staging, out, overwrite)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info("dump_exported", window=window.label, out=str(out), attempts=written.stats.attempts,
+             splits=written.splits, labels=dict(written.stats.labels))
+    return manifest

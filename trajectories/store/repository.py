@@ -1,0 +1,282 @@
+"""The trajectory store: register problems, agents and runs; write, read and annotate attempts.
+
+Writes are idempotent. An attempt is identified by (run, agent, problem): writing it again updates
+the one row. A re-write with the same content keeps the judge verdict and filter label already
+stored unless it brings its own; a re-write with different content replaces them (they judged the
+old content). Registrations never erase a known value with an unknown (``None``) one.
+
+``write_attempts`` commits in batches, one transaction each; every attempt is one row, so a crash
+leaves each attempt either fully written or absent. Problems, agents and runs an attempt refers to
+are created on the fly (with what the record says) when nobody registered them first, so no attempt
+is ever lost for want of its context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from itertools import islice
+from types import TracebackType
+from typing import Any
+
+import structlog
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Insert,
+    Row,
+    Table,
+    bindparam,
+    case,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL
+
+from shoppingbench.records import AttemptRecord
+from trajectories.filter import FilterVerdict
+from trajectories.store import blobs
+from trajectories.store.engine import make_engine
+from trajectories.store.entries import (
+    AgentEntry,
+    AttemptKey,
+    AttemptWrite,
+    JudgeVerdict,
+    ProblemEntry,
+    RunEntry,
+    StoredAttempt,
+)
+from trajectories.store.migrate import current_revision, head_revision, upgrade
+from trajectories.store.rows import (
+    DERIVED_COLUMNS,
+    decode_attempt,
+    encode_attempt,
+    judge_columns,
+    label_columns,
+)
+from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_BATCH = 200
+ENCODE_WORKERS = 2
+"""Compression and hashing release the GIL: on two threads they run beside the Python work."""
+KEY_COLUMNS = ("run_id", "agent_hash", "problem_id")
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used as it is (e.g. its schema is older than this code)."""
+
+
+def _text(value: str) -> str:
+    """Text any backend stores: PostgreSQL refuses NUL characters, both refuse lone surrogates."""
+    return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+class TrajectoryStore:
+    """The store on one database (SQLite file or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._dialect = sqlite if engine.dialect.name == "sqlite" else postgresql
+        self._attempt_upsert = self._build_attempt_upsert()
+
+    @classmethod
+    def open(cls, url: str | URL, *, migrate: bool = True) -> TrajectoryStore:
+        """Open the store at ``url``, first bringing its schema up to date unless ``migrate`` is off."""
+        engine = make_engine(url)
+        if migrate:
+            upgrade(engine)
+        elif (found := current_revision(engine)) != (head := head_revision()):
+            engine.dispose()
+            raise StoreError(f"the store's schema is at revision {found}, this code needs {head}: "
+                             "run `dump migrate` (or open it with migrate=True)")
+        return cls(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> TrajectoryStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- registration -------------------------------------------------------------------------------
+
+    def _insert(self, table: Table) -> Any:
+        return self._dialect.insert(table)
+
+    def _upsert(self, connection: Connection, table: Table, rows: list[dict[str, Any]], keys: Sequence[str],
+                ) -> None:
+        """Insert rows, or fill in the known values of existing ones."""
+        if not rows:
+            return
+        statement = self._insert(table)
+        known = {c.name: func.coalesce(statement.excluded[c.name], table.c[c.name])
+                 for c in table.columns if c.name not in keys}
+        connection.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=known), rows)
+
+    def register_problems(self, entries: Iterable[ProblemEntry]) -> int:
+        rows = [{"id": e.id, "version": e.version, "category": e.category, "query": _text(e.query),
+                 "suite": e.suite, "leak_cluster": e.leak_cluster,
+                 "reward_json": None if e.reward is None else blobs.dumps(e.reward).decode()}
+                for e in entries]
+        with self.engine.begin() as connection:
+            for batch in _batches(rows, 1000):
+                self._upsert(connection, PROBLEMS, batch, ["id"])
+        return len(rows)
+
+    def register_agent(self, entry: AgentEntry) -> None:
+        with self.engine.begin() as connection:
+            self._upsert(connection, AGENTS, [entry.model_dump()], ["code_hash"])
+
+    def register_run(self, entry: RunEntry) -> None:
+        with self.engine.begin() as connection:
+            self._upsert(connection, RUNS, [entry.model_dump()], ["id"])
+
+    def finish_run(self, run_id: str, finished_at: float) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(update(RUNS).where(RUNS.c.id == run_id).values(finished_at=finished_at))
+
+    # -- attempts -----------------------------------------------------------------------------------
+
+    def _build_attempt_upsert(self) -> Insert:
+        statement = self._insert(ATTEMPTS)
+        new = statement.excluded
+        same_content = ATTEMPTS.c.content_hash == new.content_hash
+        values: dict[str, Any] = {c.name: new[c.name] for c in ATTEMPTS.columns
+                                  if c.name not in (*KEY_COLUMNS, "id", *DERIVED_COLUMNS)}
+        for name in DERIVED_COLUMNS:
+            values[name] = case((same_content, func.coalesce(new[name], ATTEMPTS.c[name])), else_=new[name])
+        upsert: Insert = statement.on_conflict_do_update(index_elements=list(KEY_COLUMNS), set_=values)
+        return upsert
+
+    def _store_batch(self, writes: list[AttemptWrite], encoded: list[dict[str, Any]]) -> None:
+        # Last write wins within a batch: PostgreSQL refuses to upsert one row twice in a statement.
+        by_key = {AttemptKey.of(w.record): row for w, row in zip(writes, encoded, strict=True)}
+        records = [w.record for w in writes]
+        problems = {r.problem_id: {"id": r.problem_id, "version": 1, "category": r.category,
+                                   "query": _text(r.query)} for r in records}
+        agents = {r.agent_hash: {"code_hash": r.agent_hash} for r in records}
+        runs = {r.run_id: {"id": r.run_id} for r in records}
+        with self.engine.begin() as connection:
+            for table, rows in ((PROBLEMS, problems), (AGENTS, agents), (RUNS, runs)):
+                connection.execute(self._insert(table).on_conflict_do_nothing(), list(rows.values()))
+            connection.execute(self._attempt_upsert, list(by_key.values()))
+
+    def write_attempts(self, items: Iterable[AttemptRecord | AttemptWrite], *,
+                       batch_size: int = DEFAULT_BATCH) -> int:
+        """Store attempts, ``batch_size`` per transaction; returns how many were written.
+
+        Attempts are encoded (JSON, compression) on ``ENCODE_WORKERS`` threads while the previous
+        batch is being committed. If ``items`` raises, a record cannot be encoded or the database
+        fails, the batches committed before stay and the failing one is rolled back as a whole.
+        """
+        written = 0
+        writes = (i if isinstance(i, AttemptWrite) else AttemptWrite(record=i) for i in items)
+        with ThreadPoolExecutor(ENCODE_WORKERS) as encoders, ThreadPoolExecutor(1) as writer:
+            pending: Future[None] | None = None
+            try:
+                for batch in _batches(writes, batch_size):
+                    encoded = list(encoders.map(encode_attempt, batch))
+                    if pending is not None:
+                        pending.result()
+                    pending = writer.submit(self._store_batch, batch, encoded)
+                    written += len(batch)
+                    log.debug("attempts_queued", batch=len(batch), total=written)
+            finally:
+                if pending is not None:
+                    pending.result()
+        return written
+
+    def write_attempt(self, item: AttemptRecord | AttemptWrite) -> None:
+        self.write_attempts([item])
+
+    def set_judge_verdict(self, key: AttemptKey, verdict: JudgeVerdict) -> bool:
+        """Attach the judge's verdict to a stored attempt; ``False`` if there is no such attempt."""
+        with self.engine.begin() as connection:
+            result = connection.execute(update(ATTEMPTS).where(*self._key_clause(key))
+                                        .values(**judge_columns(verdict)))
+        return bool(result.rowcount)
+
+    def set_labels(self, labels: Sequence[tuple[int, FilterVerdict]]) -> None:
+        """Store filter verdicts by attempt id, in one transaction."""
+        if not labels:
+            return
+        statement = update(ATTEMPTS).where(ATTEMPTS.c.id == bindparam("attempt_id")).values(
+            filter_label=bindparam("label"), filter_json=bindparam("json"))
+        rows = [{"attempt_id": attempt_id, "label": columns["filter_label"], "json": columns["filter_json"]}
+                for attempt_id, verdict in labels for columns in [label_columns(verdict)]]
+        with self.engine.begin() as connection:
+            connection.execute(statement, rows)
+
+    @staticmethod
+    def _key_clause(key: AttemptKey) -> list[Any]:
+        return [ATTEMPTS.c.run_id == key.run_id, ATTEMPTS.c.agent_hash == key.agent_hash,
+                ATTEMPTS.c.problem_id == key.problem_id]
+
+    def get_attempt(self, key: AttemptKey) -> StoredAttempt | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(ATTEMPTS).where(*self._key_clause(key))).first()
+        return None if row is None else decode_attempt(row)
+
+    def count_attempts(self) -> int:
+        with self.engine.connect() as connection:
+            return int(connection.execute(select(func.count()).select_from(ATTEMPTS)).scalar_one())
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A connection whose reads all see one consistent state of the store, whatever is written
+        meanwhile (a dump must not mix attempts and verdicts from before and after a write)."""
+        if self.engine.dialect.name == "postgresql":
+            with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as connection, \
+                    connection.begin():
+                yield connection
+            return
+        # pysqlite opens no transaction for reads: begin one by hand so that WAL pins a snapshot.
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("BEGIN")
+            try:
+                yield connection
+            finally:
+                connection.exec_driver_sql("ROLLBACK")
+
+    def attempt_ids(self, since: float | None = None, until: float | None = None, *,
+                    unlabelled_only: bool = False, connection: Connection | None = None) -> list[int]:
+        """Ids of the attempts started in ``[since, until)``, in key order (run, agent, problem).
+
+        ``connection``: read through it (e.g. a :meth:`snapshot`) instead of a connection of its own.
+        """
+        query = select(ATTEMPTS.c.id).order_by(*(ATTEMPTS.c[k] for k in KEY_COLUMNS))
+        if since is not None:
+            query = query.where(ATTEMPTS.c.started_at >= since)
+        if until is not None:
+            query = query.where(ATTEMPTS.c.started_at < until)
+        if unlabelled_only:
+            query = query.where(ATTEMPTS.c.filter_label.is_(None))
+        if connection is not None:
+            return list(connection.execute(query).scalars())
+        with self.engine.connect() as own:
+            return list(own.execute(query).scalars())
+
+    def fetch(self, ids: Sequence[int]) -> list[Row[Any]]:
+        """Full attempt rows for ``ids``, in the order of ``ids`` (missing ids skipped)."""
+        if not ids:
+            return []
+        with self.engine.connect() as connection:
+            rows = {row.id: row for row in connection.execute(select(ATTEMPTS).where(ATTEMPTS.c.id.in_(ids)))}
+        return [rows[i] for i in ids if i in rows]
+
+    def load(self, ids: Sequence[int]) -> list[StoredAttempt]:
+        return [decode_attempt(row) for row in self.fetch(ids)]
