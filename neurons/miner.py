@@ -13,10 +13,11 @@ from typing import IO, Annotated, Any
 import orjson
 import typer
 from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from neurons.demo import results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
-from shoppingbench.evaluation import Grader
+from shoppingbench.evaluation import Grader, new_run_id
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
@@ -27,12 +28,16 @@ from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
+from trajectories.recorder import RunRecorder
+from trajectories.settings import StoreSettings
+from trajectories.store import AgentEntry, StoreError, TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Shopping-agent arena, miner side: score your agent locally exactly as validators do.")
 
 EXIT_REJECTED = 2
 EXIT_UNAVAILABLE = 3
+EXIT_NO_STORE = 4
 
 
 def _print_findings(console: Console, report: CheckReport) -> None:
@@ -92,13 +97,19 @@ def test(
         "--out", dir_okay=False, help="JSONL of every attempt (dialogue, proxy log, scores); "
                                       "default `$ARENA_HOME/results/miner-test-*.jsonl`")] = None,
     home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    store: Annotated[bool, typer.Option(
+        "--store/--no-store", help="Also record every attempt, labelled by the structural filter, in the "
+                                   "trajectory store ($ARENA_STORE_URL, default SQLite under the data root)"
+    )] = True,
     log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
 ) -> None:
     """Check AGENT statically, run it in the sandbox over a suite, and print its scores.
 
     Prints per-category success and gt rates and the suite aggregate (ASR), and writes every attempt
-    (its dialogue, the verified proxy log and its scores) to a JSONL file as it finishes. Exit code 2:
-    static analysis rejected the file; 3: the sandbox cannot run on this host.
+    (its dialogue, the verified proxy log and its scores) to a JSONL file as it finishes, and to the
+    trajectory store as a `local_test` run with its structural-filter label (agentic, sub_task or
+    no_llm). Exit code 2: static analysis rejected the file; 3: the sandbox cannot run on this host;
+    4: the trajectory store cannot be opened.
     """
     overrides: dict[str, Any] = {"home": home, "workers": workers, "suite_per_category": per_category,
                                  "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
@@ -130,16 +141,27 @@ def test(
     destination.parent.mkdir(parents=True, exist_ok=True)
     grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
                     get_profile(settings.scoring_profile))
+    run_id = new_run_id()
+    recorder = _recorder(settings, agent_file, suite, run_id, console) if store else None
     with destination.open("wb") as handle:
+        def on_attempt(record: AttemptRecord) -> None:
+            _append(handle, record)
+            if recorder is not None:
+                recorder.record(record)
+
         try:
             result = run_suite(agent_file, suite, engine, grader, inference=inference_config(settings),
                                sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
-                               progress=sys.stderr.isatty(), on_attempt=lambda r: _append(handle, r))
+                               progress=sys.stderr.isatty(), on_attempt=on_attempt, run_id=run_id)
         except SandboxUnavailable as exc:
             console.print(f"error: {exc}", markup=False)
             raise typer.Exit(EXIT_UNAVAILABLE) from exc
         finally:
             engine.close()
+            if recorder is not None:
+                recorder.store.close()
+    if recorder is not None:
+        recorder.finish()
     failures: dict[str, int] = {}
     for attempt in result.attempts:
         if attempt.failure is not None:
@@ -148,6 +170,26 @@ def test(
     if failures:
         console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
     console.print(f"dialogues, proxy logs and scores: {destination}")
+    if recorder is not None:
+        labels = ", ".join(f"{label} {n}" for label, n in sorted(recorder.labels.items()))
+        console.print(f"trajectory store: run {run_id} ({labels}) in {recorder.store.engine.url!r}")
+
+
+def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem], run_id: str,
+              console: Console) -> RunRecorder:
+    url = StoreSettings(home=settings.home).url()
+    try:
+        trajectory_store = TrajectoryStore.open(url)
+    except (StoreError, OSError, SQLAlchemyError) as exc:
+        console.print(f"error: cannot open the trajectory store at {url}: {exc}\n"
+                      "Set ARENA_STORE_URL, or pass --no-store to skip recording.", markup=False)
+        raise typer.Exit(EXIT_NO_STORE) from exc
+    try:
+        code: str | None = agent.source.decode("utf-8")
+    except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
+        code = None
+    return RunRecorder(trajectory_store, run_id=run_id, kind="local_test", suite="miner-test",
+                       agent=AgentEntry(code_hash=agent.sha256, code=code), problems=suite)
 
 
 def _append(handle: IO[bytes], record: AttemptRecord) -> None:

@@ -9,10 +9,11 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from neurons.miner import EXIT_REJECTED, app
+from neurons.miner import EXIT_NO_STORE, EXIT_REJECTED, app
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
+from trajectories.store import TrajectoryStore
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = REPO / "shoppingbench" / "agents" / "scripted_baseline.py"
@@ -54,6 +55,14 @@ def test_miner_test_scores_the_agent_and_writes_every_attempt(
     assert all(r.failure is None and r.steps and r.proxy_log for r in records)
     assert all(c.kind == "search" and c.status == 200 for r in records for c in r.proxy_log)
 
+    # The same attempts are in the trajectory store, labelled, under a finished local-test run.
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
+        stored = store.load(store.attempt_ids())
+    assert sorted(a.record.problem_id for a in stored) == sorted(r.problem_id for r in records)
+    assert {a.record.run_id for a in stored} == {records[0].run_id}
+    assert all(a.label is not None and a.label.label == "no_llm" for a in stored)
+    assert "no_llm 4" in result.output
+
 
 def test_a_rejected_agent_never_runs(small_world: SampleWorld, suite_files: list[Path],
                                      tmp_path: Path) -> None:
@@ -70,3 +79,13 @@ def test_a_custom_catalog_needs_its_suite(small_world: SampleWorld, tmp_path: Pa
     result = CliRunner().invoke(app, ["test", str(BASELINE), "--catalog", str(small_world.catalog_dir),
                                       "--home", str(tmp_path)])
     assert result.exit_code != 0 and "--suite" in result.output
+
+
+def test_an_unreachable_store_stops_before_running_with_a_hint(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_STORE_URL", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    result = CliRunner().invoke(app, _args(BASELINE, small_world, suite_files, tmp_path))
+    assert result.exit_code == EXIT_NO_STORE, result.output
+    assert "--no-store" in result.output
+    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_bytes()

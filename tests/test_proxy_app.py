@@ -8,6 +8,7 @@ uvicorn server: a hosted LLM cannot run here.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import httpx
 import orjson
 import pytest
 
+from shoppingbench.agent_sdk import ProxyClient, ProxyError
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
@@ -223,3 +225,18 @@ def test_budget_rules() -> None:
     assert "3 of 3" in str(refusal(budgets, attempt_calls=3, attempt_tokens=0, run_calls=0, run_tokens=0))
     assert "tokens of this run" in str(refusal(budgets, attempt_calls=0, attempt_tokens=0, run_calls=0,
                                                run_tokens=100))
+
+
+def test_the_sdk_gives_up_at_once_on_a_spent_budget(engine: BM25SearchEngine, upstream: str) -> None:
+    with ProxyServer(engine, _config(upstream, attempt_calls=1), channels=1, transport="tcp") as proxy, \
+            ProxyClient(proxy.channels[0].url, retry_delay=5.0, rate_limit_retry_delay=5.0) as sdk:
+        proxy.begin(0, "run", "p1")
+        sdk.chat([{"role": "user", "content": "a"}], model="small")
+        started = time.monotonic()
+        with pytest.raises(ProxyError) as raised:
+            sdk.chat([{"role": "user", "content": "b"}], model="small")
+        waited = time.monotonic() - started
+        log = proxy.end(0)
+    assert raised.value.status == 429 and "budget" in str(raised.value)
+    assert waited < 2.0  # a retry would have slept 5 s first
+    assert [call.status for call in log] == [200, 429]  # one refused call, not one per retry

@@ -34,6 +34,8 @@ DEFAULT_RETRY_DELAY_S = 2.0
 DEFAULT_RATE_LIMIT_RETRY_DELAY_S = 5.0
 MAX_RETRY_DELAY_S = 10.0
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+BUDGET_EXHAUSTED = "budget_exhausted"
+"""The proxy's error code for a spent call/token budget: a 429 that no retry can cure."""
 """Worth another try: rate limits and server-side hiccups. Any other 4xx means the request is wrong."""
 
 
@@ -161,7 +163,7 @@ class ProxyClient:
                                          response.status_code) from None
                 failure = ProxyError(f"{method} {path} answered {response.status_code}: "
                                      f"{response.text[:300]}", response.status_code)
-                if response.status_code not in RETRIED_STATUSES:
+                if response.status_code not in RETRIED_STATUSES or _budget_exhausted(response):
                     raise failure
                 if response.status_code == 429:
                     delay = self.rate_limit_retry_delay * 2 ** attempt
@@ -214,6 +216,14 @@ class ProxyClient:
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         return ChatReply.from_response(self.request("POST", INFERENCE_PATH, json=body))
+
+
+def _budget_exhausted(response: httpx.Response) -> bool:
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("code") == BUDGET_EXHAUSTED
 
 
 def _list_of_dicts(value: Any, path: str) -> list[dict[str, Any]]:

@@ -49,8 +49,14 @@ class InferenceOutcome:
     log_fields: dict[str, Any] = field(default_factory=dict)
 
 
-def _error(status: int, message: str, log_fields: dict[str, Any]) -> InferenceOutcome:
-    body = orjson.dumps({"error": {"message": message, "type": "proxy_error", "code": status}})
+BUDGET_EXHAUSTED = "budget_exhausted"
+"""Error code of the 429 for a spent budget: unlike a rate limit, retrying it cannot succeed."""
+
+
+def _error(status: int, message: str, log_fields: dict[str, Any],
+           code: str | int | None = None) -> InferenceOutcome:
+    body = orjson.dumps({"error": {"message": message, "type": "proxy_error",
+                                   "code": status if code is None else code}})
     return InferenceOutcome(status, body, {**log_fields, "error": message})
 
 
@@ -146,7 +152,7 @@ class InferenceForwarder:
         refused = refusal(self.config.budgets, attempt_calls=attempt.calls, attempt_tokens=attempt.tokens,
                           run_calls=self.run_spending.calls, run_tokens=self.run_spending.tokens)
         if refused is not None:
-            return _error(429, refused, fields)
+            return _error(429, refused, fields, code=BUDGET_EXHAUSTED)
         attempt.charge(calls=1)
         self.run_spending.charge(calls=1)
         forwarded = {**body, "model": model, "stream": False}

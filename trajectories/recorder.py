@@ -1,0 +1,62 @@
+"""Record one evaluation run in the store as it happens: the run, its agent, its problems, every attempt.
+
+Whoever runs agents (``miner test`` now, the validator later) hands each finished attempt to
+:meth:`RunRecorder.record` the moment the runner yields it, so a crash loses at most the attempt in
+flight. Each attempt is labelled by the structural filter on the way in; failures are stored like any
+other attempt.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from types import TracebackType
+
+import structlog
+
+from shoppingbench.problems.models import Problem
+from shoppingbench.records import AttemptRecord
+from trajectories.filter import FilterConfig, label_attempt
+from trajectories.store import AgentEntry, AttemptWrite, ProblemEntry, RunEntry, RunKind, TrajectoryStore
+
+log = structlog.get_logger(__name__)
+
+
+class RunRecorder:
+    """Writes one run's attempts to ``store``; safe to call from the runner's worker threads."""
+
+    def __init__(self, store: TrajectoryStore, *, run_id: str, kind: RunKind, agent: AgentEntry,
+                 problems: Sequence[Problem], suite: str | None = None, validator: str | None = None,
+                 filter_config: FilterConfig | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.labels: Counter[str] = Counter()
+        self._filter = filter_config or FilterConfig()
+        self._lock = threading.Lock()
+        store.register_agent(agent)
+        store.register_problems(ProblemEntry.of(p, suite=suite) for p in problems)
+        store.register_run(RunEntry(id=run_id, kind=kind, validator=validator, suite=suite,
+                                    started_at=time.time()))
+
+    def record(self, attempt: AttemptRecord) -> None:
+        if attempt.run_id != self.run_id:
+            raise ValueError(f"attempt of run {attempt.run_id} handed to the recorder of run {self.run_id}")
+        verdict = label_attempt(attempt.proxy_log, attempt.steps, self._filter)
+        with self._lock:
+            self.store.write_attempt(AttemptWrite(record=attempt, label=verdict))
+            self.labels[verdict.label] += 1
+
+    def finish(self) -> None:
+        self.store.finish_run(self.run_id, time.time())
+        log.info("run_recorded", run_id=self.run_id, attempts=sum(self.labels.values()), **self.labels)
+
+    def __enter__(self) -> RunRecorder:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        # An interrupted run keeps what it recorded but stays unfinished, so nobody takes it as complete.
+        if exc_type is None:
+            self.finish()
