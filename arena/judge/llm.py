@@ -1,0 +1,134 @@
+"""The LLM judge: the gate prompt sent to OpenAI-compatible judge models, with rotation and fallbacks.
+
+Per verdict, models are tried in the configured order at temperature 0. A 429, a 5xx, a timeout or a
+connection failure moves on to the next model; after a full round without an answer the judge sleeps
+(exponential, capped) and tries another round, up to ``max_rounds``. A model that answers 200 with
+something unparseable is blacklisted for the rest of the run (this judge object's life). A 401 or 403
+stops everything: a wrong key does not fix itself and hammering the endpoint helps no one. When no
+model answers, :class:`JudgeUnavailable` lets the caller fall back to the offline judge.
+
+Gate 1 is read straight off the verified proxy log before any call: an attempt without reasoning
+tokens costs no judge call and no model can be talked into passing it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import openai
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from arena.judge.evidence import MIN_REASONING_TOKENS, JudgeInput, max_completion_tokens, passes_gate_one
+from arena.judge.parsing import parse_answer
+from arena.judge.prompt import judge_messages
+from arena.judge.verdict import PROXY_LOG_RULE, QUALITY_LEVELS, JudgeVerdict
+
+log = structlog.get_logger(__name__)
+
+_TRANSIENT: Final = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
+                     openai.APIConnectionError)
+
+
+class JudgeModel(BaseModel):
+    """One judge model behind an OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1)
+    base_url: str
+    api_key: SecretStr = SecretStr("not-needed")
+
+
+class JudgeCallConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_rounds: int = Field(default=3, ge=1, description="Passes over all usable models per verdict")
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_cap_s: float = Field(default=30.0, ge=0)
+    max_tokens: int = Field(default=2048, ge=16)
+
+
+class JudgeAuthError(RuntimeError):
+    """The judge endpoint refused our credentials (401/403): stop and fix the key."""
+
+
+class JudgeUnavailable(RuntimeError):
+    """No judge model produced a usable answer for this attempt."""
+
+
+def _content(response: object) -> str | None:
+    """The answer text of a chat completion; ``None`` for anything else a 200 may carry (text, junk)."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        return None
+    content = getattr(getattr(choices[0], "message", None), "content", None)
+    return content if isinstance(content, str) else None
+
+
+class LLMJudge:
+    def __init__(self, models: Sequence[JudgeModel], config: JudgeCallConfig | None = None, *,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if not models:
+            raise ValueError("the LLM judge needs at least one judge model")
+        self.models = list(models)
+        self.config = config = config or JudgeCallConfig()
+        self.blacklisted: set[str] = set()
+        self._sleep = sleep
+        self._clients = {m.name: openai.OpenAI(base_url=m.base_url, api_key=m.api_key.get_secret_value(),
+                                               timeout=config.timeout_s, max_retries=0) for m in self.models}
+
+    def judge(self, item: JudgeInput) -> JudgeVerdict:
+        if not passes_gate_one(item.proxy_log):
+            return JudgeVerdict(
+                quality=QUALITY_LEVELS[0], judge=PROXY_LOG_RULE, offline=False, attempts=0,
+                explanation=f"gate 1: no answered inference call wrote {MIN_REASONING_TOKENS} completion "
+                            f"tokens (most: {max_completion_tokens(item.proxy_log)})")
+        messages = judge_messages(item)
+        attempts = 0
+        tried: list[str] = []
+        for round_index in range(self.config.max_rounds):
+            usable = [m for m in self.models if m.name not in self.blacklisted]
+            if not usable:
+                break
+            if round_index:
+                backoff = self.config.backoff_base_s * 2 ** (round_index - 1)
+                self._sleep(min(self.config.backoff_cap_s, backoff))
+            for model in usable:
+                attempts += 1
+                tried.append(model.name)
+                verdict = self._ask(model, messages, attempts, tuple(tried))
+                if verdict is not None:
+                    return verdict
+        raise JudgeUnavailable(f"no judge model answered after {attempts} calls "
+                               f"(blacklisted: {sorted(self.blacklisted) or 'none'})")
+
+    def _ask(self, model: JudgeModel, messages: list[dict[str, str]], attempts: int,
+             tried: tuple[str, ...]) -> JudgeVerdict | None:
+        try:
+            response = self._clients[model.name].chat.completions.create(
+                model=model.name, messages=messages,  # type: ignore[arg-type]
+                temperature=0, max_tokens=self.config.max_tokens)
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise JudgeAuthError(f"judge endpoint {model.base_url} refused the API key for {model.name} "
+                                 f"({exc.status_code}); set ARENA_JUDGE_API_KEY") from exc
+        except _TRANSIENT as exc:
+            log.warning("judge_call_failed", model=model.name, error=type(exc).__name__)
+            return None
+        except openai.APIStatusError as exc:
+            log.warning("judge_call_refused", model=model.name, status=exc.status_code)
+            return None
+        except openai.APIResponseValidationError:
+            response = None
+        content = _content(response)
+        parsed = parse_answer(content)
+        if parsed is None:
+            self.blacklisted.add(model.name)
+            log.warning("judge_model_blacklisted", model=model.name, reason="unparseable answer",
+                        answer=(content or "")[:200])
+            return None
+        return JudgeVerdict(quality=parsed.quality, judge=model.name, offline=False,
+                            explanation=parsed.explanation, attempts=attempts, models_tried=tried)

@@ -1,0 +1,202 @@
+"""The race engine: commands in, events out, state rebuilt from the log (SPEC 4).
+
+The validator drives it in a loop::
+
+    engine = RaceEngine(store, rules, clock)          # replays the log, then settles
+    engine.submit(hotkey, code_hash)                   # or with a static-analysis Rejection
+    for s in engine.pending_qualifying(): engine.record_qualifying(s.submission_id, run_qualifying(s))
+    if engine.race_due() and engine.challengers(): engine.start_race(block_hash, draw_suite(block_hash))
+    for sid in engine.pending_race_runs(): engine.record_race_result(sid, run_race(sid))
+    engine.settle()                                    # publishes code whose embargo has ended
+
+Work is resumable at any point: qualifying and race runs still owed are exactly those without a
+result event, a race whose results are all in is finished by ``settle`` (also on start-up), and
+nothing recorded is ever run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Literal
+
+import structlog
+from pydantic import BaseModel, ConfigDict
+
+from arena.race.calendar import latest_race_day, race_slot
+from arena.race.clock import Clock
+from arena.race.events import (
+    CodePublished,
+    QualifyingFinished,
+    RaceEvent,
+    RaceResultRecorded,
+    RaceSkipped,
+    RaceStarted,
+    SubmissionAccepted,
+    SubmissionRejected,
+)
+from arena.race.rules import RaceRules, decide_race, qualifying_threshold, submission_id
+from arena.race.state import RaceState, Submission, apply, replay
+from arena.race.store import EventStore
+from arena.weights import Finisher
+from shoppingbench.submission_check import CheckReport
+from shoppingbench.submission_check.models import Category
+
+log = structlog.get_logger(__name__)
+
+
+class Rejection(BaseModel):
+    """Why static analysis refused a submission. Security rejections carry a shorter cooldown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Category
+    reason: str
+
+    @classmethod
+    def from_report(cls, report: CheckReport) -> Rejection | None:
+        """The rejection a static-analysis report calls for, ``None`` when the file passed."""
+        if report.rejection is None:
+            return None
+        reasons = "; ".join(f"{f.rule} (line {f.line}): {f.message}" if f.line else f"{f.rule}: {f.message}"
+                            for f in report.findings[:5])
+        return cls(kind=report.rejection, reason=reasons)
+
+
+class SubmitOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["accepted", "rejected", "cooling_down"]
+    submission_id: str | None = None
+    retry_at: datetime | None = None
+    reason: str = ""
+
+
+class RaceEngine:
+    def __init__(self, store: EventStore, rules: RaceRules, clock: Clock) -> None:
+        self.store = store
+        self.rules = rules
+        self.clock = clock
+        self.state: RaceState = replay(store.load())
+        log.info("race_state_loaded", events=self.state.events, running=bool(self.state.running),
+                 winner=self.state.reign.hotkey if self.state.reign else None)
+        self.settle()
+
+    def _emit(self, *events: RaceEvent) -> None:
+        state = self.state
+        for event in events:
+            state = apply(state, event)  # validate every event before any is stored
+        self.store.append(events, expected=self.state.events)
+        self.state = state
+        for event in events:
+            log.info("race_event", **event.model_dump(mode="json", exclude={"suite_ids"}))
+
+    def submit(self, hotkey: str, code_hash: str, rejection: Rejection | None = None) -> SubmitOutcome:
+        """Accept or reject an agent file, unless the hotkey is still cooling down (no event then)."""
+        now = self.clock.now()
+        until = self.state.cooldown_until.get(hotkey)
+        if until is not None and now < until:
+            return SubmitOutcome(status="cooling_down", retry_at=until,
+                                 reason=f"one submission per {self.rules.cooldown}; "
+                                        f"next at {until.isoformat()}")
+        if rejection is not None:
+            cooldown = (self.rules.security_rejection_cooldown if rejection.kind == "security"
+                        else self.rules.cooldown)
+            self._emit(SubmissionRejected(at=now, hotkey=hotkey, code_hash=code_hash, kind=rejection.kind,
+                                          reason=rejection.reason, cooldown_until=now + cooldown))
+            return SubmitOutcome(status="rejected", retry_at=now + cooldown, reason=rejection.reason)
+        sid = submission_id(hotkey, code_hash, now)
+        self._emit(SubmissionAccepted(at=now, submission_id=sid, hotkey=hotkey, code_hash=code_hash,
+                                      cooldown_until=now + self.rules.cooldown))
+        return SubmitOutcome(status="accepted", submission_id=sid, retry_at=now + self.rules.cooldown)
+
+    def pending_qualifying(self) -> list[Submission]:
+        return sorted((s for s in self.state.submissions.values() if s.status == "qualifying"),
+                      key=lambda s: (s.submitted_at, s.submission_id))
+
+    def record_qualifying(self, submission_id: str, score: float) -> QualifyingFinished:
+        threshold = qualifying_threshold(self.state, self.rules)
+        event = QualifyingFinished(at=self.clock.now(), submission_id=submission_id, score=score,
+                                   threshold=threshold, qualified=score >= threshold)
+        self._emit(event)
+        return event
+
+    def challengers(self) -> list[Submission]:
+        """Qualified submissions waiting for the next race."""
+        return sorted((s for s in self.state.submissions.values() if s.status == "qualified"),
+                      key=lambda s: (s.submitted_at, s.submission_id))
+
+    def race_due(self) -> date | None:
+        """The day whose race should start now, if any: the latest slot passed and not yet settled.
+
+        Slots missed while the validator was down are not raced late; only the latest one is.
+        """
+        if self.state.running is not None:
+            return None
+        day = latest_race_day(self.clock.now(), self.rules.race_time)
+        last = self.state.last_settled_day
+        return day if last is None or day > last else None
+
+    def start_race(self, seed: str, suite_ids: Sequence[str]) -> RaceStarted | RaceSkipped:
+        """Start the due race over ``suite_ids`` (drawn from ``seed``), or skip it without challengers."""
+        day = self.race_due()
+        if day is None:
+            raise RuntimeError("no race is due: check race_due() first")
+        now = self.clock.now()
+        challengers = [s.submission_id for s in self.challengers()]
+        if not challengers:
+            skipped = RaceSkipped(at=now, day=day, reason="no qualified challengers")
+            self._emit(skipped)
+            return skipped
+        if not suite_ids:
+            raise ValueError("a race needs a non-empty hidden suite")
+        defender = self.state.reign.submission_id if self.state.reign else None
+        entrants = (*([defender] if defender else []), *challengers)
+        started = RaceStarted(at=now, race_id=day.isoformat(), day=day,
+                              slot=race_slot(day, self.rules.race_time), seed=seed,
+                              suite_ids=tuple(suite_ids), entrants=entrants, defender=defender)
+        self._emit(started)
+        return started
+
+    def pending_race_runs(self) -> list[str]:
+        """Entrants of the running race still owing a result."""
+        return list(self.state.running.pending) if self.state.running else []
+
+    def record_race_result(self, submission_id: str, score: float) -> None:
+        race = self.state.running
+        if race is None:
+            raise RuntimeError("no race is running")
+        self._emit(RaceResultRecorded(at=self.clock.now(), race_id=race.race_id, submission_id=submission_id,
+                                      score=score))
+        self.settle()
+
+    def settle(self) -> list[RaceEvent]:
+        """Make every transition that is due by now: finish a complete race, publish embargoed code."""
+        now = self.clock.now()
+        events: list[RaceEvent] = []
+        race = self.state.running
+        if race is not None and not race.pending:
+            events.append(decide_race(race, self.state, self.rules, now))
+        if events:
+            self._emit(*events)
+        due = sorted((until, sid) for sid, until in self.state.embargoed.items() if until <= now)
+        published = [CodePublished(at=now, submission_id=sid) for _, sid in due]
+        if published:
+            self._emit(*published)
+        return [*events, *published]
+
+    def weights_input(self) -> tuple[list[Finisher], str | None]:
+        """The last completed race's finishers and the reigning winner's hotkey, for the weights.
+
+        A hotkey that raced two agents (its reigning one and a new challenger) finishes once, with its
+        better-ranked entry.
+        """
+        race = self.state.last_race
+        if race is None or self.state.reign is None:
+            return [], None
+        best: dict[str, Finisher] = {}
+        for sid in race.standings:
+            submission = self.state.submissions[sid]
+            best.setdefault(submission.hotkey, Finisher(hotkey=submission.hotkey, score=race.results[sid],
+                                                        submitted_at=submission.submitted_at))
+        return list(best.values()), self.state.reign.hotkey

@@ -1,0 +1,106 @@
+"""Arena configuration: the harness settings plus the judge, suites, race and weights (``ARENA_*``).
+
+As everywhere: CLI flags override environment variables, which override a ``.env`` file, which
+overrides these defaults. Each ``*_rules``/``*_config`` method hands the pure modules their rules.
+"""
+
+from __future__ import annotations
+
+from datetime import time, timedelta
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode
+
+from arena.judge import FallbackJudge, Judge, JudgeCallConfig, JudgeModel, LLMJudge, OfflineJudge
+from arena.race.calendar import MarginCurve
+from arena.race.rules import RaceRules
+from arena.suites.clusters import LeakConfig
+from arena.suites.rotation import RotationConfig
+from arena.weights import WeightRules
+from shoppingbench.problems.models import CATEGORIES, Category
+from shoppingbench.settings import HarnessSettings
+
+
+class ArenaSettings(HarnessSettings):
+    # judge
+    judge_base_url: str | None = Field(default=None, description="OpenAI-compatible judge endpoint; "
+                                                                 "unset: the offline rules judge")
+    judge_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Judge models in preference order, comma-separated")
+    judge_api_key: SecretStr = SecretStr("not-needed")
+    judge_timeout_s: float = Field(default=60.0, gt=0)
+    judge_max_rounds: int = Field(default=3, ge=1)
+    judge_backoff_base_s: float = Field(default=1.0, ge=0)
+    judge_backoff_cap_s: float = Field(default=30.0, ge=0)
+    judge_max_tokens: int = Field(default=2048, ge=16)
+    # leak clusters and suites
+    leak_same_reward_jaccard: float = Field(default=0.85, gt=0, le=1)
+    leak_any_reward_jaccard: float = Field(default=0.95, gt=0, le=1)
+    leak_lsh_threshold: float = Field(default=0.6, gt=0, le=1)
+    leak_num_perm: int = Field(default=128, ge=16, le=1024)
+    leak_min_shared_targets: int = Field(default=1, ge=1)
+    held_out_share: float = Field(default=0.05, ge=0, lt=1)
+    race_suite_per_category: int = Field(default=20, ge=1)
+    qualifying_suite_per_category: int = Field(default=20, ge=1)
+    # race
+    race_time_utc: time = Field(default=time(16, 0), description="Daily race slot, HH:MM UTC")
+    cooldown_hours: float = Field(default=12.0, gt=0)
+    security_rejection_cooldown_hours: float = Field(default=1.0, ge=0)
+    qualify_ratio: float = Field(default=0.95, gt=0, le=1)
+    qualify_min_score: float = Field(default=0.01, ge=0, le=1)
+    margin_initial: float = Field(default=0.05, ge=0, le=1)
+    margin_floor: float = Field(default=0.01, ge=0, le=1)
+    margin_half_life_days: float = Field(default=7.0, gt=0)
+    # weights
+    winner_share: float = Field(default=0.6, ge=0, le=1)
+    taper_share: float = Field(default=0.2, ge=0, le=1)
+    burn_uid: int = Field(default=0, ge=0, le=65_535)
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL of the race log and exposure "
+                                                               "ledger; default: SQLite under ARENA_HOME")
+
+    @field_validator("judge_models", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return [m.strip() for m in value.split(",") if m.strip()] if isinstance(value, str) else value
+
+    def judge(self) -> Judge:
+        """The LLM judge with the offline fallback when an endpoint and models are set, else offline."""
+        if not (self.judge_base_url and self.judge_models):
+            return OfflineJudge()
+        models = [JudgeModel(name=m, base_url=self.judge_base_url, api_key=self.judge_api_key)
+                  for m in self.judge_models]
+        return FallbackJudge(LLMJudge(models, JudgeCallConfig(
+            timeout_s=self.judge_timeout_s, max_rounds=self.judge_max_rounds,
+            backoff_base_s=self.judge_backoff_base_s, backoff_cap_s=self.judge_backoff_cap_s,
+            max_tokens=self.judge_max_tokens)))
+
+    def leak_config(self) -> LeakConfig:
+        return LeakConfig(same_reward_jaccard=self.leak_same_reward_jaccard,
+                          any_reward_jaccard=self.leak_any_reward_jaccard,
+                          lsh_threshold=self.leak_lsh_threshold, num_perm=self.leak_num_perm,
+                          min_shared_targets=self.leak_min_shared_targets)
+
+    def rotation_config(self) -> RotationConfig:
+        return RotationConfig(held_out_share=self.held_out_share)
+
+    def race_suite_sizes(self) -> dict[Category, int]:
+        return dict.fromkeys(CATEGORIES, self.race_suite_per_category)
+
+    def qualifying_suite_sizes(self) -> dict[Category, int]:
+        return dict.fromkeys(CATEGORIES, self.qualifying_suite_per_category)
+
+    def race_rules(self) -> RaceRules:
+        return RaceRules(cooldown=timedelta(hours=self.cooldown_hours),
+                         security_rejection_cooldown=timedelta(hours=self.security_rejection_cooldown_hours),
+                         qualify_ratio=self.qualify_ratio, qualify_min_score=self.qualify_min_score,
+                         race_time=self.race_time_utc,
+                         margin=MarginCurve(initial=self.margin_initial, floor=self.margin_floor,
+                                            half_life_days=self.margin_half_life_days))
+
+    def weight_rules(self) -> WeightRules:
+        return WeightRules(winner_share=self.winner_share, taper_share=self.taper_share,
+                           burn_uid=self.burn_uid)
+
+    def arena_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.root / 'arena.sqlite3'}"

@@ -1,0 +1,42 @@
+"""Final score = success rate x coefficient (SPEC 3), labelled with its judges."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arena.judge import QUALITY_LEVELS, JudgeVerdict, final_score, quality_coefficient
+
+
+def verdict(quality: float, judge: str = "model-a", offline: bool = False) -> JudgeVerdict:
+    return JudgeVerdict(quality=quality, judge=judge, offline=offline, explanation="-", attempts=1)
+
+
+@pytest.mark.parametrize(("q", "coefficient"), [(0.0, 0.3), (0.1, 0.3875), (0.4, 0.65), (0.7, 0.9125),
+                                                (0.8, 1.0), (0.9, 1.0), (1.0, 1.0)])
+def test_coefficient(q: float, coefficient: float) -> None:
+    assert quality_coefficient(q) == pytest.approx(coefficient)
+
+
+@given(st.floats(0, 1), st.floats(0, 1))
+def test_coefficient_is_monotone(a: float, b: float) -> None:
+    low, high = sorted((a, b))
+    assert quality_coefficient(low) <= quality_coefficient(high) <= 1.0
+
+
+def test_final_score_and_labels() -> None:
+    score = final_score(0.5, [verdict(0.9), verdict(0.7, "offline-rules", offline=True)])
+    assert score.mean_quality == pytest.approx(0.8) and score.score == pytest.approx(0.5)
+    assert score.offline_verdicts == 1 and score.judge_label == "model-a, offline-rules (1/2 offline)"
+    assert final_score(1.0, [verdict(0.1)] * 3).score == pytest.approx(0.3875)
+    assert final_score(1.0, []).mean_quality == QUALITY_LEVELS[0]
+    assert final_score(0.4, [verdict(0.9)]).judge_label == "model-a"
+
+
+@pytest.mark.parametrize("bad", [0.0, 0.2, 0.6, 1.0, -0.1])
+def test_verdicts_only_carry_the_five_levels(bad: float) -> None:
+    with pytest.raises(ValueError, match="one of"):
+        verdict(bad)
+    with pytest.raises(ValueError):
+        quality_coefficient(1.5)

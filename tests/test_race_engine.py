@@ -1,0 +1,258 @@
+"""The race engine end to end: qualify, race, promote or defend, embargo, publish, restart."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+from arena.race import (
+    EVENT_ADAPTER,
+    ManualClock,
+    MarginCurve,
+    MemoryEventStore,
+    RaceEngine,
+    RaceRules,
+    SqlEventStore,
+    replay,
+)
+from arena.race.events import RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
+from arena.race.state import InvalidEvent
+from arena.storage import ConcurrentWriterError, open_database
+
+ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
+T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)  # a Wednesday morning; races at 16:00 UTC
+RULES = RaceRules(race_time=time(16), qualify_ratio=0.95, qualify_min_score=0.01,
+                  margin=MarginCurve(initial=0.05, floor=0.01, half_life_days=7))
+
+
+def until_race(clock: ManualClock) -> None:
+    """Move to the next 16:00 UTC slot."""
+    now = clock.now()
+    slot = datetime.combine(now.date(), time(16), tzinfo=UTC)
+    clock.advance((slot if slot > now else slot + timedelta(days=1)) - now)
+
+
+def race(engine: RaceEngine, scores: dict[str, float], seed: str = "0xblock") -> RaceStarted:
+    assert engine.race_due() is not None
+    started = engine.start_race(seed, ["p1", "p2", "p3"])
+    assert isinstance(started, RaceStarted)
+    for sid in engine.pending_race_runs():
+        engine.record_race_result(sid, scores[engine.state.submissions[sid].hotkey])
+    return started
+
+
+def enter(engine: RaceEngine, clock: ManualClock, hotkey: str, qualifying: float) -> str:
+    outcome = engine.submit(hotkey, f"code-of-{hotkey}-{clock.now().isoformat()}")
+    assert outcome.status == "accepted" and outcome.submission_id
+    engine.record_qualifying(outcome.submission_id, qualifying)
+    clock.advance(timedelta(minutes=5))
+    return outcome.submission_id
+
+
+def test_first_race_crowns_the_best_and_embargoes_until_the_next_weekday() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    a = enter(engine, clock, "alice", 0.6)
+    b = enter(engine, clock, "bob", 0.7)
+    until_race(clock)
+    started = race(engine, {"alice": 0.55, "bob": 0.5})
+    assert started.entrants == (a, b) and started.defender is None and started.day == date(2026, 11, 18)
+    state = engine.state
+    assert state.reign is not None and state.reign.submission_id == a
+    assert state.last_race is not None and state.last_race.standings == (a, b)
+    assert state.embargoed == {a: datetime(2026, 11, 19, tzinfo=UTC)}
+    clock.advance(timedelta(hours=7, minutes=59))  # 23:59 on race day: still embargoed
+    assert engine.settle() == [] and a not in engine.state.published
+    clock.advance(timedelta(minutes=1))
+    assert [e.type for e in engine.settle()] == ["code_published"]
+    assert engine.state.published == {a: datetime(2026, 11, 19, tzinfo=UTC)}
+    finishers, winner = engine.weights_input()
+    assert winner == "alice" and sorted(f.hotkey for f in finishers) == ["alice", "bob"]
+
+
+def test_qualifying_threshold_follows_the_winner() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    enter(engine, clock, "alice", 0.8)
+    until_race(clock)
+    race(engine, {"alice": 0.6})
+    low = engine.submit("carol", "c")
+    assert low.submission_id
+    result = engine.record_qualifying(low.submission_id, 0.759)
+    assert result.threshold == pytest.approx(0.76) and not result.qualified
+    dave = engine.submit("dave", "d")
+    assert dave.submission_id and engine.record_qualifying(dave.submission_id, 0.76).qualified
+    assert engine.record_qualifying(engine.submit("erin", "e").submission_id or "", 0.0).qualified is False
+
+
+@pytest.mark.parametrize(("challenger", "promoted"), [(0.65, True), (0.646, False), (0.6, False)])
+def test_promotion_needs_the_margin(challenger: float, promoted: bool) -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    a = enter(engine, clock, "alice", 0.8)
+    until_race(clock)
+    race(engine, {"alice": 0.6})
+    b = enter(engine, clock, "bob", 0.8)
+    until_race(clock)  # the next day: margin 0.01 + 0.04 * 2^(-1/7) = 0.04623
+    race(engine, {"alice": 0.6, "bob": challenger})
+    last = engine.state.last_race
+    assert last is not None and last.required_margin == pytest.approx(0.04623, abs=1e-5)
+    assert engine.state.reign is not None
+    assert engine.state.reign.submission_id == (b if promoted else a)
+    assert last.promoted is promoted
+
+
+def test_the_margin_shrinks_as_the_reign_ages() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    enter(engine, clock, "alice", 0.8)
+    until_race(clock)
+    race(engine, {"alice": 0.6})
+    clock.advance(timedelta(days=60))  # races skipped meanwhile cost nothing
+    b = enter(engine, clock, "bob", 0.8)
+    until_race(clock)
+    race(engine, {"alice": 0.6, "bob": 0.62})
+    assert engine.state.reign is not None and engine.state.reign.submission_id == b
+
+
+def test_ties_rank_the_earlier_submission_first() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    first = enter(engine, clock, "zed", 0.5)
+    second = enter(engine, clock, "amy", 0.5)
+    until_race(clock)
+    race(engine, {"zed": 0.5, "amy": 0.5})
+    assert engine.state.last_race is not None and engine.state.last_race.standings == (first, second)
+    assert engine.state.reign is not None and engine.state.reign.submission_id == first
+
+
+def test_a_day_without_challengers_is_skipped_once() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    until_race(clock)
+    assert isinstance(engine.start_race("seed", ["p1"]), RaceSkipped)
+    assert engine.race_due() is None
+    with pytest.raises(RuntimeError, match="no race is due"):
+        engine.start_race("seed", ["p1"])
+
+
+def test_a_new_submission_supersedes_the_waiting_one() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    old = enter(engine, clock, "alice", 0.5)
+    clock.advance(timedelta(hours=12))
+    new = engine.submit("alice", "v2").submission_id
+    assert engine.state.submissions[old].status == "superseded" and new
+    until_race(clock)
+    assert isinstance(engine.start_race("seed", ["p"]), RaceSkipped)  # new one has not qualified yet
+
+
+def test_qualifiers_arriving_mid_race_wait_for_the_next() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    a = enter(engine, clock, "alice", 0.5)
+    until_race(clock)
+    engine.start_race("seed", ["p1"])
+    late = enter(engine, clock, "bob", 0.9)
+    engine.record_race_result(a, 0.4)
+    assert engine.state.submissions[late].status == "qualified"
+    until_race(clock)
+    started = engine.start_race("seed2", ["p2"])
+    assert isinstance(started, RaceStarted) and started.entrants == (a, late)
+
+
+def test_restart_in_any_state_resumes_without_rerunning_work(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'race.sqlite3'}"
+    clock = ManualClock(T0)
+    engine = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    a = enter(engine, clock, "alice", 0.6)
+    b = engine.submit("bob", "b").submission_id
+    assert b
+    restarted = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    assert [s.submission_id for s in restarted.pending_qualifying()] == [b]  # alice's is done
+    restarted.record_qualifying(b, 0.7)
+    until_race(clock)
+    restarted.start_race("seed", ["p1", "p2"])
+    restarted.record_race_result(a, 0.5)
+    again = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    assert again.pending_race_runs() == [b] and again.race_due() is None
+    # Results all in but the process died before finishing: start-up settles it.
+    assert again.state.running is not None
+    result = RaceResultRecorded(at=clock.now(), race_id=again.state.running.race_id, submission_id=b,
+                                score=0.9)
+    SqlEventStore.open(url).append([result], expected=again.state.events)
+    final = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    assert final.state.running is None and final.state.reign is not None
+    assert final.state.reign.submission_id == b
+    assert final.state == replay(SqlEventStore.open(url).load())
+
+
+def test_two_writers_on_one_log_are_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'race.sqlite3'}"
+    clock = ManualClock(T0)
+    first = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    second = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    first.submit("alice", "a")
+    with pytest.raises(ConcurrentWriterError):
+        second.submit("bob", "b")
+    memory = MemoryEventStore()
+    RaceEngine(memory, RULES, clock).submit("x", "y")
+    with pytest.raises(ConcurrentWriterError):
+        memory.append([], expected=0)
+
+
+def test_a_corrupt_log_is_refused() -> None:
+    clock = ManualClock(T0)
+    store = MemoryEventStore()
+    finished = RaceFinished(at=T0, race_id="2026-11-18", standings=("x",), winner="x", promoted=True,
+                            required_margin=0.0, embargo_until=T0)
+    store.append([finished], expected=0)
+    with pytest.raises(InvalidEvent, match="not running"):
+        RaceEngine(store, RULES, clock)
+
+
+def test_events_round_trip_through_json() -> None:
+    clock = ManualClock(T0)
+    store = MemoryEventStore()
+    engine = RaceEngine(store, RULES, clock)
+    enter(engine, clock, "alice", 0.6)
+    until_race(clock)
+    race(engine, {"alice": 0.6})
+    for event in store.load():
+        assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event)) == event
+
+
+@pytest.fixture()
+def postgres_url() -> Iterator[str]:
+    name = f"arena_race_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_postgres_log_replays_the_same_state(postgres_url: str) -> None:
+    clock = ManualClock(T0)
+    store = SqlEventStore.open(postgres_url)
+    engine = RaceEngine(store, RULES, clock)
+    enter(engine, clock, "alice", 0.6)
+    enter(engine, clock, "bob", 0.7)
+    until_race(clock)
+    race(engine, {"alice": 0.5, "bob": 0.7})
+    clock.advance(timedelta(days=1))
+    engine.settle()
+    reopened = RaceEngine(SqlEventStore.open(postgres_url), RULES, clock)
+    assert reopened.state == engine.state and reopened.state.published
+    with store.engine.connect() as connection:
+        types = connection.execute(text("SELECT type FROM race_events ORDER BY seq")).scalars().all()
+    assert types[-1] == "code_published" and "race_finished" in types
+    assert open_database(postgres_url).dialect.name == "postgresql"

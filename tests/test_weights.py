@@ -1,0 +1,105 @@
+"""Weights: deterministic, byte-identical, shares as configured (SPEC 4)."""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.weights import U16_MAX, Finisher, WeightRules, compute_weights, race_shares, ranking, weight_vector
+
+RULES = WeightRules(winner_share=0.6, taper_share=0.2, burn_uid=0)
+T0 = datetime(2026, 11, 20, tzinfo=UTC)
+
+hotkeys = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_size=12, unique=True)
+
+
+@st.composite
+def races(draw: st.DrawFn) -> tuple[list[Finisher], str, list[str]]:
+    keys = draw(hotkeys)
+    finishers = [Finisher(hotkey=k, score=draw(st.sampled_from([0.0, 0.25, 0.5, 0.5, 0.75, 1.0])),
+                          submitted_at=T0 + timedelta(hours=draw(st.integers(0, 3)))) for k in keys]
+    winner = draw(st.sampled_from(keys))
+    extra = draw(st.lists(st.text("xyz", min_size=1, max_size=3), max_size=5, unique=True))
+    metagraph = ["burn", *draw(st.permutations([*keys, *extra]))]
+    return finishers, winner, metagraph
+
+
+@given(races(), st.randoms())
+@settings(max_examples=200)
+def test_same_results_same_bytes_in_any_order(race: tuple[list[Finisher], str, list[str]],
+                                              rnd: random.Random) -> None:
+    finishers, winner, metagraph = race
+    shuffled = list(finishers)
+    rnd.shuffle(shuffled)
+    first = compute_weights(finishers, winner, metagraph, RULES)
+    assert compute_weights(shuffled, winner, metagraph, RULES).to_bytes() == first.to_bytes()
+    assert max(first.weights) == U16_MAX and list(first.uids) == sorted(set(first.uids))
+
+
+@given(races())
+@settings(max_examples=200)
+def test_shares_sum_and_shape(race: tuple[list[Finisher], str, list[str]]) -> None:
+    finishers, winner, _ = race
+    shares = race_shares(finishers, winner, RULES)
+    assert shares[winner] == Fraction(3, 5)
+    others = [f.hotkey for f in ranking(finishers) if f.hotkey != winner]
+    paid = [h for h in others if h in shares]
+    assert paid == others[:math.ceil(len(finishers) / 2) - 1]  # the top half, in ranking order
+    taper = [shares[h] for h in paid]
+    assert taper == sorted(taper, reverse=True) and len(set(taper)) == len(taper)
+    assert sum(taper, Fraction(0)) == (Fraction(1, 5) if paid else 0)
+    assert sum(shares.values(), Fraction(0)) <= 1
+
+
+@given(races(), st.data())
+@settings(max_examples=200)
+def test_deregistered_hotkeys_burn_without_moving_the_winner(race: tuple[list[Finisher], str, list[str]],
+                                                              data: st.DataObject) -> None:
+    finishers, winner, metagraph = race
+    gone = set(data.draw(st.lists(st.sampled_from([f.hotkey for f in finishers if f.hotkey != winner] or
+                                                  [winner]), max_size=4)) or [])
+    gone.discard(winner)
+    reduced = [h if h not in gone else f"replaced-{i}" for i, h in enumerate(metagraph)]
+    full = compute_weights(finishers, winner, metagraph, RULES)
+    cut = compute_weights(finishers, winner, reduced, RULES)
+    for vector in (full, cut):
+        weights = dict(zip(vector.uids, vector.weights, strict=True))
+        assert weights[metagraph.index(winner)] / sum(weights.values()) == pytest.approx(0.6, abs=1e-4)
+    cut_uids = {reduced[uid] for uid in cut.uids}
+    assert not cut_uids & gone
+
+
+def test_before_the_first_race_everything_burns() -> None:
+    vector = compute_weights([], None, ["owner", "a", "b"], WeightRules(burn_uid=0))
+    assert (vector.uids, vector.weights) == ((0,), (U16_MAX,))
+    assert compute_weights([], None, ["a", "owner"], WeightRules(burn_uid=1)).uids == (1,)
+
+
+def test_a_worked_example() -> None:
+    finishers = [Finisher(hotkey=h, score=s, submitted_at=T0) for h, s in
+                 [("w", 0.5), ("a", 0.9), ("b", 0.7), ("c", 0.7), ("d", 0.1)]]
+    shares = race_shares(finishers, "w", RULES)
+    # 5 finishers: top half is 3, so the winner plus the best two others; taper 2:1 over 0.2.
+    assert shares == {"w": Fraction(3, 5), "a": Fraction(2, 15), "b": Fraction(1, 15)}
+    vector = weight_vector(shares, ["burn", "w", "a", "b", "c", "d"], 0)
+    assert vector.uids == (0, 1, 2, 3) and vector.weights == (21845, 65535, 14563, 7282)  # burn 0.2
+
+
+def test_bad_inputs_are_refused() -> None:
+    one = Finisher(hotkey="a", score=1.0, submitted_at=T0)
+    with pytest.raises(ValueError, match="twice"):
+        race_shares([one, one], "a", RULES)
+    with pytest.raises(ValueError, match="burn uid"):
+        compute_weights([one], "a", ["a"], WeightRules(burn_uid=3))
+    with pytest.raises(ValueError, match="two uids"):
+        compute_weights([one], "a", ["x", "a", "a"], RULES)
+    with pytest.raises(ValueError, match="exceed"):
+        WeightRules(winner_share=0.9, taper_share=0.2)
+    with pytest.raises(ValueError):
+        Finisher(hotkey="a", score=float("nan"), submitted_at=T0)
