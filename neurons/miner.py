@@ -7,6 +7,8 @@ Entry points and wiring only: every step delegates to the library packages.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -15,12 +17,17 @@ import typer
 from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
+from arena.settings import ArenaSettings
+from arena.suites.clusters import cluster_problems
 from neurons.demo import results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
+from shoppingbench.llm_stub import create_app as create_stub_app
+from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
+from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config, run_suite
@@ -28,6 +35,7 @@ from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
+from shoppingbench.tools.serving import running_server
 from trajectories.recorder import RunRecorder
 from trajectories.settings import StoreSettings
 from trajectories.store import AgentEntry, StoreError, TrajectoryStore
@@ -38,6 +46,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
 EXIT_REJECTED = 2
 EXIT_UNAVAILABLE = 3
 EXIT_NO_STORE = 4
+SCRIPTED_MODEL = "scripted-shopper"
 
 
 def _print_findings(console: Console, report: CheckReport) -> None:
@@ -93,6 +102,10 @@ def test(
     models: Annotated[list[str] | None, typer.Option(
         "--model", help="Model the agent may use; repeat for several, the first is the default "
                         "(default $ARENA_INFERENCE_MODELS)")] = None,
+    scripted_llm: Annotated[bool, typer.Option(
+        "--scripted-llm", help="No LLM endpoint? Serve the bundled scripted shopping policy (a test double, "
+                               f"model `{SCRIPTED_MODEL}`) on loopback and let the agent use it. Its "
+                               "scores measure the script, not a real model")] = False,
     out: Annotated[Path | None, typer.Option(
         "--out", dir_okay=False, help="JSONL of every attempt (dialogue, proxy log, scores); "
                                       "default `$ARENA_HOME/results/miner-test-*.jsonl`")] = None,
@@ -137,6 +150,12 @@ def test(
     console.print(f"agent {agent} (sha256 {agent_file.sha256[:16]}): static analysis passed; "
                   f"{len(suite)} problems, sandbox {settings.sandbox}, {settings.workers} workers")
 
+    if scripted_llm:
+        if inference_url or models:
+            raise typer.BadParameter("--scripted-llm replaces --inference-url/--model: give one or the other")
+        console.print(f"[yellow]LLM: the scripted shopping policy (a test double) as `{SCRIPTED_MODEL}`: "
+                      "scores measure the script, not a real model[/yellow]")
+
     destination = out or results_path(settings, f"miner-test-{agent.stem}")
     destination.parent.mkdir(parents=True, exist_ok=True)
     grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
@@ -150,9 +169,10 @@ def test(
                 recorder.record(record)
 
         try:
-            result = run_suite(agent_file, suite, engine, grader, inference=inference_config(settings),
-                               sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
-                               progress=sys.stderr.isatty(), on_attempt=on_attempt, run_id=run_id)
+            with _inference(settings, scripted_llm) as inference:
+                result = run_suite(agent_file, suite, engine, grader, inference=inference,
+                                   sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
+                                   progress=sys.stderr.isatty(), on_attempt=on_attempt, run_id=run_id)
         except SandboxUnavailable as exc:
             console.print(f"error: {exc}", markup=False)
             raise typer.Exit(EXIT_UNAVAILABLE) from exc
@@ -175,6 +195,17 @@ def test(
         console.print(f"trajectory store: run {run_id} ({labels}) in {recorder.store.engine.url!r}")
 
 
+@contextmanager
+def _inference(settings: HarnessSettings, scripted: bool) -> Iterator[InferenceConfig]:
+    """The configured endpoint, or with ``scripted`` the scripted policy served on loopback for the run."""
+    if not scripted:
+        yield inference_config(settings)
+        return
+    with running_server(create_stub_app(shopping_policy, models=[SCRIPTED_MODEL])) as url:
+        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1",
+                                                             "models": [SCRIPTED_MODEL]})
+
+
 def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem], run_id: str,
               console: Console) -> RunRecorder:
     url = StoreSettings(home=settings.home).url()
@@ -188,8 +219,10 @@ def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem],
         code: str | None = agent.source.decode("utf-8")
     except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
         code = None
+    clusters = cluster_problems(suite, ArenaSettings().leak_config())
     return RunRecorder(trajectory_store, run_id=run_id, kind="local_test", suite="miner-test",
-                       agent=AgentEntry(code_hash=agent.sha256, code=code), problems=suite)
+                       agent=AgentEntry(code_hash=agent.sha256, code=code), problems=suite,
+                       leak_clusters=clusters.cluster_of)
 
 
 def _append(handle: IO[bytes], record: AttemptRecord) -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from sqlalchemy import text
 from typer.testing import CliRunner
 
-from neurons.miner import EXIT_NO_STORE, EXIT_REJECTED, app
+from neurons.miner import EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
@@ -58,9 +59,12 @@ def test_miner_test_scores_the_agent_and_writes_every_attempt(
     # The same attempts are in the trajectory store, labelled, under a finished local-test run.
     with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
         stored = store.load(store.attempt_ids())
+        with store.snapshot() as connection:
+            clusters = dict(connection.execute(text("SELECT id, leak_cluster FROM problems")).all())
     assert sorted(a.record.problem_id for a in stored) == sorted(r.problem_id for r in records)
     assert {a.record.run_id for a in stored} == {records[0].run_id}
     assert all(a.label is not None and a.label.label == "no_llm" for a in stored)
+    assert set(clusters) == {r.problem_id for r in records} and all(clusters.values())
     assert "no_llm 4" in result.output
 
 
@@ -89,3 +93,25 @@ def test_an_unreachable_store_stops_before_running_with_a_hint(
     assert result.exit_code == EXIT_NO_STORE, result.output
     assert "--no-store" in result.output
     assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_bytes()
+
+
+def test_scripted_llm_runs_an_llm_agent_end_to_end_and_its_trajectories_count_as_agentic(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    react = REPO / "shoppingbench" / "agents" / "react_llm.py"
+    result = CliRunner().invoke(app, [*_args(react, small_world, suite_files, tmp_path), "--scripted-llm"])
+    assert result.exit_code == 0, result.output
+    assert "test double" in result.output
+    records = [AttemptRecord.model_validate(orjson.loads(line))
+               for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert len(records) == 4 and all(r.failure is None for r in records)
+    inference = [c for r in records for c in r.proxy_log if c.kind == "inference"]
+    assert inference and all(c.status == 200 and c.model == SCRIPTED_MODEL for c in inference)
+    assert any(r.score.success for r in records)
+    assert "agentic 4" in result.output
+
+
+def test_scripted_llm_and_an_endpoint_are_exclusive(small_world: SampleWorld, suite_files: list[Path],
+                                                    tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*_args(BASELINE, small_world, suite_files, tmp_path), "--scripted-llm",
+                                      "--inference-url", "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 2 and "--scripted-llm" in result.output

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 import structlog
@@ -29,14 +29,19 @@ class RunRecorder:
 
     def __init__(self, store: TrajectoryStore, *, run_id: str, kind: RunKind, agent: AgentEntry,
                  problems: Sequence[Problem], suite: str | None = None, validator: str | None = None,
+                 leak_clusters: Mapping[str, str] | None = None,
                  filter_config: FilterConfig | None = None) -> None:
+        """``leak_clusters`` maps problem ids to the cluster ids the arena computed (the store only keeps
+        them: dumps split by them)."""
         self.store = store
         self.run_id = run_id
         self.labels: Counter[str] = Counter()
         self._filter = filter_config or FilterConfig()
         self._lock = threading.Lock()
         store.register_agent(agent)
-        store.register_problems(ProblemEntry.of(p, suite=suite) for p in problems)
+        clusters = leak_clusters or {}
+        store.register_problems(ProblemEntry.of(p, suite=suite, leak_cluster=clusters.get(p.id))
+                                for p in problems)
         store.register_run(RunEntry(id=run_id, kind=kind, validator=validator, suite=suite,
                                     started_at=time.time()))
 
