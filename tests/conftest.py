@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
+from shoppingbench.catalog.build import open_catalog
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
+from shoppingbench.search.engine import BM25SearchEngine
+from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "fixtures" / "samples"
 """Copies of ``shared/samples``: a few real lines of each ShoppingBench file format."""
@@ -22,3 +27,22 @@ def shared_samples() -> Path:
 def small_world(tmp_path_factory: pytest.TempPathFactory) -> SampleWorld:
     """A real 3,000-product sample world (catalog, index, 400 problems), built once per test session."""
     return ensure_sample_world(tmp_path_factory.mktemp("small-world"), products=3_000, seed=0, progress=False)
+
+
+@pytest.fixture(scope="session")
+def small_engine(small_world: SampleWorld) -> Iterator[BM25SearchEngine]:
+    """The search engine over ``small_world``'s catalog, opened once per test session."""
+    engine = open_catalog(small_world.catalog_dir)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def scratch_postgres_url() -> Iterator[str]:
+    """A throwaway database on the loopback PostgreSQL (``scripts/services.sh``), dropped after the test."""
+    try:
+        with scratch_postgres_database(DEFAULT_POSTGRES_SERVER, prefix="arena_test") as url:
+            yield url.render_as_string(hide_password=False)
+    except OperationalError as exc:
+        raise RuntimeError(f"PostgreSQL is not answering on 127.0.0.1:5432 ({exc.orig}): "
+                           "start it with `bash scripts/services.sh`") from exc

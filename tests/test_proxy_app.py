@@ -17,12 +17,10 @@ import orjson
 import pytest
 
 from shoppingbench.agent_sdk import ProxyClient, ProxyError
-from shoppingbench.catalog.build import open_catalog
 from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
 from shoppingbench.proxy.app import MAX_BODY_BYTES
 from shoppingbench.proxy.budgets import refusal
-from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 
@@ -38,10 +36,8 @@ def _policy(body: dict[str, Any]) -> StubReply:
 
 
 @pytest.fixture(scope="module")
-def engine(small_world: SampleWorld) -> Iterator[BM25SearchEngine]:
-    engine = open_catalog(small_world.catalog_dir)
-    yield engine
-    engine.close()
+def engine(small_engine: BM25SearchEngine) -> BM25SearchEngine:
+    return small_engine
 
 
 @pytest.fixture(scope="module")

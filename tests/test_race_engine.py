@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
-import psycopg
 import pytest
 from sqlalchemy import text
 
@@ -25,7 +22,6 @@ from arena.race.events import RaceFinished, RaceResultRecorded, RaceSkipped, Rac
 from arena.race.state import InvalidEvent
 from arena.storage import ConcurrentWriterError, open_database
 
-ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)  # a Wednesday morning; races at 16:00 UTC
 RULES = RaceRules(race_time=time(16), qualify_ratio=0.95, qualify_min_score=0.01,
                   margin=MarginCurve(initial=0.05, floor=0.01, half_life_days=7))
@@ -228,21 +224,11 @@ def test_events_round_trip_through_json() -> None:
         assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event)) == event
 
 
-@pytest.fixture()
-def postgres_url() -> Iterator[str]:
-    name = f"arena_race_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def test_postgres_log_replays_the_same_state(postgres_url: str) -> None:
+def test_postgres_log_replays_the_same_state(scratch_postgres_url: str) -> None:
     clock = ManualClock(T0)
-    store = SqlEventStore.open(postgres_url)
+    store = SqlEventStore.open(scratch_postgres_url)
     engine = RaceEngine(store, RULES, clock)
     enter(engine, clock, "alice", 0.6)
     enter(engine, clock, "bob", 0.7)
@@ -250,9 +236,9 @@ def test_postgres_log_replays_the_same_state(postgres_url: str) -> None:
     race(engine, {"alice": 0.5, "bob": 0.7})
     clock.advance(timedelta(days=1))
     engine.settle()
-    reopened = RaceEngine(SqlEventStore.open(postgres_url), RULES, clock)
+    reopened = RaceEngine(SqlEventStore.open(scratch_postgres_url), RULES, clock)
     assert reopened.state == engine.state and reopened.state.published
     with store.engine.connect() as connection:
         types = connection.execute(text("SELECT type FROM race_events ORDER BY seq")).scalars().all()
     assert types[-1] == "code_published" and "race_finished" in types
-    assert open_database(postgres_url).dialect.name == "postgresql"
+    assert open_database(scratch_postgres_url).dialect.name == "postgresql"

@@ -12,17 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from shoppingbench.catalog.build import open_catalog
-from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.sandbox_support import HOSTILE_AGENTS, SLOT_UIDS, TIGHT, leftover_processes, problem, run_agent
 
 
 @pytest.fixture(scope="module")
-def engine(small_world: SampleWorld) -> Iterator[BM25SearchEngine]:
-    engine = open_catalog(small_world.catalog_dir)
-    yield engine
-    engine.close()
+def engine(small_engine: BM25SearchEngine) -> BM25SearchEngine:
+    return small_engine
 
 
 @pytest.fixture(autouse=True)

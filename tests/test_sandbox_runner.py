@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from shoppingbench.agent_sdk import COMPAT_DIR
-from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, iter_in_process
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.llm_stub.server import create_app
@@ -53,10 +52,8 @@ ROOMY = SandboxLimits(timeout_s=90, startup_timeout_s=60)
 
 
 @pytest.fixture(scope="module")
-def engine(small_world: SampleWorld) -> Iterator[BM25SearchEngine]:
-    engine = open_catalog(small_world.catalog_dir)
-    yield engine
-    engine.close()
+def engine(small_engine: BM25SearchEngine) -> BM25SearchEngine:
+    return small_engine
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,7 +26,6 @@ from shoppingbench.problems.models import Category, Problem
 from shoppingbench.sample_world import SampleWorld
 
 AT = datetime(2026, 11, 22, 12, tzinfo=UTC)
-ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 PER_CATEGORY: dict[Category, int] = {"product": 6, "shop": 3, "voucher": 3}
 
 
@@ -129,16 +125,6 @@ def test_held_out_sets_round_trip(tmp_path: Path, rotation: SuiteRotation) -> No
     assert HeldOutSet.load(held.save(tmp_path)) == held and (tmp_path / "heldout-c-v3.json").exists()
 
 
-@pytest.fixture()
-def postgres_url() -> Iterator[str]:
-    name = f"arena_ledger_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
@@ -148,7 +134,7 @@ def test_the_ledger_remembers_every_exposure(backend: str, tmp_path: Path,
         ledger: MemoryExposureLedger | SqlExposureLedger = MemoryExposureLedger()
     else:
         url = (f"sqlite:///{tmp_path / 'ledger.sqlite3'}" if backend == "sqlite"
-               else request.getfixturevalue("postgres_url"))
+               else request.getfixturevalue("scratch_postgres_url"))
         ledger = SqlExposureLedger.open(url)
     ledger.record(exposures(["p1", "p2"], "qualifying", "q-v1", AT))
     ledger.record(exposures(["p2", "p3"], "race", "2026-11-22", AT))
