@@ -1,5 +1,7 @@
 """``miner``: what a miner runs locally. ``miner test AGENT.py`` scores an agent file exactly as a
 validator will: static analysis, then the sandbox, the verified proxy and the one scorer.
+``miner submit AGENT.py`` commits the file's sha256 on chain and uploads it, signed with the hotkey,
+to every validator with a permit.
 
 Entry points and wiring only: every step delegates to the library packages.
 """
@@ -7,17 +9,22 @@ Entry points and wiring only: every step delegates to the library packages.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Annotated, Any
 
+import httpx
 import orjson
 import typer
+from bittensor import Wallet
 from rich.console import Console
+from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
+from arena.chain import ChainError, ChainSettings, Commitment, open_chain
 from arena.settings import ArenaSettings
+from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites.clusters import cluster_problems
 from neurons.demo import results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
@@ -46,6 +53,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
 EXIT_REJECTED = 2
 EXIT_UNAVAILABLE = 3
 EXIT_NO_STORE = 4
+EXIT_CHAIN = 5
+EXIT_NOT_DELIVERED = 6
 SCRIPTED_MODEL = "scripted-shopper"
 
 
@@ -229,6 +238,91 @@ def _append(handle: IO[bytes], record: AttemptRecord) -> None:
     # One line per attempt as soon as it is graded, so an interrupted run keeps what it finished.
     handle.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
     handle.flush()
+
+
+@app.command("submit")
+def submit(
+    agent: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                          help="Your agent file (defines agent_main(problem) -> steps)")],
+    wallet_name: Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")] = "default",
+    wallet_hotkey: Annotated[str, typer.Option("--wallet-hotkey",
+                                               help="Hotkey name in that wallet")] = "default",
+    wallet_path: Annotated[Path, typer.Option("--wallet-path", file_okay=False,
+                                              help="Wallets directory")] = Path("~/.bittensor/wallets"),
+    chain: Annotated[str | None, typer.Option(
+        "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
+                        "(default $ARENA_CHAIN, local)")] = None,
+    netuid: Annotated[int | None, typer.Option("--netuid", min=0,
+                                               help="Subnet (default $ARENA_NETUID, 1)")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator upload")] = 60.0,
+    log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
+) -> None:
+    """Check AGENT statically, commit its sha256 on chain, and upload it to every validator.
+
+    The commitment's block starts your 12 h cooldown; when your latest commitment already is this file
+    (a retry), it is reused rather than renewed. Each upload is signed with your hotkey for that
+    validator (`bittensor.http_auth`) and sent to the endpoint it published; a table says what each
+    answered. Exit code 2: static analysis rejected the file; 5: wallet or chain problem (not
+    registered, commitment refused); 6: some validator did not accept the file.
+    """
+    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "log_format": log_format}
+    settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    console = Console()
+    agent_file = AgentFile.read(agent)
+    report = check_agent(agent_file.source)
+    if not report.ok:
+        console.print(f"[red]rejected[/red] by static analysis ({report.rejection}); nothing committed:")
+        _print_findings(console, report)
+        raise typer.Exit(EXIT_REJECTED)
+    try:
+        wallet = Wallet(wallet_name, wallet_hotkey, path=str(wallet_path.expanduser()))
+        hotkey: str = wallet.hotkey.ss58_address
+        subnet = open_chain(settings)
+        if not subnet.is_registered(hotkey):
+            raise ChainError(f"hotkey {hotkey} is not registered on subnet {subnet.netuid}: "
+                             "register it first")
+        commitment = _commit(subnet.latest_commitment(hotkey), agent_file.sha256,
+                             lambda: subnet.commit(wallet, agent_file.sha256), console)
+        validators = subnet.metagraph().validators()
+    except (ChainError, OSError, ValueError) as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_CHAIN) from exc
+    if not validators:
+        console.print("no validator with a permit has published an endpoint yet: run `miner submit` "
+                      "again later (your commitment stands)")
+        raise typer.Exit(EXIT_NOT_DELIVERED)
+    body = UploadBody.of(agent.name, agent_file.source)
+    with httpx.Client(timeout=timeout) as client:
+        outcomes = [upload(client, wallet, validator, body) for validator in validators]
+    console.print(_outcome_table(outcomes, f"{agent.name} (sha256 {agent_file.sha256[:16]}, block "
+                                           f"{commitment.block})"))
+    if any(o.outcome not in ("accepted", "already accepted") for o in outcomes):
+        raise typer.Exit(EXIT_NOT_DELIVERED)
+
+
+def _commit(latest: Commitment | None, sha256: str, commit: Callable[[], Commitment],
+            console: Console) -> Commitment:
+    """The hotkey's commitment of ``sha256``: the latest one if it already is (a retry), else a new one."""
+    if latest is not None and latest.data == sha256:
+        console.print(f"already committed at block {latest.block} ({latest.time.isoformat()}): uploading it")
+        return latest
+    commitment = commit()
+    console.print(f"committed sha256 {sha256[:16]} at block {commitment.block} "
+                  f"({commitment.time.isoformat()}); your cooldown starts now")
+    return commitment
+
+
+def _outcome_table(outcomes: list[UploadOutcome], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("uid", "validator", "endpoint", "outcome", "detail"):
+        table.add_column(column)
+    for o in outcomes:
+        colour = "green" if o.outcome in ("accepted", "already accepted") else "red"
+        detail = f"{o.error}: {o.detail}" if o.error else o.detail
+        table.add_row(str(o.uid), o.hotkey, o.url, f"[{colour}]{o.outcome}[/{colour}]", detail)
+    return table
 
 
 @app.callback()

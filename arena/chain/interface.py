@@ -1,0 +1,42 @@
+"""The chain as the arena needs it, behind one small Protocol (the local registry implements it)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bittensor import Wallet
+
+from arena.chain.models import AxonInfo, Commitment, Metagraph
+from arena.weights import WeightVector
+
+
+class Chain(Protocol):
+    """One subnet (``netuid``) on one chain. Writes are signed by the wallet's hotkey."""
+
+    netuid: int
+
+    def block(self) -> int:
+        """The current block number."""
+        ...
+
+    def tempo(self) -> int:
+        """Blocks per epoch of this subnet."""
+        ...
+
+    def metagraph(self) -> Metagraph: ...
+
+    def is_registered(self, hotkey: str) -> bool: ...
+
+    def commit(self, wallet: Wallet, data: str) -> Commitment:
+        """Store ``data`` as the hotkey's commitment; raises ``ChainError`` if refused."""
+        ...
+
+    def latest_commitment(self, hotkey: str) -> Commitment | None: ...
+
+    def serve_axon(self, wallet: Wallet, axon: AxonInfo) -> None:
+        """Publish the hotkey's HTTP endpoint."""
+        ...
+
+    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
+        """Set the validator's weights; returns the block. Raises ``ChainError`` (rate limit, no permit)."""
+        ...

@@ -1,0 +1,227 @@
+"""The embedded chain: a persistent registry of one subnet in a SQLite file, with a 12 s block clock.
+
+It plays the chain for a local network and for tests: hotkeys and their uids, validator permits,
+published axons, commitments, weights with their rate limit. Every write is signed by the wallet's
+sr25519 hotkey and the signature verified before it lands, as an extrinsic would be; registration is
+an operator action (``register``), as burning TAO for a uid is outside this arena.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import structlog
+from bittensor import Wallet
+from bittensor.sp_core import CRYPTO_SR25519
+from bittensor.sp_core import verify as verify_signature
+from sqlalchemy import Engine, String, UniqueConstraint, create_engine, func, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
+from arena.race.clock import Clock, SystemClock
+from arena.weights import WeightVector
+
+log = structlog.get_logger(__name__)
+
+MAX_COMMITMENT_BYTES = 128
+"""The Raw data field of a commitment on subtensor holds at most this many bytes."""
+
+
+class _Base(DeclarativeBase):
+    pass
+
+
+class _Meta(_Base):
+    __tablename__ = "chain_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str]
+
+
+class _NeuronRow(_Base):
+    __tablename__ = "neurons"
+    __table_args__ = (UniqueConstraint("netuid", "hotkey"),)
+    netuid: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[int] = mapped_column(primary_key=True)
+    hotkey: Mapped[str] = mapped_column(String(64))
+    coldkey: Mapped[str] = mapped_column(String(64))
+    validator_permit: Mapped[bool]
+    registered_block: Mapped[int]
+    axon: Mapped[str | None]
+
+
+class _CommitmentRow(_Base):
+    __tablename__ = "commitments"
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    netuid: Mapped[int] = mapped_column(index=True)
+    hotkey: Mapped[str] = mapped_column(String(64), index=True)
+    data: Mapped[str]
+    block: Mapped[int]
+
+
+class _WeightsRow(_Base):
+    __tablename__ = "weights"
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    netuid: Mapped[int] = mapped_column(index=True)
+    hotkey: Mapped[str] = mapped_column(String(64), index=True)
+    block: Mapped[int]
+    vector: Mapped[str]
+
+
+def _signed_origin(wallet: Wallet, call: str) -> str:
+    """The hotkey that signed ``call``: the wallet signs, the chain verifies, as for an extrinsic."""
+    keypair = wallet.hotkey
+    payload = call.encode()
+    signature = bytes(keypair.sign(payload))
+    hotkey: str = keypair.ss58_address
+    if not verify_signature(payload, signature, hotkey, CRYPTO_SR25519):
+        raise ChainError(f"bad signature from {hotkey} on {call.splitlines()[0]}")
+    return hotkey
+
+
+class LocalChain:
+    """One subnet of the embedded chain, persisted in ``path`` (created on first use).
+
+    Block ``n`` starts at ``genesis + n * block_seconds``; genesis is the clock's time when the file
+    was created, so a ``ManualClock`` fast-forwards the chain.
+    """
+
+    def __init__(self, path: Path, *, netuid: int = 1, clock: Clock | None = None, tempo: int = 360,
+                 weights_rate_limit: int = 100, block_seconds: float = 12.0) -> None:
+        self.netuid = netuid
+        self.path = path
+        self._clock = clock or SystemClock()
+        self._tempo = tempo
+        self._weights_rate_limit = weights_rate_limit
+        self._block_seconds = block_seconds
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._engine: Engine = create_engine(f"sqlite:///{path}")
+        _Base.metadata.create_all(self._engine)
+        with Session(self._engine) as session, session.begin():
+            row = session.get(_Meta, "genesis")
+            if row is None:
+                row = _Meta(key="genesis", value=self._clock.now().isoformat())
+                session.add(row)
+            self.genesis = datetime.fromisoformat(row.value)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # -- clock ---------------------------------------------------------------------------------------
+    def block(self) -> int:
+        elapsed = (self._clock.now() - self.genesis) / timedelta(seconds=self._block_seconds)
+        return max(0, int(elapsed))
+
+    def block_time(self, block: int) -> datetime:
+        return self.genesis + block * timedelta(seconds=self._block_seconds)
+
+    def tempo(self) -> int:
+        return self._tempo
+
+    # -- registry ------------------------------------------------------------------------------------
+    def register(self, hotkey: str, coldkey: str, *, validator_permit: bool = False) -> int:
+        """Give ``hotkey`` the next uid (an operator action); an already registered hotkey keeps its uid
+        and gets the given permit."""
+        with Session(self._engine) as session, session.begin():
+            row = session.scalar(select(_NeuronRow).where(_NeuronRow.netuid == self.netuid,
+                                                          _NeuronRow.hotkey == hotkey))
+            if row is None:
+                uid = session.scalar(select(func.count()).select_from(_NeuronRow)
+                                     .where(_NeuronRow.netuid == self.netuid)) or 0
+                row = _NeuronRow(netuid=self.netuid, uid=uid, hotkey=hotkey, coldkey=coldkey,
+                                 validator_permit=validator_permit, registered_block=self.block(), axon=None)
+                session.add(row)
+            row.validator_permit = validator_permit
+            uid = row.uid
+        log.info("chain_registered", netuid=self.netuid, uid=uid, hotkey=hotkey,
+                 validator_permit=validator_permit)
+        return uid
+
+    def metagraph(self) -> Metagraph:
+        with Session(self._engine) as session:
+            rows = session.scalars(select(_NeuronRow).where(_NeuronRow.netuid == self.netuid)
+                                   .order_by(_NeuronRow.uid)).all()
+            neurons = tuple(Neuron(uid=r.uid, hotkey=r.hotkey, coldkey=r.coldkey,
+                                   validator_permit=r.validator_permit,
+                                   axon=AxonInfo.model_validate_json(r.axon) if r.axon else None)
+                            for r in rows)
+        return Metagraph(netuid=self.netuid, block=self.block(), neurons=neurons)
+
+    def is_registered(self, hotkey: str) -> bool:
+        return self._neuron(hotkey) is not None
+
+    def _neuron(self, hotkey: str) -> Neuron | None:
+        return self.metagraph().neuron(hotkey)
+
+    def _registered(self, hotkey: str) -> Neuron:
+        neuron = self._neuron(hotkey)
+        if neuron is None:
+            raise ChainError(f"hotkey {hotkey} is not registered on subnet {self.netuid}: register it first")
+        return neuron
+
+    # -- writes --------------------------------------------------------------------------------------
+    def commit(self, wallet: Wallet, data: str) -> Commitment:
+        if len(data.encode()) > MAX_COMMITMENT_BYTES:
+            raise ChainError(f"a commitment holds at most {MAX_COMMITMENT_BYTES} bytes")
+        hotkey = _signed_origin(wallet, f"Commitments.set_commitment\n{self.netuid}\n{data}")
+        self._registered(hotkey)
+        block = self.block()
+        with Session(self._engine) as session, session.begin():
+            session.add(_CommitmentRow(netuid=self.netuid, hotkey=hotkey, data=data, block=block))
+        log.info("chain_committed", netuid=self.netuid, hotkey=hotkey, block=block)
+        return Commitment(hotkey=hotkey, data=data, block=block, time=self.block_time(block))
+
+    def latest_commitment(self, hotkey: str) -> Commitment | None:
+        with Session(self._engine) as session:
+            row = session.scalars(select(_CommitmentRow).where(_CommitmentRow.netuid == self.netuid,
+                                                               _CommitmentRow.hotkey == hotkey)
+                                  .order_by(_CommitmentRow.id.desc()).limit(1)).first()
+            if row is None:
+                return None
+            return Commitment(hotkey=hotkey, data=row.data, block=row.block, time=self.block_time(row.block))
+
+    def serve_axon(self, wallet: Wallet, axon: AxonInfo) -> None:
+        hotkey = _signed_origin(wallet,
+                                f"SubtensorModule.serve_axon\n{self.netuid}\n{axon.model_dump_json()}")
+        uid = self._registered(hotkey).uid
+        with Session(self._engine) as session, session.begin():
+            row = session.get_one(_NeuronRow, (self.netuid, uid))
+            row.axon = axon.model_dump_json()
+        log.info("chain_axon_served", netuid=self.netuid, uid=uid, url=axon.url)
+
+    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
+        hotkey = _signed_origin(wallet,
+                                f"SubtensorModule.set_weights\n{self.netuid}\n{weights.to_bytes().hex()}")
+        metagraph = self.metagraph()
+        neuron = metagraph.neuron(hotkey)
+        if neuron is None:
+            raise ChainError(f"hotkey {hotkey} is not registered on subnet {self.netuid}: register it first")
+        if not neuron.validator_permit:
+            raise ChainError(f"hotkey {hotkey} has no validator permit on subnet {self.netuid}")
+        unknown = [uid for uid in weights.uids if uid >= len(metagraph.neurons)]
+        if unknown:
+            raise ChainError(f"weights name uids not on subnet {self.netuid}: {unknown}")
+        block = self.block()
+        last = self.last_weights_block(hotkey)
+        if last is not None and block < last + self._weights_rate_limit:
+            raise ChainError(f"weights rate limit: set at block {last}, next allowed at block "
+                             f"{last + self._weights_rate_limit} (now {block})")
+        with Session(self._engine) as session, session.begin():
+            session.add(_WeightsRow(netuid=self.netuid, hotkey=hotkey, block=block,
+                                    vector=weights.model_dump_json()))
+        log.info("chain_weights_set", netuid=self.netuid, hotkey=hotkey, block=block, uids=len(weights.uids))
+        return block
+
+    # -- reads beyond the interface (operators, tests) -------------------------------------------------
+    def last_weights_block(self, hotkey: str) -> int | None:
+        with Session(self._engine) as session:
+            return session.scalar(select(func.max(_WeightsRow.block)).where(_WeightsRow.netuid == self.netuid,
+                                                                           _WeightsRow.hotkey == hotkey))
+
+    def weights(self, hotkey: str) -> WeightVector | None:
+        """The validator's latest weights, as set."""
+        with Session(self._engine) as session:
+            row = session.scalars(select(_WeightsRow).where(_WeightsRow.netuid == self.netuid,
+                                                            _WeightsRow.hotkey == hotkey)
+                                  .order_by(_WeightsRow.id.desc()).limit(1)).first()
+            return None if row is None else WeightVector.model_validate_json(row.vector)

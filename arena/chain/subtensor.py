@@ -1,0 +1,116 @@
+"""The Bittensor network through the SDK (``bittensor`` 11.x): ``bt.Subtensor`` in blocking mode.
+
+Reads: the metagraph runtime call (``subnets.metagraph``), a hotkey's commitment (the registry read
+``commitment``, ``Commitments.CommitmentOf``) and its block's timestamp. Writes: the commitment as a
+raw call (no intent wraps ``Commitments.set_commitment``), ``ServeAxon`` and ``SetWeights`` intents,
+which preflight registration and the weights rate limit and pick the plaintext or timelocked
+commit-reveal path from the subnet's configuration. Every write is signed by the wallet's hotkey.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from bittensor import BittensorError as SdkError
+from bittensor import ServeAxon, SetWeights, Substrate, Subtensor, Wallet, calls
+
+from arena.chain.local import MAX_COMMITMENT_BYTES
+from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
+from arena.weights import WeightVector
+
+log = structlog.get_logger(__name__)
+
+
+def _axon(endpoint: str | None) -> AxonInfo | None:
+    """``ip:port`` or ``[ipv6]:port`` as the SDK renders a served axon (the chain stores no scheme)."""
+    if not endpoint:
+        return None
+    host, _, port = endpoint.rpartition(":")
+    return AxonInfo(ip=host.strip("[]"), port=int(port))
+
+
+class SubtensorChain:
+    """One subnet on a Bittensor network (``finney``, ``test``, ``local`` or a ``ws://``/``wss://`` URL).
+
+    ``substrate`` replaces the websocket backend (the SDK's own hook), for tests.
+    """
+
+    def __init__(self, network: str, netuid: int, *, substrate: Substrate | None = None) -> None:
+        self.netuid = netuid
+        self.network = network
+        self._client = Subtensor(network, substrate=substrate)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _sdk(self, what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except SdkError as exc:
+            raise ChainError(f"{what} on {self.network} subnet {self.netuid} failed: {exc}") from exc
+
+    def block(self) -> int:
+        return int(self._sdk("reading the block", lambda: self._client.block))
+
+    def tempo(self) -> int:
+        return int(self._graph(commitments=False).tempo)
+
+    def _graph(self, *, commitments: bool) -> Any:
+        graph = self._sdk("reading the metagraph", self._client.subnets.metagraph, self.netuid,
+                          commitments=commitments)
+        if graph is None:
+            raise ChainError(f"subnet {self.netuid} does not exist on {self.network}")
+        return graph
+
+    def metagraph(self) -> Metagraph:
+        graph = self._graph(commitments=False)
+        neurons = tuple(Neuron(uid=n.uid, hotkey=n.hotkey, coldkey=n.coldkey,
+                               validator_permit=n.validator_permit, axon=_axon(n.axon))
+                        for n in graph.neurons)
+        return Metagraph(netuid=self.netuid, block=int(graph.block), neurons=neurons)
+
+    def is_registered(self, hotkey: str) -> bool:
+        return self.metagraph().neuron(hotkey) is not None
+
+    def commit(self, wallet: Wallet, data: str) -> Commitment:
+        raw = data.encode()
+        if len(raw) > MAX_COMMITMENT_BYTES:
+            raise ChainError(f"a commitment holds at most {MAX_COMMITMENT_BYTES} bytes")
+        call = calls.Commitments.set_commitment(netuid=self.netuid,
+                                                info={"fields": [{f"Raw{len(raw)}": "0x" + raw.hex()}]})
+        result = self._sdk("the commitment", self._client.submit_call, call, wallet, signer="hotkey")
+        self._check(result, "the commitment")
+        hotkey: str = wallet.hotkey.ss58_address
+        commitment = self.latest_commitment(hotkey)
+        if commitment is None or commitment.data != data:
+            raise ChainError(f"the commitment of {hotkey} was included but does not read back as sent")
+        log.info("chain_committed", netuid=self.netuid, hotkey=hotkey, block=commitment.block)
+        return commitment
+
+    def latest_commitment(self, hotkey: str) -> Commitment | None:
+        found = self._sdk("reading the commitment", self._client.read, "commitment", netuid=self.netuid,
+                          hotkey_ss58=hotkey)
+        if found is None:
+            return None
+        when = self._sdk("reading the block time", self._client.timestamp, found.block)
+        return Commitment(hotkey=hotkey, data=found.data, block=found.block, time=when)
+
+    def serve_axon(self, wallet: Wallet, axon: AxonInfo) -> None:
+        result = self._sdk("serving the axon", self._client.execute,
+                           ServeAxon(netuid=self.netuid, ip=axon.ip, port=axon.port), wallet)
+        self._check(result, "serving the axon")
+        log.info("chain_axon_served", netuid=self.netuid, url=axon.url)
+
+    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
+        intent = SetWeights(netuid=self.netuid, uids=list(weights.uids),
+                            weights=[float(w) for w in weights.weights])
+        result = self._sdk("setting weights", self._client.execute, intent, wallet)
+        self._check(result, "setting weights")
+        block = self.block()
+        log.info("chain_weights_set", netuid=self.netuid, block=block, uids=len(weights.uids))
+        return block
+
+    def _check(self, result: Any, what: str) -> None:
+        if not result.success:
+            raise ChainError(f"{what} on {self.network} subnet {self.netuid} failed: {result.message}")

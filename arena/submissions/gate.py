@@ -1,0 +1,151 @@
+"""The validator's side of the signed upload: every check, in order, and the verdict it keeps.
+
+Order matters: authenticity first (``bittensor.http_auth``: header shape, receiver, freshness,
+signature, then replay, so unauthenticated traffic never touches the nonce store), then the body, then
+the chain (registered hotkey, hash equal to its latest commitment), then the cooldown from that
+commitment's time, then static analysis. Only an authentic request from a registered hotkey for its
+current commitment is ever recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from datetime import datetime
+from pathlib import Path
+
+import structlog
+from bittensor import http_auth
+from pydantic import ValidationError
+from sqlalchemy import Engine
+
+from arena.chain.interface import Chain
+from arena.race.clock import Clock, SystemClock
+from arena.race.rules import RaceRules
+from arena.submissions.models import (
+    MAX_BODY_BYTES,
+    SUBMISSIONS_PATH,
+    RefusalCode,
+    Submission,
+    SubmissionRefused,
+    UploadBody,
+)
+from arena.submissions.rules import in_cooldown
+from arena.submissions.store import FileStore, SqlNonceStore, VerdictStore
+from shoppingbench.submission_check import check_agent
+
+log = structlog.get_logger(__name__)
+
+_AUTH_CODES: dict[type[http_auth.AuthError], RefusalCode] = {
+    http_auth.MalformedAuth: RefusalCode.MALFORMED_AUTH,
+    http_auth.WrongReceiver: RefusalCode.WRONG_RECEIVER,
+    http_auth.StaleRequest: RefusalCode.STALE,
+    http_auth.BadSignature: RefusalCode.BAD_SIGNATURE,
+    http_auth.ReplayedRequest: RefusalCode.REPLAY,
+}
+
+
+class SubmissionGate:
+    """Judges uploads for the validator whose hotkey is ``validator_hotkey``.
+
+    ``known_product_ids`` returns every suite's answer ids (hard-coded answers are rejected);
+    ``max_age_s`` is the signature's freshness window (a 1 MB upload on a slow link needs more than
+    ``http_auth``'s 10 s default).
+    """
+
+    def __init__(self, *, chain: Chain, validator_hotkey: str, engine: Engine, files_dir: Path,
+                 rules: RaceRules, known_product_ids: Callable[[], Collection[str]] = frozenset,
+                 clock: Clock | None = None, max_age_s: float = 60.0,
+                 allowed_skew_s: float = http_auth.DEFAULT_ALLOWED_SKEW) -> None:
+        self.chain = chain
+        self.validator_hotkey = validator_hotkey
+        self.files = FileStore(files_dir)
+        self.verdicts = VerdictStore(engine)
+        self._rules = rules
+        self._known_product_ids = known_product_ids
+        self._clock = clock or SystemClock()
+        self._max_age_s = max_age_s
+        self._allowed_skew_s = allowed_skew_s
+        self._nonces = SqlNonceStore(engine, self._clock, retention=max_age_s + allowed_skew_s,
+                                     admit=chain.is_registered)
+
+    def receive(self, headers: Mapping[str, str], body: bytes, *,
+                method: str = "POST", path: str = SUBMISSIONS_PATH) -> tuple[Submission, bool]:
+        """The accepted submission and whether it is new; raises ``SubmissionRefused`` saying why not."""
+        try:
+            return self._receive(headers, body, method=method, path=path)
+        except SubmissionRefused as refusal:
+            claimed = {k.lower(): v for k, v in headers.items()}.get(http_auth.HEADER_HOTKEY.lower())
+            log.info("submission_refused", error=refusal.code.value, detail=refusal.detail, hotkey=claimed)
+            raise
+
+    def _receive(self, headers: Mapping[str, str], body: bytes, *, method: str,
+                 path: str) -> tuple[Submission, bool]:
+        if len(body) > MAX_BODY_BYTES:
+            raise SubmissionRefused(RefusalCode.TOO_LARGE, f"the body exceeds {MAX_BODY_BYTES} bytes")
+        now = self._clock.now()
+        hotkey = self._authenticate(headers, body, method=method, path=path, now=now)
+        try:
+            upload = UploadBody.model_validate_json(body)
+            source = upload.source()
+        except (ValidationError, ValueError) as exc:
+            raise SubmissionRefused(RefusalCode.BAD_BODY, _first_error(exc)) from None
+
+        if not self.chain.is_registered(hotkey):
+            raise SubmissionRefused(RefusalCode.UNREGISTERED,
+                                    f"hotkey {hotkey} is not registered on subnet {self.chain.netuid}")
+        commitment = self.chain.latest_commitment(hotkey)
+        if commitment is None:
+            raise SubmissionRefused(RefusalCode.NO_COMMITMENT,
+                                    f"hotkey {hotkey} has no commitment on chain: "
+                                    "commit the file's sha256 first")
+        if commitment.data != upload.sha256:
+            raise SubmissionRefused(RefusalCode.COMMITMENT_MISMATCH,
+                                    f"the file's sha256 {upload.sha256} is not the hotkey's latest "
+                                    "commitment "
+                                    f"({commitment.data!r} at block {commitment.block})")
+        existing = self.verdicts.accepted(hotkey, commitment.block)
+        if existing is not None:
+            return existing, False
+
+        earlier = [v for v in self.verdicts.history(hotkey) if v.commitment_block < commitment.block]
+        until = in_cooldown(commitment.time, earlier, self._rules)
+        if until is not None:
+            raise SubmissionRefused(RefusalCode.COOLDOWN,
+                                    f"committed at {commitment.time.isoformat()} (block {commitment.block}), "
+                                    f"inside the cooldown of the previous submission: commit again at or "
+                                    f"after {until.isoformat()}", retry_at=until.isoformat())
+
+        submission = Submission(hotkey=hotkey, sha256=upload.sha256, name=upload.name, size_bytes=len(source),
+                                commitment_block=commitment.block, commitment_time=commitment.time,
+                                received_at=now)
+        report = check_agent(source, known_product_ids=self._known_product_ids())
+        if not report.ok:
+            assert report.rejection is not None
+            self.verdicts.record(submission, report.rejection)
+            raise SubmissionRefused(RefusalCode.STATIC_ANALYSIS, f"static analysis rejected the file "
+                                    f"({report.rejection})", rejection=report.rejection,
+                                    findings=[f.model_dump(mode="json") for f in report.findings])
+        self.files.put(upload.sha256, source)
+        self.verdicts.record(submission, "accepted")
+        log.info("submission_accepted", hotkey=hotkey, sha256=upload.sha256, block=commitment.block)
+        return submission, True
+
+    def _authenticate(self, headers: Mapping[str, str], body: bytes, *, method: str, path: str,
+                      now: datetime) -> str:
+        try:
+            caller = http_auth.verify(headers, body, method=method, path=path,
+                                      self_hotkey_ss58=self.validator_hotkey, max_age=self._max_age_s,
+                                      allowed_skew=self._allowed_skew_s, nonce_store=self._nonces,
+                                      now_ns=int(now.timestamp() * 1e9))
+        except http_auth.AuthError as exc:
+            code = _AUTH_CODES.get(type(exc), RefusalCode.MALFORMED_AUTH)
+            raise SubmissionRefused(code, str(exc)) from None
+        return caller.hotkey_ss58
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        return f"{where}: {error['msg']}"
+    return str(exc)

@@ -1,0 +1,62 @@
+"""Real sr25519 wallets in temporary directories and a validator serving the submissions router on
+loopback, shared by the chain, submissions and ``miner submit`` tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from bittensor import Wallet
+from fastapi import FastAPI
+
+from arena.chain import AxonInfo, LocalChain
+from arena.race.clock import Clock
+from arena.race.rules import RaceRules
+from arena.storage import open_database
+from arena.submissions import SubmissionGate, submissions_router
+from shoppingbench.tools.serving import running_server
+
+
+def make_wallet(root: Path, name: str) -> Wallet:
+    """A new wallet (sr25519 coldkey and hotkey, no password) under ``root``."""
+    wallet = Wallet(name, "default", path=str(root))
+    wallet.create_new_coldkey(use_password=False, suppress=True)
+    wallet.create_new_hotkey(use_password=False, suppress=True)
+    return wallet
+
+
+def register(chain: LocalChain, wallet: Wallet, *, validator_permit: bool = False) -> int:
+    return chain.register(wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
+                          validator_permit=validator_permit)
+
+
+@dataclass
+class RunningValidator:
+    wallet: Wallet
+    gate: SubmissionGate
+    url: str
+
+
+@contextmanager
+def running_validator(chain: LocalChain, wallet: Wallet, home: Path, clock: Clock | None = None,
+                      known_product_ids: frozenset[str] = frozenset()) -> Iterator[RunningValidator]:
+    """A validator's submissions app on loopback, its axon published on ``chain``; ``home`` keeps its
+    database and files, so a second one on the same ``home`` is the same validator restarted."""
+    home.mkdir(parents=True, exist_ok=True)
+    engine = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
+    gate = SubmissionGate(chain=chain, validator_hotkey=wallet.hotkey.ss58_address, engine=engine,
+                          files_dir=home / "agents", rules=RaceRules(), clock=clock,
+                          known_product_ids=lambda: known_product_ids)
+    app = FastAPI()
+    app.include_router(submissions_router(gate))
+    try:
+        with running_server(app) as url:
+            address = urlsplit(url)
+            assert address.hostname is not None and address.port is not None
+            chain.serve_axon(wallet, AxonInfo(ip=address.hostname, port=address.port))
+            yield RunningValidator(wallet=wallet, gate=gate, url=url)
+    finally:
+        engine.dispose()

@@ -1,0 +1,194 @@
+"""A stateful in-memory ``bittensor.Substrate``: a TEST DOUBLE for the live chain, which cannot run here.
+
+The SDK's own seam (``bt.Subtensor(network, substrate=...)``) takes it. It serves the storage items,
+runtime call and extrinsics the arena's adapter goes through, with the values and decoded shapes the
+SDK reads (``SubnetInfoRuntimeApi.get_metagraph``, ``Commitments.CommitmentOf``,
+``SubtensorModule.{Uids, ValidatorPermit, LastUpdate, WeightsSetRateLimit, ...}``,
+``Timestamp.Now``), and applies ``Commitments.set_commitment``, ``SubtensorModule.serve_axon``,
+``set_mechanism_weights`` and ``commit_timelocked_mechanism_weights`` as the chain would: signed by
+the caller's key (verified), refused for unregistered hotkeys, rate-limited weights, one block per
+extrinsic. Anything else it is asked for raises, so an SDK path this double does not model fails loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bittensor import Balance, ExtrinsicResult
+from bittensor.sp_core import verify
+
+GENESIS_MS = 1_795_000_000_000
+BLOCK_MS = 12_000
+
+
+@dataclass
+class FakeSubnet:
+    tempo: int = 360
+    weights_rate_limit: int = 100
+    commit_reveal: bool = False
+    hotkeys: list[str] = field(default_factory=list)
+    coldkeys: list[str] = field(default_factory=list)
+    permits: list[bool] = field(default_factory=list)
+    axons: list[dict[str, int] | None] = field(default_factory=list)
+    last_update: list[int] = field(default_factory=list)
+    registered_at: list[int] = field(default_factory=list)
+    weights: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
+    timelocked_commits: list[tuple[int, bytes, int]] = field(default_factory=list)
+
+
+class FakeSubstrate:
+    def __init__(self, head: int = 1_000) -> None:
+        self.head = head
+        self.subnets: dict[int, FakeSubnet] = {}
+        self.commitments: dict[tuple[int, str], dict[str, Any]] = {}
+        self.token_symbols: dict[int, str] = {}
+        self.submitted: list[tuple[str, str]] = []
+
+    # -- test setup -----------------------------------------------------------------------------------
+    def add_subnet(self, netuid: int, **config: Any) -> FakeSubnet:
+        self.subnets[netuid] = FakeSubnet(**config)
+        return self.subnets[netuid]
+
+    def register(self, netuid: int, hotkey: str, coldkey: str, *, permit: bool = False) -> int:
+        subnet = self.subnets[netuid]
+        subnet.hotkeys.append(hotkey)
+        subnet.coldkeys.append(coldkey)
+        subnet.permits.append(permit)
+        subnet.axons.append(None)
+        subnet.last_update.append(0)
+        subnet.registered_at.append(self.head)
+        return len(subnet.hotkeys) - 1
+
+    def advance(self, blocks: int) -> None:
+        self.head += blocks
+
+    # -- the Substrate protocol (the parts the adapter's SDK paths use) ----------------------------------
+    def balance(self, rao: int, netuid: int = 0) -> Balance:
+        return Balance.from_rao(rao)
+
+    async def connect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def block_number(self) -> int:
+        return self.head
+
+    async def finalized_block_number(self) -> int:
+        return self.head
+
+    async def block_hash(self, block: int | None = None) -> str:
+        return f"0x{self.head if block is None else block:064x}"
+
+    async def block_time(self) -> float:
+        return BLOCK_MS / 1000
+
+    async def query(self, module: str, storage_function: str, params: list[Any] | None = None,
+                    block_hash: str | None = None) -> Any:
+        params = params or []
+        block = int(block_hash, 16) if block_hash else self.head
+        if (module, storage_function) == ("Timestamp", "Now"):
+            return GENESIS_MS + block * BLOCK_MS
+        if (module, storage_function) == ("Commitments", "CommitmentOf"):
+            return self.commitments.get((params[0], params[1]))
+        if module != "SubtensorModule":
+            raise NotImplementedError(f"the fake substrate has no storage {module}.{storage_function}")
+        subnet = self.subnets[params[0] % 4096]
+        values: dict[str, Any] = {
+            "Uids": (lambda: subnet.hotkeys.index(params[1]) if params[1] in subnet.hotkeys else None),
+            "CommitRevealWeightsEnabled": lambda: subnet.commit_reveal,
+            "WeightsSetRateLimit": lambda: subnet.weights_rate_limit,
+            "LastUpdate": lambda: list(subnet.last_update),
+            "MinAllowedWeights": lambda: 0,
+            "MaxWeightsLimit": lambda: 65_535,
+            "SubnetEpochConsensus": lambda: "Yuma",
+            "ValidatorPermit": lambda: list(subnet.permits),
+            "Tempo": lambda: subnet.tempo,
+            "RevealPeriodEpochs": lambda: 1,
+            "LastEpochBlock": lambda: block - block % subnet.tempo,
+            "PendingEpochAt": lambda: 0,
+            "SubnetEpochIndex": lambda: block // subnet.tempo,
+            "BlocksSinceLastStep": lambda: block % subnet.tempo,
+        }
+        if storage_function not in values:
+            raise NotImplementedError(f"the fake substrate has no storage {module}.{storage_function}")
+        return values[storage_function]()
+
+    async def query_map(self, module: str, storage_function: str, params: list[Any] | None = None,
+                        block_hash: str | None = None) -> list[tuple[Any, Any]]:
+        params = params or []
+        if (module, storage_function) == ("SubtensorModule", "TokenSymbol"):
+            return [(netuid, "0x" + b"alpha".hex()) for netuid in self.subnets]
+        if (module, storage_function) == ("Commitments", "CommitmentOf"):
+            return [(hk, record) for (netuid, hk), record in self.commitments.items() if netuid == params[0]]
+        if (module, storage_function) == ("Commitments", "RevealedCommitments"):
+            return []
+        if (module, storage_function) == ("SubtensorModule", "Uids"):
+            return [(hk, uid) for uid, hk in enumerate(self.subnets[params[0]].hotkeys)]
+        raise NotImplementedError(f"the fake substrate has no storage map {module}.{storage_function}")
+
+    async def runtime_call(self, api: str, method: str, params: list[Any],
+                           block_hash: str | None = None) -> Any:
+        if (api, method) != ("SubnetInfoRuntimeApi", "get_metagraph"):
+            raise NotImplementedError(f"the fake substrate has no runtime call {api}.{method}")
+        subnet = self.subnets.get(params[0])
+        if subnet is None:
+            return None
+        return {"netuid": params[0], "name": "0x" + b"shopping".hex(), "symbol": "0x" + b"alpha".hex(),
+                "block": self.head, "tempo": subnet.tempo, "last_step": self.head - self.head % subnet.tempo,
+                "blocks_since_last_step": self.head % subnet.tempo,
+                "owner_hotkey": subnet.hotkeys[0] if subnet.hotkeys else "",
+                "owner_coldkey": subnet.coldkeys[0] if subnet.coldkeys else "",
+                "network_registered_at": 1, "num_uids": len(subnet.hotkeys), "max_uids": 256,
+                "hotkeys": list(subnet.hotkeys), "coldkeys": list(subnet.coldkeys),
+                "active": [True] * len(subnet.hotkeys), "validator_permit": list(subnet.permits),
+                "axons": [axon or {"ip": 0, "port": 0, "ip_type": 4} for axon in subnet.axons],
+                "last_update": list(subnet.last_update), "block_at_registration": list(subnet.registered_at)}
+
+    async def compose(self, call: Any) -> Any:
+        return call
+
+    async def estimate_fee(self, call: Any, keypair: Any) -> Balance:
+        return Balance.from_rao(100_000)
+
+    async def submit(self, call: Any, keypair: Any, *, nonce: int | None = None, period: int | None = None,
+                     wait_for_inclusion: bool = True, wait_for_finalization: bool = True) -> ExtrinsicResult:
+        payload = repr(tuple(call)).encode()
+        signer: str = keypair.ss58_address
+        if not verify(payload, bytes(keypair.sign(payload)), signer, keypair.crypto_type):
+            return ExtrinsicResult(success=False, message="BadProof")
+        self.head += 1
+        message = self._apply(call.module, call.function, call.params, signer)
+        self.submitted.append((call.module, call.function))
+        return ExtrinsicResult(success=message is None, message=message or "Success",
+                               block_hash=f"0x{self.head:064x}")
+
+    def _apply(self, module: str, function: str, params: dict[str, Any], signer: str) -> str | None:
+        subnet = self.subnets.get(params["netuid"] % 4096)
+        if subnet is None:
+            return "SubnetNotExists"
+        if signer not in subnet.hotkeys:
+            return "HotKeyNotRegisteredInSubNet"
+        uid = subnet.hotkeys.index(signer)
+        if (module, function) == ("Commitments", "set_commitment"):
+            self.commitments[(params["netuid"], signer)] = {"block": self.head, "deposit": 0,
+                                                              "info": params["info"]}
+        elif (module, function) == ("SubtensorModule", "serve_axon"):
+            subnet.axons[uid] = {key: params[key] for key in ("ip", "port", "ip_type", "protocol", "version")}
+        elif (module, function) == ("SubtensorModule", "set_mechanism_weights"):
+            if not subnet.permits[uid]:
+                return "NeuronNoValidatorPermit"
+            if subnet.last_update[uid] and self.head - subnet.last_update[uid] < subnet.weights_rate_limit:
+                return "SettingWeightsTooFast"
+            if any(dest >= len(subnet.hotkeys) for dest in params["dests"]):
+                return "UidVecContainInvalidOne"
+            subnet.weights[uid] = (list(params["dests"]), list(params["weights"]))
+            subnet.last_update[uid] = self.head
+        elif (module, function) == ("SubtensorModule", "commit_timelocked_mechanism_weights"):
+            subnet.timelocked_commits.append((uid, bytes(params["commit"]), int(params["reveal_round"])))
+            subnet.last_update[uid] = self.head
+        else:
+            raise NotImplementedError(f"the fake substrate cannot apply {module}.{function}")
+        return None

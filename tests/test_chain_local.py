@@ -1,0 +1,99 @@
+"""The embedded chain: registry, commitments, axons, weights and its block clock, persisted in SQLite,
+with every write signed by a real sr25519 hotkey."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from arena.chain import AxonInfo, ChainError, ChainSettings, LocalChain, SubtensorChain, open_chain
+from arena.race.clock import ManualClock
+from arena.weights import WeightVector
+from tests.chain_support import make_wallet, register
+
+START = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def chain(tmp_path: Path, clock: ManualClock) -> LocalChain:
+    return LocalChain(tmp_path / "chain.sqlite3", netuid=7, clock=clock, weights_rate_limit=100)
+
+
+def test_registry_metagraph_and_persistence(chain: LocalChain, clock: ManualClock, tmp_path: Path) -> None:
+    owner, miner = make_wallet(tmp_path / "w", "owner"), make_wallet(tmp_path / "w", "miner")
+    assert register(chain, owner, validator_permit=True) == 0
+    assert register(chain, miner) == 1
+    assert register(chain, miner) == 1  # registering again keeps the uid
+    assert chain.is_registered(miner.hotkey.ss58_address)
+    assert not chain.is_registered(make_wallet(tmp_path / "w", "stranger").hotkey.ss58_address)
+    chain.serve_axon(owner, AxonInfo(ip="127.0.0.1", port=8091))
+    clock.advance(timedelta(seconds=12 * 5 + 3))
+
+    reopened = LocalChain(chain.path, netuid=7, clock=clock)
+    graph = reopened.metagraph()
+    assert graph.netuid == 7 and graph.block == 5 == reopened.block()
+    assert graph.hotkeys == [owner.hotkey.ss58_address, miner.hotkey.ss58_address]
+    assert [n.uid for n in graph.validators()] == [0]
+    assert graph.neurons[0].axon is not None and graph.neurons[0].axon.url == "http://127.0.0.1:8091"
+    assert graph.neurons[1].coldkey == miner.coldkeypub.ss58_address
+    # Another subnet in the same file is another registry.
+    assert LocalChain(chain.path, netuid=8, clock=clock).metagraph().neurons == ()
+
+
+def test_commitment_round_trip_with_block_and_time(chain: LocalChain, clock: ManualClock,
+                                                   tmp_path: Path) -> None:
+    miner = make_wallet(tmp_path / "w", "miner")
+    hotkey = miner.hotkey.ss58_address
+    with pytest.raises(ChainError, match="not registered"):
+        chain.commit(miner, "ab" * 32)
+    register(chain, miner)
+    assert chain.latest_commitment(hotkey) is None
+    clock.advance(timedelta(minutes=1))
+    first = chain.commit(miner, "ab" * 32)
+    assert (first.block, first.time) == (5, START + timedelta(minutes=1))
+    clock.advance(timedelta(hours=1))
+    chain.commit(miner, "cd" * 32)
+    latest = chain.latest_commitment(hotkey)
+    assert latest is not None and latest.data == "cd" * 32 and latest.block == 305
+    assert latest.time == START + timedelta(seconds=305 * 12)
+    with pytest.raises(ChainError, match="at most 128 bytes"):
+        chain.commit(miner, "x" * 129)
+
+
+def test_set_weights_needs_a_permit_and_respects_the_rate_limit(chain: LocalChain, clock: ManualClock,
+                                                                tmp_path: Path) -> None:
+    validator, miner = make_wallet(tmp_path / "w", "validator"), make_wallet(tmp_path / "w", "miner")
+    register(chain, validator, validator_permit=True)
+    register(chain, miner)
+    vector = WeightVector(uids=(0, 1), weights=(65_535, 10_000))
+    with pytest.raises(ChainError, match="no validator permit"):
+        chain.set_weights(miner, vector)
+    with pytest.raises(ChainError, match="not on subnet"):
+        chain.set_weights(validator, WeightVector(uids=(0, 9), weights=(1, 1)))
+    clock.advance(timedelta(seconds=120))
+    assert chain.set_weights(validator, vector) == 10
+    assert chain.weights(validator.hotkey.ss58_address) == vector
+    clock.advance(timedelta(seconds=12 * 99))
+    with pytest.raises(ChainError, match="next allowed at block 110"):
+        chain.set_weights(validator, WeightVector(uids=(0,), weights=(65_535,)))
+    clock.advance(timedelta(seconds=12))
+    assert chain.set_weights(validator, WeightVector(uids=(0,), weights=(65_535,))) == 110
+    assert chain.weights(validator.hotkey.ss58_address) == WeightVector(uids=(0,), weights=(65_535,))
+    assert chain.weights(miner.hotkey.ss58_address) is None
+
+
+def test_open_chain_from_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path))
+    monkeypatch.setenv("ARENA_NETUID", "3")
+    chain = open_chain(ChainSettings())
+    assert isinstance(chain, LocalChain) and chain.netuid == 3
+    assert chain.path == tmp_path / "local-chain.sqlite3" and chain.path.exists()
+    network = open_chain(ChainSettings(chain="finney", netuid=5))  # cold: nothing connects until used
+    assert isinstance(network, SubtensorChain) and network.netuid == 5 and network.network == "finney"

@@ -1,0 +1,106 @@
+"""The Bittensor adapter driven through the real SDK (``bt.Subtensor``) against ``FakeSubstrate``, a
+stateful in-memory test double of the chain (``tests/fake_substrate.py``), with real sr25519 wallets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from bittensor import Wallet
+
+from arena.chain import AxonInfo, ChainError
+from arena.chain.subtensor import SubtensorChain
+from arena.weights import WeightVector
+from tests.chain_support import make_wallet
+from tests.fake_substrate import BLOCK_MS, GENESIS_MS, FakeSubstrate
+
+NETUID = 11
+
+
+@pytest.fixture(autouse=True)
+def symbol_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDK caches token symbols on connect; keep that file out of the home directory.
+    monkeypatch.setenv("BTCLI_TOKEN_SYMBOLS_CACHE", str(tmp_path / "symbols.json"))
+
+
+class Net:
+    def __init__(self, root: Path) -> None:
+        self.substrate = FakeSubstrate()
+        self.substrate.add_subnet(NETUID, weights_rate_limit=50)
+        self.validator = make_wallet(root, "validator")
+        self.miner = make_wallet(root, "miner")
+        self.stranger = make_wallet(root, "stranger")
+        for wallet, permit in ((self.validator, True), (self.miner, False)):
+            self.substrate.register(NETUID, wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
+                                    permit=permit)
+
+
+@pytest.fixture
+def net(tmp_path: Path) -> Net:
+    return Net(tmp_path / "wallets")
+
+
+@pytest.fixture
+def chain(net: Net) -> Iterator[SubtensorChain]:
+    adapter = SubtensorChain("test", NETUID, substrate=net.substrate)  # type: ignore[arg-type]
+    yield adapter
+    adapter.close()
+
+
+def hotkey(wallet: Wallet) -> str:
+    return str(wallet.hotkey.ss58_address)
+
+
+def test_metagraph_and_serve_axon(net: Net, chain: SubtensorChain) -> None:
+    graph = chain.metagraph()
+    assert graph.netuid == NETUID and graph.block == net.substrate.head == chain.block()
+    assert graph.hotkeys == [hotkey(net.validator), hotkey(net.miner)]
+    assert [n.validator_permit for n in graph.neurons] == [True, False]
+    assert graph.neurons[1].coldkey == net.miner.coldkeypub.ss58_address
+    assert graph.validators() == [] and chain.tempo() == 360
+    assert chain.is_registered(hotkey(net.miner)) and not chain.is_registered(hotkey(net.stranger))
+
+    chain.serve_axon(net.validator, AxonInfo(ip="10.1.2.3", port=8091))
+    served = chain.metagraph()
+    assert [n.uid for n in served.validators()] == [0]
+    assert served.neurons[0].axon == AxonInfo(ip="10.1.2.3", port=8091)
+    with pytest.raises(ChainError, match="HotKeyNotRegisteredInSubNet"):
+        chain.serve_axon(net.stranger, AxonInfo(ip="10.1.2.4", port=8091))
+
+
+def test_commitment_round_trip(net: Net, chain: SubtensorChain) -> None:
+    assert chain.latest_commitment(hotkey(net.miner)) is None
+    digest = "ab" * 32
+    commitment = chain.commit(net.miner, digest)
+    assert commitment.data == digest and commitment.hotkey == hotkey(net.miner)
+    assert commitment.block == net.substrate.head
+    assert commitment.time == datetime.fromtimestamp((GENESIS_MS + commitment.block * BLOCK_MS) / 1000, UTC)
+    record = net.substrate.commitments[(NETUID, hotkey(net.miner))]
+    assert record["info"] == {"fields": [{"Raw64": "0x" + digest.encode().hex()}]}
+    net.substrate.advance(10)
+    newer = chain.commit(net.miner, "cd" * 32)
+    assert chain.latest_commitment(hotkey(net.miner)) == newer and newer.block > commitment.block
+    with pytest.raises(ChainError, match="HotKeyNotRegisteredInSubNet"):
+        chain.commit(net.stranger, digest)
+    with pytest.raises(ChainError, match="at most 128 bytes"):
+        chain.commit(net.miner, "x" * 129)
+
+
+def test_set_weights_plaintext_rate_limit_and_commit_reveal(net: Net, chain: SubtensorChain) -> None:
+    vector = WeightVector(uids=(0, 1), weights=(65_535, 13_107))
+    block = chain.set_weights(net.validator, vector)
+    subnet = net.substrate.subnets[NETUID]
+    assert subnet.weights[0] == ([0, 1], [65_535, 13_107]) and subnet.last_update[0] == block
+    with pytest.raises(ChainError, match="rate limit is 50 blocks"):
+        chain.set_weights(net.validator, vector)
+    with pytest.raises(ChainError, match="NeuronNoValidatorPermit"):
+        chain.set_weights(net.miner, vector)
+
+    # With commit-reveal on, the SDK sends a timelocked commit instead of plaintext weights.
+    net.substrate.advance(50)
+    subnet.commit_reveal = True
+    chain.set_weights(net.validator, WeightVector(uids=(1,), weights=(65_535,)))
+    assert net.substrate.submitted[-1] == ("SubtensorModule", "commit_timelocked_mechanism_weights")
+    assert subnet.timelocked_commits and subnet.weights[0] == ([0, 1], [65_535, 13_107])
