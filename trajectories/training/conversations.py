@@ -1,0 +1,187 @@
+"""From daily dump rows to Qwen3 tool-calling conversations, filtered and leak-cluster guarded.
+
+A conversation is built from the attempt's dialogue steps (``shoppingbench/dialogue.py``): the system
+prompt and tool schemas of ``tools.py``, the user's query, then per step one assistant turn
+(``reasoning_content`` = the step's think, ``tool_calls`` = its calls, ``content`` = its response) and
+one ``tool`` message per call that returned a result. Steps are untrusted agent output, which is why
+only attempts the structural filter labelled ``agentic`` (their calls were verified against the proxy
+log) are taken by default; a row whose steps do not parse is skipped and counted, never fatal.
+
+Leak-cluster guard: only rows of the ``train`` split are read, and a row is dropped when its cluster is
+in the explicit held-out list or appears in a ``held_out`` row of any dump read, so a cluster placed
+differently by two dumps' split rules can still never reach training.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow.parquet as pq
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shoppingbench.dialogue import DialogueStep
+from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
+
+log = structlog.get_logger(__name__)
+
+_COLUMNS = ["attempt_id", "split", "problem_id", "category", "query", "leak_cluster", "success", "rule",
+            "judge_quality", "filter_label", "steps_json"]
+
+
+class DataFilter(BaseModel):
+    """Which attempts become training conversations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    labels: frozenset[str] = Field(default=frozenset({"agentic"}), description=(
+        "Structural-filter labels to keep (agentic, sub_task, no_llm)"))
+    require_success: bool = Field(default=False, description="Keep only attempts that solved the problem")
+    min_rule: float | None = Field(default=None, ge=0, le=1, description="Minimum rule score")
+    min_judge_quality: float | None = Field(default=None, ge=0, le=1, description=(
+        "Minimum judge quality; an unjudged attempt fails any minimum"))
+    max_tool_chars: int = Field(default=4000, ge=16, description=(
+        "Tool results longer than this are cut (the model reads them, it is not trained on them)"))
+
+
+@dataclass
+class Conversation:
+    """One training example in the conversational format TRL and ``apply_chat_template`` take."""
+
+    attempt_id: str
+    problem_id: str
+    leak_cluster: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SCHEMAS)
+
+
+@dataclass
+class Selection:
+    """The conversations kept and why the others were not."""
+
+    conversations: list[Conversation]
+    dropped: Counter[str]
+    held_out_clusters: frozenset[str]
+
+
+def read_held_out_clusters(path: Path) -> frozenset[str]:
+    """Cluster ids one per line, ``#`` comments (the format of ``dump export --held-out-clusters``)."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return frozenset(line for line in lines if line)
+
+
+def dump_files(dumps: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for dump in dumps:
+        found = sorted((dump / "data").glob("*.parquet"))
+        if not found:
+            raise FileNotFoundError(
+                f"{dump} holds no data/*.parquet: pass a directory written by `dump export`")
+        files.extend(found)
+    return files
+
+
+def _rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        for batch in parquet.iter_batches(batch_size=256, columns=_COLUMNS):
+            yield from batch.to_pylist()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _tool_text(result: Any, limit: int) -> str:
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return _clip(text, limit)
+
+
+def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int) -> list[dict[str, Any]]:
+    """The Qwen3 conversation of one attempt (see the module docstring)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                      {"role": "user", "content": query}]
+    for step in steps:
+        message = step.completion.message
+        calls = message.tool_call
+        if not calls and not message.response:
+            continue
+        assistant: dict[str, Any] = {"role": "assistant", "content": message.response or "",
+                                     "reasoning_content": message.think or ""}
+        if calls:
+            # arguments as a JSON string: a dict column would be unified across rows by Arrow, adding nulls
+            assistant["tool_calls"] = [{"type": "function", "function": {
+                "name": call.name, "arguments": json.dumps(call.parameters, ensure_ascii=False, default=str)}}
+                for call in calls]
+        messages.append(assistant)
+        messages.extend(
+            {"role": "tool", "name": call.name, "content": _tool_text(call.result, max_tool_chars)}
+            for call in calls if call.result is not None)
+    return messages
+
+
+def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> str | None:
+    """Why ``row`` may not be trained on, or None."""
+    if row["split"] != "train":
+        return f"split:{row['split']}"
+    if not row["leak_cluster"] or row["leak_cluster"] in held_out:
+        return "held_out_cluster"
+    if row["filter_label"] not in data.labels:
+        return f"label:{row['filter_label']}"
+    if data.require_success and not row["success"]:
+        return "not_successful"
+    if data.min_rule is not None and (row["rule"] is None or row["rule"] < data.min_rule):
+        return "rule_below_minimum"
+    if data.min_judge_quality is not None and (row["judge_quality"] is None
+                                               or row["judge_quality"] < data.min_judge_quality):
+        return "judge_quality_below_minimum"
+    return None
+
+
+def _parse_steps(text: str | None) -> list[DialogueStep] | None:
+    try:
+        raw = orjson.loads(text or "null")
+        if not isinstance(raw, list):
+            return None
+        return [DialogueStep.model_validate(step) for step in raw]
+    except (orjson.JSONDecodeError, ValidationError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _conversation(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> Conversation | str:
+    """The row's conversation, or why there is none."""
+    reason = _reject(row, data, held_out)
+    if reason is not None:
+        return reason
+    steps = _parse_steps(row["steps_json"])
+    if not steps:
+        return "unreadable_steps"
+    return Conversation(attempt_id=row["attempt_id"], problem_id=row["problem_id"],
+                        leak_cluster=row["leak_cluster"],
+                        messages=steps_to_messages(row["query"], steps, data.max_tool_chars))
+
+
+def select_conversations(dumps: Iterable[Path], data: DataFilter | None = None, *,
+                         held_out_clusters: frozenset[str] = frozenset()) -> Selection:
+    """Training conversations of the dumps' ``train`` rows that pass ``data`` and the leak-cluster guard."""
+    data = data or DataFilter()
+    files = dump_files(dumps)
+    held_out = held_out_clusters | frozenset(
+        row["leak_cluster"] for row in _rows(files) if row["split"] == "held_out" and row["leak_cluster"])
+    kept: list[Conversation] = []
+    dropped: Counter[str] = Counter()
+    for row in _rows(files):
+        result = _conversation(row, data, held_out)
+        if isinstance(result, str):
+            dropped[result] += 1
+        else:
+            kept.append(result)
+    log.info("training.conversations_selected", kept=len(kept), dropped=dict(dropped),
+             held_out_clusters=len(held_out), files=len(files))
+    return Selection(conversations=kept, dropped=dropped, held_out_clusters=held_out)
