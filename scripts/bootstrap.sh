@@ -6,13 +6,18 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 
-# The namespace sandbox backend runs agents under bubblewrap (Debian package). Install it when we can.
-if ! command -v bwrap >/dev/null 2>&1; then
+# Debian packages: bubblewrap runs the namespace sandbox backend; chromium renders the validator's
+# leaderboard page in its test. Installed when we are root with apt; otherwise we say what is missing.
+missing=""
+command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bubblewrap; }) \
-      || echo "bootstrap: could not install bubblewrap; the namespace sandbox needs it" >&2
+    # shellcheck disable=SC2086
+    (apt-get install -y -qq $missing >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq $missing; }) \
+      || echo "bootstrap: could not install$missing (apt-get install -y$missing)" >&2
   else
-    echo "bootstrap: bubblewrap (bwrap) not found; install it for the namespace sandbox (apt install bubblewrap)" >&2
+    echo "bootstrap: missing Debian packages:$missing (sudo apt-get install -y$missing)" >&2
   fi
 fi
 

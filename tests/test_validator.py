@@ -1,0 +1,502 @@
+"""The validator's tick loop end to end: uploads -> qualifying -> race -> promotion -> weights on the
+embedded chain, fast-forwarded with a manual clock.
+
+Real pieces throughout: the bundled reference agents in the bubblewrap sandbox behind the verified
+proxy, the offline judge, SQLite arena databases and trajectory stores, the local chain with sr25519
+wallets. Test doubles only for what cannot exist here: the hosted LLM (the scripted shopping policy
+served by ``shoppingbench.llm_stub``) and the sentence embedder (``FakeEmbedder``).
+
+Run as a script (``python -m tests.test_validator ...``) this module is the validator process the SIGKILL
+test kills: its runner pauses after the first two attempts of a run (a slow agent, so the kill lands
+mid-run deterministically), and the test kills it there; no handler runs, nothing is flushed or closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from bittensor import Wallet
+from typer.testing import CliRunner
+
+from arena.chain import AxonInfo, LocalChain
+from arena.judge import Judge, JudgeInput, JudgeVerdict
+from arena.race import ManualClock
+from arena.race.events import QualifyingFinished, RaceStarted, SubmissionAccepted, SubmissionRejected
+from arena.settings import ArenaSettings
+from arena.storage import open_database
+from arena.submissions import Submission, SubmissionGate, UploadBody, upload
+from arena.submissions.store import FileStore, VerdictStore
+from arena.validator import LocalChainSeeds, Validator, open_validator, run_id_for, sandbox_runner
+from arena.validator.api import ArenaView
+from arena.validator.api import create_app as create_api
+from arena.validator.runs import RunAgent
+from neurons import validator as validator_cli
+from shoppingbench.agents import react_llm, scripted_baseline
+from shoppingbench.catalog.build import open_catalog
+from shoppingbench.llm_stub import create_app
+from shoppingbench.llm_stub.policies import shopping_policy
+from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import CATEGORIES, Problem
+from shoppingbench.proxy import InferenceConfig
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sample_world import SampleWorld
+from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
+from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.tools.serving import running_server
+from tests.chain_support import make_wallet, register
+from tests.sandbox_support import UID_BASE, fake_grader
+from trajectories.store import AttemptKey, RunKind, TrajectoryStore
+
+MODEL = "stub-shopper"
+START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race at 16:00, embargo until Friday
+REACT = Path(react_llm.__file__).read_bytes()
+SCRIPTED = Path(scripted_baseline.__file__).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def bank(small_world: SampleWorld) -> list[Problem]:
+    return load_bank(small_world.problems_dir)
+
+
+@contextmanager
+def serving_runner(catalog_dir: Path, *, uid_base: int = UID_BASE, workers: int = 2) -> Iterator[RunAgent]:
+    """The sandbox runner over the catalog, the agents' LLM being the scripted policy on loopback."""
+    engine: BM25SearchEngine = open_catalog(catalog_dir)
+    with running_server(create_app(shopping_policy, models=[MODEL])) as upstream:
+        yield sandbox_runner(engine, fake_grader(engine),
+                             inference=InferenceConfig(base_url=f"{upstream}/v1", models=[MODEL]),
+                             sandbox=SandboxConfig(backend="namespace", uid_base=uid_base), workers=workers)
+    engine.close()
+
+
+def load_bank(problems_dir: Path) -> list[Problem]:
+    return [p for c in CATEGORIES for p in load_problems(problems_dir / f"{c}.jsonl", c)]
+
+
+@pytest.fixture(scope="module")
+def runner(small_world: SampleWorld) -> Iterator[RunAgent]:
+    with serving_runner(small_world.catalog_dir) as run_agent:
+        yield run_agent
+
+
+@dataclass
+class Arena:
+    """One local chain and its wallets; validators are opened over a home directory each."""
+
+    root: Path
+    clock: ManualClock
+    chain: LocalChain
+    miners: dict[str, Wallet]
+
+    def settings(self, home: Path, per_category: int) -> ArenaSettings:
+        return ArenaSettings(home=home, qualifying_suite_per_category=per_category,
+                             race_suite_per_category=per_category)
+
+    def validator(self, name: str, bank: Sequence[Problem], run_agent: RunAgent, *,
+                  per_category: int = 2, judge: Judge | None = None) -> Validator:
+        wallet = make_wallet(self.root / "wallets", name) if not (self.root / "wallets" / name).exists() \
+            else Wallet(name, "default", path=str(self.root / "wallets"))
+        register(self.chain, wallet, validator_permit=True)
+        settings = self.settings(self.root / name, per_category)
+        store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
+        return open_validator(settings=settings, chain=self.chain, wallet=wallet, clock=self.clock, bank=bank,
+                              bank_source="sample-world:3000:seed0", run_agent=run_agent,
+                              seeds=LocalChainSeeds(self.chain), store=store, judge=judge)
+
+    def upload(self, validator: Validator, miner: str, source: bytes) -> str:
+        """What the submission gate stores for an accepted upload: the file and its verdict."""
+        sha = hashlib.sha256(source).hexdigest()
+        FileStore(validator.files.root).put(sha, source)
+        hotkey = str(self.miners[miner].hotkey.ss58_address)
+        now = self.clock.now()
+        VerdictStore(validator.arena_db).record(Submission(
+            hotkey=hotkey, sha256=sha, name=f"{miner}.py", size_bytes=len(source),
+            commitment_block=self.chain.block(), commitment_time=now, received_at=now), "accepted")
+        return sha
+
+
+@pytest.fixture
+def arena(tmp_path: Path) -> Arena:
+    clock = ManualClock(START)
+    chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
+    miners = {}
+    for name in ("owner", "alice", "bob"):  # the subnet owner holds uid 0, the burn uid
+        miners[name] = make_wallet(tmp_path / "wallets", name)
+        register(chain, miners[name])
+    return Arena(root=tmp_path, clock=clock, chain=chain, miners=miners)
+
+
+def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, bank: list[Problem],
+                                                                 runner: RunAgent) -> None:
+    validator = arena.validator("validator", bank, runner)
+    first = validator.tick()
+    assert first.weights_set_at is not None
+    assert validator.last_weights is not None and validator.last_weights.uids == (0,)  # all to the burn uid
+
+    arena.upload(validator, "alice", REACT)
+    arena.upload(validator, "bob", SCRIPTED)
+    arena.clock.advance(timedelta(minutes=5))
+    report = validator.tick()
+    assert report.ingested == 2 and len(report.qualified) >= 1
+    assert validator.race.race_due() is None  # 09:05, the slot is 16:00
+
+    arena.clock.advance(timedelta(hours=7))  # 16:05: the race is due
+    raced = validator.tick()
+    assert raced.race_started == "2026-11-19"
+    last = validator.race.state.last_race
+    assert last is not None and last.promoted
+    alice = str(arena.miners["alice"].hotkey.ss58_address)
+    winner = validator.race.state.reign
+    assert winner is not None and winner.hotkey == alice  # the ReAct agent outscores the regex one
+    assert raced.weights_set_at is not None
+    on_chain = arena.chain.weights(validator.hotkey)
+    assert on_chain is not None and on_chain == validator.last_weights
+    uid = {n.hotkey: n.uid for n in arena.chain.metagraph().neurons}[alice]
+    shares = dict(zip(on_chain.uids, on_chain.weights, strict=True))
+    assert shares[uid] == 65535 and shares[0] < 65535  # the winner's 0.6 is the largest; the rest burns
+
+    # Every attempt is in the trajectory store under its deterministic run id, judged and labelled.
+    race_suite = raced_suite(validator)
+    for submission_id in last.entrants:
+        submission = validator.race.state.submissions[submission_id]
+        assert submission.status == "raced"
+        runs: list[tuple[RunKind, list[str]]] = [("qualifying", [p.id for p in validator.qualifying_suite]),
+                                                 ("race", race_suite)]
+        for kind, suite in runs:
+            run_id = run_id_for(kind, submission_id, suite)
+            for problem_id in suite:
+                key = AttemptKey(run_id, submission.code_hash, problem_id)
+                attempt = validator.runs.store.get_attempt(key)
+                assert attempt is not None and attempt.judge is not None and attempt.label is not None
+    assert validator.runs.store.count_attempts() == 2 * len(validator.qualifying_suite) + 2 * len(race_suite)
+    assert not set(race_suite) & {p.id for p in validator.qualifying_suite}
+
+    # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
+    arena.clock.advance(timedelta(hours=17))  # Friday 09:05
+    arena.upload(validator, "bob", SCRIPTED)
+    assert validator.tick().qualified == []
+    arena.clock.advance(timedelta(hours=7))
+    skipped = validator.tick()
+    assert skipped.race_started is None  # no challenger: the slot is skipped, the reign goes on
+    assert validator.race.state.reign == winner
+    assert validator.race.state.last_settled_day == date(2026, 11, 20)
+    again = arena.chain.weights(validator.hotkey)
+    assert skipped.weights_set_at is not None and again is not None
+    assert arena.chain.last_weights_block(validator.hotkey) == skipped.weights_set_at
+    assert again.to_bytes() == on_chain.to_bytes()
+
+
+def raced_suite(validator: Validator) -> list[str]:
+    started = [e for e in validator.race.store.load() if isinstance(e, RaceStarted)]
+    return list(started[-1].suite_ids)
+
+
+def run_day(arena: Arena, validators: Sequence[Validator]) -> None:
+    """Alice (ReAct) and Bob (scripted) upload at 09:00; every validator ticks at 09:05 and 16:05."""
+    for validator in validators:
+        arena.upload(validator, "alice", REACT)
+        arena.upload(validator, "bob", SCRIPTED)
+    for step in (timedelta(minutes=5), timedelta(hours=7)):
+        arena.clock.advance(step)
+        for validator in validators:
+            validator.tick()
+
+
+def test_two_validators_fed_the_same_uploads_set_byte_identical_weights(arena: Arena, bank: list[Problem],
+                                                                         runner: RunAgent) -> None:
+    first = arena.validator("first", bank, runner)
+    second = arena.validator("second", bank, runner)
+    assert first.arena_db.url != second.arena_db.url
+    run_day(arena, [first, second])
+    assert raced_suite(first) == raced_suite(second)  # the same seed from the same block, the same bank
+    one, two = arena.chain.weights(first.hotkey), arena.chain.weights(second.hotkey)
+    assert one is not None and two is not None
+    assert one.to_bytes() == two.to_bytes()
+    assert one.uids != (0,)  # not the burn-only vector of before the race
+
+
+def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Arena, bank: list[Problem],
+                                                                     runner: RunAgent) -> None:
+    validator = arena.validator("validator", bank, runner)
+    arena.upload(validator, "bob", SCRIPTED)
+    bad = Submission(hotkey=str(arena.miners["alice"].hotkey.ss58_address), sha256="ab" * 32, name="bad.py",
+                     size_bytes=10, commitment_block=arena.chain.block(), commitment_time=arena.clock.now(),
+                     received_at=arena.clock.now())
+    VerdictStore(validator.arena_db).record(bad, "security")
+    assert validator.tick().ingested == 2
+    assert validator.tick().ingested == 0
+    restarted = arena.validator("validator", bank, runner)
+    assert restarted.tick().ingested == 0  # the race log says what was fed, across restarts
+    kinds = [type(e).__name__ for e in restarted.race.store.load()]
+    assert kinds.count("SubmissionAccepted") == 1 and kinds.count("SubmissionRejected") == 1
+
+
+def test_public_api_serves_race_state_scores_embargo_and_code_after_it(arena: Arena, bank: list[Problem],
+                                                                      runner: RunAgent) -> None:
+    validator = arena.validator("validator", bank, runner)
+    validator.tick()  # 09:00: yesterday's slot passes without challengers
+    run_day(arena, [validator])
+    view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
+                     clock=arena.clock)
+    alice = str(arena.miners["alice"].hotkey.ss58_address)
+    with running_server(create_api(view)) as url, httpx.Client(base_url=url) as http:
+        assert http.get("/health").json()["status"] == "ok"
+        winner = http.get("/winner").json()
+        assert winner["hotkey"] == alice
+        assert winner["embargo"]["embargo_until"] == "2026-11-20T00:00:00Z"
+        assert winner["embargo"]["published_at"] is None
+        race = http.get("/race").json()
+        assert race["running"] is None and race["last_race"]["winner"] == winner["submission_id"]
+        assert http.get("/qualifiers").json() == []  # both raced
+        refused = http.get(f"/code/{winner['submission_id']}")
+        assert refused.status_code == 403 and "embargo until 2026-11-20" in refused.json()["detail"]
+
+        scores = http.get("/scores").json()
+        assert {(s["kind"], s["category"]) for s in scores} == {(k, c) for k in ("qualifying", "race")
+                                                                for c in CATEGORIES}
+        assert all(s["attempts"] == 2 and 0 <= s["success_rate"] <= 1 for s in scores)
+        scripted = [s["mean_quality"] for s in scores if s["hotkey"] != alice]
+        react = [s["mean_quality"] for s in scores if s["hotkey"] == alice]
+        assert len(react) == len(scripted) == 6
+        assert scripted == pytest.approx([0.1] * 6) and min(react) > 0.5  # the offline judge's verdicts
+
+        metrics = http.get("/metrics").text
+        assert 'arena_submissions{status="raced"} 2.0' in metrics and "arena_embargoed_agents 1.0" in metrics
+        page = http.get("/")
+        assert page.status_code == 200 and alice in page.text and "under embargo until" in page.text
+
+        arena.clock.advance(timedelta(hours=8))  # Friday 00:05: the embargo has ended
+        validator.tick()
+        published = http.get(f"/code/{winner['submission_id']}")
+        assert published.status_code == 200 and published.text.encode() == REACT
+        assert http.get("/embargo").json()[0]["published_at"] is not None
+        assert http.get(f"/code/{validator.race.state.last_race.standings[1]}").status_code == 403  # type: ignore[union-attr]
+        assert http.get("/code/nope").status_code == 404
+
+
+CHILD_UID_BASE = UID_BASE + 8
+"""The killed child's sandbox uids: apart from the restarted validator's."""
+
+
+def pausing_after(records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
+    def run(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
+        for n, record in enumerate(run_agent(agent, problems, run_id), start=1):
+            yield record
+            if n == records:  # the consumer has recorded and judged these: now wait for the kill
+                marker.write_text(run_id)
+                time.sleep(600)
+    return run
+
+
+def reopen(root: Path, at: datetime) -> Arena:
+    clock = ManualClock(at)
+    chain = LocalChain(root / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
+    miners = {name: Wallet(name, "default", path=str(root / "wallets")) for name in ("owner", "alice", "bob")}
+    return Arena(root=root, clock=clock, chain=chain, miners=miners)
+
+
+def child(root: Path, catalog_dir: Path, problems_dir: Path, at: str, marker: Path) -> None:
+    arena = reopen(root, datetime.fromisoformat(at))
+    with serving_runner(catalog_dir, uid_base=CHILD_UID_BASE, workers=1) as run_agent:
+        validator = arena.validator("validator", load_bank(problems_dir),
+                                    pausing_after(2, run_agent, marker))
+        validator.tick()
+    raise SystemExit("the child was not killed")
+
+
+def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
+        arena: Arena, small_world: SampleWorld, bank: list[Problem], runner: RunAgent) -> None:
+    first = arena.validator("validator", bank, runner)
+    first.tick()  # 09:00: nothing to do yet (yesterday's slot is skipped without challengers)
+    arena.upload(first, "alice", REACT)
+    arena.clock.advance(timedelta(minutes=5))
+    first.arena_db.dispose()
+    first.runs.store.close()
+
+    marker = arena.root / "paused"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.test_validator", str(arena.root), str(small_world.catalog_dir),
+         str(small_world.problems_dir), arena.clock.now().isoformat(), str(marker)],
+        cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 45
+        while not marker.exists():
+            assert process.poll() is None, process.stderr.read().decode()[-3000:] if process.stderr else ""
+            assert time.monotonic() < deadline, "the child never reached the middle of its run"
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+    restarted = arena.validator("validator", bank, runner)
+    events = restarted.race.store.load()
+    (accepted,) = [e for e in events if isinstance(e, SubmissionAccepted)]
+    assert not [e for e in events if isinstance(e, QualifyingFinished)]  # killed before the score was in
+    suite = [p.id for p in restarted.qualifying_suite]
+    run_id = run_id_for("qualifying", accepted.submission_id, suite)
+    assert marker.read_text() == run_id
+    store = restarted.runs.store
+    keys = [AttemptKey(run_id, accepted.code_hash, pid) for pid in suite]
+    before = {k: a for k in keys if (a := store.get_attempt(k)) is not None}
+    assert len(before) == 2 and all(a.judge is not None for a in before.values())
+
+    restarted.tick()
+    after = {k: store.get_attempt(k) for k in keys}
+    assert all(a is not None and a.judge is not None and a.label is not None for a in after.values())
+    for key, attempt in before.items():  # stored before the kill: kept, not run again
+        resumed = after[key]
+        assert resumed is not None and resumed.id == attempt.id
+        assert resumed.record.started_at == attempt.record.started_at
+    assert store.count_attempts() == len(suite)
+    finished = [e for e in restarted.race.store.load() if isinstance(e, QualifyingFinished)]
+    assert [e.submission_id for e in finished] == [accepted.submission_id]
+    assert restarted.tick().qualifying_runs == 0  # nothing is owed any more
+
+
+if __name__ == "__main__":
+    child(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], Path(sys.argv[5]))
+
+
+def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, small_world: SampleWorld,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validator run --once`` with the real embedder, sandbox and local chain (system clock): an upload
+    the gate accepted is qualified and raced, and weights are set."""
+    home = tmp_path / "home"
+    (home / "worlds").mkdir(parents=True)
+    (home / "worlds" / "sample-3000-seed0").symlink_to(small_world.world_dir)
+    for name, value in {"ARENA_HOME": str(home), "ARENA_WORLD_PRODUCTS": "3000", "ARENA_WORLD_SEED": "0",
+                        "ARENA_QUALIFYING_SUITE_PER_CATEGORY": "1", "ARENA_RACE_SUITE_PER_CATEGORY": "1",
+                        "ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_WORKERS": "2"}.items():
+        monkeypatch.setenv(name, value)
+    chain = LocalChain(home / "local-chain.sqlite3")
+    wallets = tmp_path / "wallets"
+    for name in ("owner", "validator", "alice"):
+        register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
+    alice = Wallet("alice", "default", path=str(wallets))
+    sha = hashlib.sha256(REACT).hexdigest()
+    FileStore(home / "agents").put(sha, REACT)
+    now = datetime.now(UTC)
+    VerdictStore(open_database(f"sqlite:///{home / 'arena.sqlite3'}")).record(Submission(
+        hotkey=str(alice.hotkey.ss58_address), sha256=sha, name="alice.py", size_bytes=len(REACT),
+        commitment_block=chain.block(), commitment_time=now, received_at=now), "accepted")
+
+    result = CliRunner().invoke(validator_cli.app, ["run", "--once", "--scripted-llm", "--wallet-name",
+                                                    "validator", "--wallet-path", str(wallets)])
+    assert result.exit_code == 0, result.output
+    validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
+    weights = chain.weights(validator_hotkey)
+    assert weights is not None
+    alice_uid = 2
+    assert alice_uid in weights.uids  # the only entrant won the race its qualifying run led to
+    with TrajectoryStore.open(f"sqlite:///{home / 'trajectories.sqlite3'}") as store:
+        assert store.count_attempts() == 6  # 3 qualifying + 3 race attempts
+
+
+def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, bank: list[Problem], runner: RunAgent,
+                                                       tmp_path: Path) -> None:
+    """The page as a browser sees it (Debian ``chromium``: ``apt-get install -y chromium``)."""
+    browser = shutil.which("chromium")
+    assert browser is not None, "install the browser: apt-get install -y chromium"
+    validator = arena.validator("validator", bank, runner)
+    validator.tick()
+    run_day(arena, [validator])
+    view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
+                     clock=arena.clock)
+    with running_server(create_api(view)) as url:
+        shown = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", url + "/"],
+                               capture_output=True, text=True, timeout=60, check=True).stdout
+    last = validator.race.state.last_race
+    assert last is not None
+    standings = shown[shown.index('id="standings"'):shown.index("</table>", shown.index('id="standings"'))]
+    rows = [validator.race.state.submissions[sid].hotkey for sid in last.standings]
+    assert standings.count("<tr>") == 1 + len(rows)  # header + one row per entrant, in finishing order
+    positions = [standings.index(hotkey) for hotkey in rows]
+    assert positions == sorted(positions)
+    winner = shown[shown.index('id="winner"'):shown.index('id="race"')]
+    assert rows[0] in winner and "under embargo until" in winner
+
+
+def test_signed_uploads_through_the_validator_api_reach_qualifying(arena: Arena, bank: list[Problem],
+                                                                   runner: RunAgent) -> None:
+    """Miners commit on chain and upload over signed HTTP to the API the validator serves; the next tick
+    qualifies the accepted agent and records the static-analysis rejection."""
+    arena.clock.advance(datetime.now(UTC) - arena.clock.now())  # signed nonces carry the real time
+    validator = arena.validator("validator", bank, runner)
+    answers = frozenset(t.product_id for p in bank for t in p.targets)
+    gate = SubmissionGate(chain=arena.chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
+                          files_dir=validator.files.root, rules=validator.race.rules, clock=arena.clock,
+                          known_product_ids=lambda: answers)
+    view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
+                     clock=arena.clock)
+    hostile = b"import subprocess\n\ndef agent_main(problem):\n    return []\n"
+    with running_server(create_api(view, gate=gate)) as url, httpx.Client(timeout=30) as http:
+        address = urlsplit(url)
+        assert address.hostname is not None and address.port is not None
+        arena.chain.serve_axon(validator.wallet, AxonInfo(ip=address.hostname, port=address.port))
+        (neuron,) = [n for n in arena.chain.metagraph().neurons if n.hotkey == validator.hotkey]
+        outcomes = {}
+        for miner, source in (("alice", REACT), ("bob", hostile)):
+            arena.chain.commit(arena.miners[miner], hashlib.sha256(source).hexdigest())
+            outcomes[miner] = upload(http, arena.miners[miner], neuron, UploadBody.of(f"{miner}.py", source))
+        assert outcomes["alice"].outcome == "accepted"
+        assert outcomes["bob"].outcome == "refused" and outcomes["bob"].error == "static_analysis"
+
+        report = validator.tick()
+        assert report.ingested == 2 and report.qualifying_runs == 1
+        submissions = http.get(url + "/submissions").json()
+    assert [s["hotkey"] for s in submissions] == [str(arena.miners["alice"].hotkey.ss58_address)]
+    assert submissions[0]["qualifying_score"] is not None
+    rejected = [e for e in validator.race.store.load() if isinstance(e, SubmissionRejected)]
+    bob = str(arena.miners["bob"].hotkey.ss58_address)
+    assert [(e.hotkey, e.kind) for e in rejected] == [(bob, "security")]
+
+
+class KilledWhileJudging(BaseException):
+    """Stands in for the process dying between storing an attempt and storing its verdict."""
+
+
+class DiesJudging:
+    def judge(self, item: JudgeInput) -> JudgeVerdict:
+        raise KilledWhileJudging
+
+
+def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(arena: Arena, bank: list[Problem],
+                                                                         runner: RunAgent) -> None:
+    dying = arena.validator("validator", bank, runner, judge=DiesJudging())
+    arena.upload(dying, "bob", SCRIPTED)
+    with pytest.raises(KilledWhileJudging):
+        dying.tick()
+    (submission,) = dying.race.state.submissions.values()
+    suite = [p.id for p in dying.qualifying_suite]
+    run_id = run_id_for("qualifying", submission.submission_id, suite)
+    keys = [AttemptKey(run_id, submission.code_hash, pid) for pid in suite]
+    (unjudged,) = [a for k in keys if (a := dying.runs.store.get_attempt(k)) is not None]
+    assert unjudged.judge is None
+
+    restarted = arena.validator("validator", bank, runner)
+    restarted.tick()
+    attempts = [restarted.runs.store.get_attempt(k) for k in keys]
+    assert all(a is not None and a.judge is not None and a.judge.model == "offline-rules" for a in attempts)
+    assert unjudged.id in {a.id for a in attempts if a is not None}  # judged in place, not run again
+    assert restarted.race.state.submissions[submission.submission_id].qualifying_score is not None
