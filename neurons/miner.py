@@ -1,7 +1,8 @@
 """``miner``: what a miner runs locally. ``miner test AGENT.py`` scores an agent file exactly as a
 validator will: static analysis, then the sandbox, the verified proxy and the one scorer.
 ``miner submit AGENT.py`` commits the file's sha256 on chain and uploads it, signed with the hotkey,
-to every validator with a permit.
+to every validator with a permit. ``miner status`` asks each of those validators' public APIs what
+became of the hotkey's agents.
 
 Entry points and wiring only: every step delegates to the library packages.
 """
@@ -18,14 +19,18 @@ import httpx
 import orjson
 import typer
 from bittensor import Wallet
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
-from arena.chain import ChainError, ChainSettings, Commitment, open_chain
+from arena.chain import ChainError, ChainSettings, Commitment, Neuron, open_chain
+from arena.race.state import CompletedRace, RunningRace, Submission
 from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites.clusters import cluster_problems
+from arena.validator.api import EmbargoEntry
 from neurons.demo import results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
@@ -55,6 +60,7 @@ EXIT_UNAVAILABLE = 3
 EXIT_NO_STORE = 4
 EXIT_CHAIN = 5
 EXIT_NOT_DELIVERED = 6
+EXIT_NO_ANSWER = 7
 SCRIPTED_MODEL = "scripted-shopper"
 
 
@@ -323,6 +329,159 @@ def _outcome_table(outcomes: list[UploadOutcome], title: str) -> Table:
         detail = f"{o.error}: {o.detail}" if o.error else o.detail
         table.add_row(str(o.uid), o.hotkey, o.url, f"[{colour}]{o.outcome}[/{colour}]", detail)
     return table
+
+
+class AgentStatus(BaseModel):
+    """One of the hotkey's submissions as one validator reports it."""
+
+    submission_id: str
+    submitted_at: str
+    status: str
+    qualifying_score: float | None
+    race_score: float | None
+    race_id: str | None
+    embargo: str
+
+
+class ValidatorReport(BaseModel):
+    """What one validator's public API said about the hotkey, or why it said nothing."""
+
+    uid: int
+    hotkey: str
+    url: str
+    agents: list[AgentStatus] = []
+    error: str | None = None
+
+
+_SUBMISSIONS = TypeAdapter(list[Submission])
+_EMBARGO = TypeAdapter(list[EmbargoEntry])
+_RACE = TypeAdapter(RunningRace | None)
+_LAST_RACE = TypeAdapter(CompletedRace | None)
+
+
+def _race_score(submission: Submission, running: RunningRace | None,
+                last: CompletedRace | None) -> tuple[float | None, str | None]:
+    """The submission's score in the running race if it has one there, else in the last finished race."""
+    for race in (running, last):
+        if race is not None and submission.submission_id in race.results:
+            return race.results[submission.submission_id], race.race_id
+    return None, None
+
+
+def _embargo_text(entry: EmbargoEntry | None) -> str:
+    if entry is None:
+        return ""
+    if entry.published_at is not None:
+        return f"published {entry.published_at.isoformat()}"
+    return f"until {entry.embargo_until.isoformat()}" if entry.embargo_until else ""
+
+
+def validator_report(client: httpx.Client, validator: Neuron, hotkey: str) -> ValidatorReport:
+    """Ask ``validator``'s API (``/submissions``, ``/race``, ``/embargo``) about ``hotkey``'s agents.
+
+    The answers are untrusted: anything unreachable, non-2xx or malformed becomes the report's error.
+    """
+    assert validator.axon is not None  # metagraph.validators() lists only neurons with an axon
+    report = ValidatorReport(uid=validator.uid, hotkey=validator.hotkey, url=validator.axon.url)
+    try:
+        answers = []
+        for path in ("/submissions", "/race", "/embargo"):
+            response = client.get(report.url + path)
+            response.raise_for_status()
+            answers.append(response.content)
+        submissions = _SUBMISSIONS.validate_json(answers[0])
+        race = orjson.loads(answers[1])
+        if not isinstance(race, dict):
+            raise ValueError("/race is not a JSON object")
+        running = _RACE.validate_python(race.get("running"))
+        last = _LAST_RACE.validate_python(race.get("last_race"))
+        embargo = {entry.submission_id: entry for entry in _EMBARGO.validate_json(answers[2])}
+    except httpx.HTTPStatusError as exc:
+        return report.model_copy(update={"error": f"HTTP {exc.response.status_code} from {exc.request.url}"})
+    except httpx.HTTPError as exc:
+        return report.model_copy(update={"error": f"unreachable: {type(exc).__name__}"})
+    except (ValidationError, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
+        return report.model_copy(update={"error": f"malformed answer: {str(exc).splitlines()[0]}"})
+    agents = []
+    for submission in submissions:
+        if submission.hotkey != hotkey:
+            continue
+        score, race_id = _race_score(submission, running, last)
+        agents.append(AgentStatus(submission_id=submission.submission_id,
+                                  submitted_at=submission.submitted_at.isoformat(), status=submission.status,
+                                  qualifying_score=submission.qualifying_score, race_score=score,
+                                  race_id=race_id,
+                                  embargo=_embargo_text(embargo.get(submission.submission_id))))
+    return report.model_copy(update={"agents": agents})
+
+
+def _status_table(report: ValidatorReport) -> Table:
+    # What a validator answers is untrusted: Text cells keep its strings from being read as markup.
+    table = Table(title=Text(f"validator uid {report.uid} {report.hotkey} ({report.url})"))
+    for column in ("submission", "submitted", "state", "qualifying score", "race score", "embargo"):
+        table.add_column(column)
+    for a in report.agents:
+        qualifying = "" if a.qualifying_score is None else f"{a.qualifying_score:.4f}"
+        race = "" if a.race_score is None else f"{a.race_score:.4f} ({a.race_id})"
+        table.add_row(*(Text(cell) for cell in (a.submission_id, a.submitted_at, a.status, qualifying, race,
+                                                 a.embargo)))
+    return table
+
+
+@app.command("status")
+def status(
+    wallet_name: Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")] = "default",
+    wallet_hotkey: Annotated[str, typer.Option("--wallet-hotkey",
+                                               help="Hotkey name in that wallet")] = "default",
+    wallet_path: Annotated[Path, typer.Option("--wallet-path", file_okay=False,
+                                              help="Wallets directory")] = Path("~/.bittensor/wallets"),
+    hotkey: Annotated[str | None, typer.Option(
+        "--hotkey", help="SS58 address to look up instead of the wallet's hotkey (no wallet needed)")] = None,
+    chain: Annotated[str | None, typer.Option(
+        "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
+                        "(default $ARENA_CHAIN, local)")] = None,
+    netuid: Annotated[int | None, typer.Option("--netuid", min=0,
+                                               help="Subnet (default $ARENA_NETUID, 1)")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 15.0,
+    log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
+) -> None:
+    """Show your agents' states and scores as every validator with a permit reports them.
+
+    Reads each validator's public API (the endpoint it published on chain): one table per validator
+    with each of your submissions' state (qualifying, qualified, not_qualified, superseded, racing,
+    raced), qualifying score, score in the running or last race, and embargo. Nothing is signed or
+    written. Exit code 5: wallet or chain problem; 7: some validator did not answer (the others are
+    still shown).
+    """
+    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "log_format": log_format}
+    settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    console = Console()
+    try:
+        address = hotkey or Wallet(wallet_name, wallet_hotkey,
+                                   path=str(wallet_path.expanduser())).hotkey.ss58_address
+        validators = open_chain(settings).metagraph().validators()
+    except (ChainError, OSError, ValueError) as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_CHAIN) from exc
+    if not validators:
+        console.print("no validator with a permit has published an endpoint yet")
+        raise typer.Exit(EXIT_NO_ANSWER)
+    with httpx.Client(timeout=timeout) as client:
+        reports = [validator_report(client, validator, address) for validator in validators]
+    console.print(f"agents of hotkey {address}")
+    for report in reports:
+        if report.error is not None:
+            console.print(f"validator uid {report.uid} {report.hotkey} ({report.url}): {report.error}",
+                          markup=False, style="red")
+        elif not report.agents:
+            console.print(f"validator uid {report.uid} {report.hotkey} ({report.url}): no submission from "
+                          "this hotkey", markup=False)
+        else:
+            console.print(_status_table(report))
+    if any(report.error is not None for report in reports):
+        raise typer.Exit(EXIT_NO_ANSWER)
 
 
 @app.callback()
