@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from neurons import demo as demo_module
 from shoppingbench.logs import configure_logging
@@ -56,6 +57,54 @@ def demo(
     settings = _settings(home=home, world_products=products, world_seed=seed,
                          suite_per_category=per_category, workers=workers, log_format=log_format)
     demo_module.run_demo(settings)
+
+
+@app.command("network-demo")
+def network_demo(
+    home: HomeOption = None,
+    demo_root: Annotated[Path | None, typer.Option(
+        "--root", file_okay=False, help="Where the demo's chain, wallets and databases go (wiped by the next "
+                                        "run). Default: HOME/network-demo, HOME being the data root")] = None,
+    products: ProductsOption = None,
+    seed: SeedOption = None,
+    catalog_dir: Annotated[Path | None, typer.Option(
+        "--catalog-dir", file_okay=False, exists=True,
+        help="A built catalog instead of the bundled sample world (with --problems-dir)")] = None,
+    problems_dir: Annotated[Path | None, typer.Option(
+        "--problems-dir", file_okay=False, exists=True,
+        help="The problem bank (one CATEGORY.jsonl per category) that goes with --catalog-dir")] = None,
+    per_category: Annotated[int, typer.Option(
+        "--per-category", min=1, help="Problems per category in the qualifying and race suites")] = 3,
+    validators: Annotated[int, typer.Option("--validators", min=1, max=4, help="Validators to run")] = 2,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Concurrent problems")] = None,
+    log_format: LogFormatOption = None,
+) -> None:
+    """A local subnet fast-forwarded through a race day: chain, validators, miners, race, weights.
+
+    Creates wallets and a local chain under a fresh directory, serves each validator's API on loopback,
+    has miners `miner submit` the bundled agents (scripted baseline, sub-task, ReAct) and a cheater the
+    gate must refuse, then moves a manual clock through qualifying, the daily race, promotion and weight
+    setting. Prints the leaderboard, the weights on the chain, the cheater's rejection and the
+    trajectory stores. Without ARENA_INFERENCE_BASE_URL the agents' LLM is the scripted test double.
+    """
+    from arena.settings import ArenaSettings
+    from neurons.network_demo import run_network_demo
+    from shoppingbench.sample_world import SampleWorld
+
+    if (catalog_dir is None) != (problems_dir is None):
+        raise typer.BadParameter("--catalog-dir and --problems-dir go together")
+    overrides: dict[str, Any] = {"home": home, "world_products": products, "world_seed": seed,
+                                 "workers": workers, "log_format": log_format,
+                                 "qualifying_suite_per_category": per_category,
+                                 "race_suite_per_category": per_category}
+    settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    if catalog_dir is not None and problems_dir is not None:
+        world = SampleWorld(world_dir=catalog_dir.parent, catalog_dir=catalog_dir, problems_dir=problems_dir)
+    else:
+        world = demo_module.sample_world(settings)
+    run_network_demo(settings, world, demo_root or settings.root / "network-demo", validators=validators,
+                     console=Console())
 
 
 @world_app.command("build")

@@ -10,8 +10,7 @@ Entry points and wiring only: every step delegates to the library packages.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -34,20 +33,22 @@ from arena.validator.api import EmbargoEntry
 from neurons.demo import results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
-from shoppingbench.llm_stub import create_app as create_stub_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
-from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
-from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config, run_suite
+from shoppingbench.sandbox.runner import (
+    SCRIPTED_MODEL,
+    AgentFile,
+    SandboxConfig,
+    run_inference,
+    run_suite,
+)
 from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
-from shoppingbench.tools.serving import running_server
 from trajectories.recorder import RunRecorder
 from trajectories.settings import StoreSettings
 from trajectories.store import AgentEntry, StoreError, TrajectoryStore
@@ -61,7 +62,6 @@ EXIT_NO_STORE = 4
 EXIT_CHAIN = 5
 EXIT_NOT_DELIVERED = 6
 EXIT_NO_ANSWER = 7
-SCRIPTED_MODEL = "scripted-shopper"
 
 
 def _print_findings(console: Console, report: CheckReport) -> None:
@@ -184,7 +184,7 @@ def test(
                 recorder.record(record)
 
         try:
-            with _inference(settings, scripted_llm) as inference:
+            with run_inference(settings, scripted=scripted_llm) as inference:
                 result = run_suite(agent_file, suite, engine, grader, inference=inference,
                                    sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
                                    progress=sys.stderr.isatty(), on_attempt=on_attempt, run_id=run_id)
@@ -209,16 +209,6 @@ def test(
         labels = ", ".join(f"{label} {n}" for label, n in sorted(recorder.labels.items()))
         console.print(f"trajectory store: run {run_id} ({labels}) in {recorder.store.engine.url!r}")
 
-
-@contextmanager
-def _inference(settings: HarnessSettings, scripted: bool) -> Iterator[InferenceConfig]:
-    """The configured endpoint, or with ``scripted`` the scripted policy served on loopback for the run."""
-    if not scripted:
-        yield inference_config(settings)
-        return
-    with running_server(create_stub_app(shopping_policy, models=[SCRIPTED_MODEL])) as url:
-        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1",
-                                                             "models": [SCRIPTED_MODEL]})
 
 
 def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem], run_id: str,

@@ -30,13 +30,10 @@ from arena.validator.api import ArenaView, TickMetrics, create_app
 from neurons.demo import sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader
-from shoppingbench.llm_stub import create_app as create_stub_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
-from shoppingbench.proxy import InferenceConfig
-from shoppingbench.sandbox.runner import SandboxConfig, inference_config
+from shoppingbench.sandbox.runner import SandboxConfig, run_inference
 from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.tools.serving import running_server
 from trajectories.settings import StoreSettings
@@ -46,7 +43,6 @@ app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights,
                   no_args_is_help=True)
 log = structlog.get_logger(__name__)
 
-SCRIPTED_MODEL = "scripted-shopper"
 EXIT_CHAIN = 5
 
 
@@ -71,15 +67,6 @@ class Service:
     metrics: TickMetrics
 
 
-@contextmanager
-def _inference(settings: ValidatorSettings, scripted: bool) -> Iterator[InferenceConfig]:
-    if not scripted:
-        yield inference_config(settings)
-        return
-    with running_server(create_stub_app(shopping_policy, models=[SCRIPTED_MODEL])) as url:
-        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1",
-                                                             "models": [SCRIPTED_MODEL]})
-
 
 @contextmanager
 def open_service(settings: ValidatorSettings, *, scripted_llm: bool = False) -> Iterator[Service]:
@@ -97,7 +84,7 @@ def open_service(settings: ValidatorSettings, *, scripted_llm: bool = False) -> 
         stack.callback(engine.close)
         store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
         stack.callback(store.close)
-        inference = stack.enter_context(_inference(settings, scripted_llm))
+        inference = stack.enter_context(run_inference(settings, scripted=scripted_llm))
         grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
                         get_profile(settings.scoring_profile))
         runner = sandbox_runner(engine, grader, inference=inference,

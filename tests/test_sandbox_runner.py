@@ -24,6 +24,7 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
+from shoppingbench.sandbox import backends
 from shoppingbench.sandbox.backends import NamespaceBackend, SandboxUnavailable
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, _lease_uids, iter_attempts
@@ -250,3 +251,23 @@ def test_problems_in_one_slot_share_no_files(engine: BM25SearchEngine, tmp_path:
                      "    return [{'seen': seen}]\n")
     records = run_agent(agent, [problem(f"p{i}", "q") for i in range(3)], engine, workers=1)
     assert [r.steps for r in records] == [[{"seen": []}]] * 3
+
+
+def test_host_packages_installed_under_tmp_stay_visible_and_tmp_is_still_wiped(
+        engine: BM25SearchEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A checkout (and its venv) under /tmp, as CI clones have: the sandbox's private /tmp must not hide it.
+    site = tmp_path / "site-packages"
+    (site / "probe_pkg").mkdir(parents=True)
+    (site / "probe_pkg" / "__init__.py").write_text("VALUE = 42\n")
+    host_python = backends._host_python
+    monkeypatch.setattr(backends, "_host_python",
+                        lambda: (lambda i, p, s: (i, p, [*s, str(site)]))(*host_python()))
+    agent = tmp_path / "probe.py"
+    agent.write_text("import os, probe_pkg\n"
+                     "def agent_main(problem):\n"
+                     "    seen = os.path.exists('/tmp/marker')\n"
+                     "    open('/tmp/marker', 'w').close()\n"
+                     "    return [{'value': probe_pkg.VALUE, 'marker_seen': seen}]\n")
+    records = run_agent(agent, [problem("p-1", "a"), problem("p-2", "b")], engine, workers=1)
+    assert [r.failure for r in records] == [None, None], [r.stderr_tail for r in records]
+    assert [r.steps for r in records] == [[{"value": 42, "marker_seen": False}]] * 2

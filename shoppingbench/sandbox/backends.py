@@ -81,11 +81,12 @@ def sandbox_environment(spec: SlotSpec, home: str, proxy_url: str) -> dict[str, 
 
 
 def bootstrap_config(spec: SlotSpec, *, agent_path: str, python_paths: list[str], proxy_socket: str | None,
-                     isolated: bool, with_nproc: bool) -> str:
-    """The bootstrap's argument. Isolated sandboxes have a private /tmp, emptied after every problem."""
+                     isolated: bool, with_nproc: bool, scratch_keep: list[str] | None = None) -> str:
+    """The bootstrap's argument. Isolated sandboxes have a private /tmp, emptied after every problem but
+    for ``scratch_keep``: the entries holding read-only host mounts (a venv that lives under /tmp)."""
     config: dict[str, Any] = {
         "agent_path": agent_path, "python_paths": python_paths, "proxy_socket": proxy_socket,
-        "scratch_dir": "/tmp" if isolated else None,
+        "scratch_dir": "/tmp" if isolated else None, "scratch_keep": scratch_keep or [],
         "proxy_port": PROXY_PORT, "isolated": isolated, "rlimits": spec.limits.rlimits(with_nproc=with_nproc),
         "cpu_s": spec.limits.effective_cpu_s, "result_bytes": spec.limits.result_bytes,
         "warm_modules": list(WARM_MODULES),
@@ -124,6 +125,13 @@ def _code_mounts(spec: SlotSpec) -> list[tuple[str, str]]:
     return [(str(BOOTSTRAP), f"{BOOT_DIR}/bootstrap.py"), (str(FORWARDER), f"{BOOT_DIR}/forwarder.py"),
             (str(SDK_DIR), f"{SDK_ROOT}/shoppingbench/agent_sdk"), (str(COMPAT_SRC), f"{SDK_ROOT}/src"),
             (str(spec.agent_file), AGENT_PATH)]
+
+
+def _entries_under(directory: str, targets: list[str]) -> list[str]:
+    """The names directly in ``directory`` that lead to one of ``targets``."""
+    root = Path(directory)
+    return sorted({Path(t).relative_to(root).parts[0] for t in targets if Path(t).is_relative_to(root)
+                   and Path(t) != root})
 
 
 def _parent_dirs(targets: list[str]) -> list[str]:
@@ -185,13 +193,16 @@ class NamespaceBackend:
         mounts += _code_mounts(spec)
         if spec.channel.unix_path is not None:
             mounts.append((str(spec.channel.unix_path), PROXY_SOCKET))
+        # The private /tmp first: host paths bound below it afterwards (a checkout under /tmp) stay visible.
+        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
+                 "--tmpfs", "/tmp"]
         argv += _parent_dirs([target for _, target in mounts])
         for source, target in mounts:
             argv += ["--ro-bind", source, target]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
-                 "--tmpfs", "/tmp", "--chdir", "/tmp"]
+        argv += ["--chdir", "/tmp"]
         config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, *site_packages],
-                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root)
+                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root,
+                                  scratch_keep=_entries_under("/tmp", [target for _, target in mounts]))
         python = [interpreter, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
         if self.as_root:
             # A uid of its own per slot: RLIMIT_NPROC is not enforced for root, and slots cannot signal or

@@ -194,16 +194,21 @@ def _kill_the_rest(config: dict[str, Any], child: int) -> bool:
     return False
 
 
-def _wipe(directory: str) -> bool:
-    """Empty the scratch directory, so nothing a problem wrote is there for the next; True if empty."""
+def _wipe(directory: str, keep: frozenset[str]) -> bool:
+    """Empty the scratch directory, so nothing a problem wrote is there for the next; True if empty.
+
+    ``keep`` names the entries that hold the sandbox's read-only host mounts (root-owned, not writable by
+    the agent): they are neither removed nor counted."""
     with os.scandir(directory) as entries:
         for entry in entries:
+            if entry.name in keep:
+                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-    return not os.listdir(directory)
+    return set(os.listdir(directory)) <= keep
 
 
 class _Reading:
@@ -263,7 +268,8 @@ def _run_problem(config: dict[str, Any], code: types.CodeType | None, compile_er
     _, status, usage = os.wait4(pid, 0)
     os.close(pidfd)
     os.close(read_fd)
-    clean = _kill_the_rest(config, pid) and (not config.get("scratch_dir") or _wipe(config["scratch_dir"]))
+    scratch = config.get("scratch_dir")
+    clean = _kill_the_rest(config, pid) and (not scratch or _wipe(scratch, frozenset(config["scratch_keep"])))
     payload = b"" if failure else bytes(reading.data)
     cpu_s = usage.ru_utime + usage.ru_stime
     if failure is None and not payload:

@@ -27,6 +27,8 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.evaluation import EvaluationResult, Grader, OnAttempt, collect, new_run_id
+from shoppingbench.llm_stub import create_app as create_stub_app
+from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
@@ -43,6 +45,7 @@ from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.slot import Slot
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.settings import HarnessSettings
+from shoppingbench.tools.serving import running_server
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +64,22 @@ class SandboxConfig(BaseModel):
     def from_settings(cls, settings: HarnessSettings) -> SandboxConfig:
         return cls(backend=settings.sandbox, limits=SandboxLimits.from_settings(settings),
                    uid_base=settings.sandbox_uid_base, docker_image=settings.sandbox_docker_image)
+
+
+SCRIPTED_MODEL = "scripted-shopper"
+"""The model name under which :func:`run_inference` serves the scripted shopping policy."""
+
+
+@contextmanager
+def run_inference(settings: HarnessSettings, *, scripted: bool) -> Iterator[InferenceConfig]:
+    """The configured endpoint, or with ``scripted`` the scripted shopping policy (a test double, for runs
+    without an endpoint) served on loopback for as long as the block runs."""
+    if not scripted:
+        yield inference_config(settings)
+        return
+    with running_server(create_stub_app(shopping_policy, models=[SCRIPTED_MODEL])) as url:
+        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1",
+                                                             "models": [SCRIPTED_MODEL]})
 
 
 def inference_config(settings: HarnessSettings) -> InferenceConfig:

@@ -1,0 +1,63 @@
+"""Pure helpers of the local network demo: when its next race slot is, who stands where, and what the
+trajectory store holds per structural-filter label."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+
+from arena.race import race_slot
+from arena.race.rules import RaceRules
+from arena.race.state import RaceState
+from trajectories.store import TrajectoryStore
+from trajectories.store.schema import ATTEMPTS
+
+AFTER_SLOT = timedelta(minutes=5)
+"""How far past a race slot the demo ticks: the race is due then, as for a validator ticking each minute."""
+
+
+def next_race_tick(now: datetime, rules: RaceRules) -> datetime:
+    """A few minutes past the first race slot strictly after ``now``."""
+    slot = race_slot(now.date(), rules.race_time)
+    if slot <= now:
+        slot = race_slot(now.date() + timedelta(days=1), rules.race_time)
+    return slot + AFTER_SLOT
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One submission on the leaderboard: raced entrants in finishing order, then the rest."""
+
+    position: int | None
+    hotkey: str
+    status: str
+    qualifying_score: float | None
+    race_score: float | None
+    winner: bool
+
+
+def standings(state: RaceState) -> list[Standing]:
+    last = state.last_race
+    order = list(last.standings) if last is not None else []
+    rest = sorted((s for s in state.submissions if s not in order),
+                  key=lambda s: -(state.submissions[s].qualifying_score or 0.0))
+    rows = []
+    for n, submission_id in enumerate(order + rest, start=1):
+        submission = state.submissions[submission_id]
+        raced = last is not None and submission_id in last.results
+        rows.append(Standing(
+            position=n if raced else None, hotkey=submission.hotkey, status=submission.status,
+            qualifying_score=submission.qualifying_score,
+            race_score=last.results[submission_id] if last is not None and raced else None,
+            winner=state.reign is not None and state.reign.submission_id == submission_id))
+    return rows
+
+
+def attempts_per_label(store: TrajectoryStore) -> Mapping[str, int]:
+    """Stored attempts per structural-filter label (``unlabelled`` for those not labelled yet)."""
+    query = select(ATTEMPTS.c.filter_label, func.count()).group_by(ATTEMPTS.c.filter_label)
+    with store.engine.connect() as connection:
+        return {label or "unlabelled": int(n) for label, n in connection.execute(query)}

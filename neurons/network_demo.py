@@ -1,0 +1,232 @@
+"""``arena network-demo``: a whole subnet on this machine, fast-forwarded through one race day.
+
+A local chain with a manual clock, validators serving their API on loopback, and miners that upload
+the bundled agents with ``miner submit`` (real sr25519 wallets, commitments and signed uploads): the
+scripted baseline, the sub-task agent, the ReAct agent and a cheater whose hard-coded answer the
+validators' gate refuses. The clock then jumps to the next race slot, so qualifying, the race,
+promotion and weight setting happen in minutes. Wiring only; the validator's work is ``Validator.tick``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import structlog
+import typer
+from bittensor import Wallet
+from rich.console import Console
+from rich.table import Table
+
+from arena.chain import AxonInfo, LocalChain
+from arena.race import ManualClock
+from arena.race.events import SubmissionRejected
+from arena.settings import ArenaSettings
+from arena.submissions import SubmissionGate
+from arena.validator import LocalChainSeeds, Validator, agent_files_dir, open_validator, sandbox_runner
+from arena.validator.api import ArenaView, create_app
+from arena.validator.demo import attempts_per_label, next_race_tick, standings
+from neurons import miner
+from shoppingbench.agents import react_llm, scripted_baseline, sub_task
+from shoppingbench.catalog.build import open_catalog
+from shoppingbench.evaluation import Grader
+from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import CATEGORIES, Problem
+from shoppingbench.sample_world import SampleWorld
+from shoppingbench.sandbox.runner import SCRIPTED_MODEL, SandboxConfig, run_inference
+from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
+from shoppingbench.tools.serving import running_server
+from trajectories.settings import StoreSettings
+from trajectories.store import TrajectoryStore
+
+log = structlog.get_logger(__name__)
+
+MARKER = ".network-demo"
+"""Marks a directory this demo created, so a rerun may wipe it and nothing else."""
+OWNER = "owner"  # registered first: uid 0, the burn uid
+AGENTS = {"baseline": Path(scripted_baseline.__file__), "subtask": Path(sub_task.__file__),
+          "react": Path(react_llm.__file__)}
+CHEATER = "cheater"
+TEMPO = 100
+WEIGHTS_RATE_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What the demo ends with, for the printout (its stores and chain are open only until then)."""
+
+    root: Path
+    chain: LocalChain
+    validators: list[Validator]
+    miners: dict[str, str]  # hotkey -> miner name
+    submit_exit_codes: dict[str, int]  # miner name -> `miner submit` exit code
+
+
+def prepare_root(root: Path) -> None:
+    """A fresh demo root: an earlier demo's is wiped; anything else there is refused, not deleted."""
+    if root.exists() and any(root.iterdir()):
+        if not (root / MARKER).exists():
+            raise typer.BadParameter(f"{root} is not empty and was not made by the network demo: "
+                                     "pass another --home")
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MARKER).write_text("made by `arena network-demo`; wiped by its next run\n")
+
+
+def new_wallet(root: Path, name: str) -> Wallet:
+    wallet = Wallet(name, "default", path=str(root))
+    wallet.create_new_coldkey(use_password=False, suppress=True, overwrite=True)
+    wallet.create_new_hotkey(use_password=False, suppress=True, overwrite=True)
+    return wallet
+
+
+def cheater_source(bank: Sequence[Problem]) -> bytes:
+    """An agent that answers every problem with a product id copied from the answer key."""
+    answer = bank[0].targets[0].product_id
+    return (f'"""Answers with a hard-coded product id: the gate must refuse it."""\n\n\n'
+            f"def agent_main(problem):\n    return [{{\"role\": \"assistant\", \"content\": \"{answer}\"}}]\n"
+            ).encode()
+
+
+@contextmanager
+def serving_validator(validator: Validator, settings: ArenaSettings, bank: Sequence[Problem],
+                      clock: ManualClock) -> Iterator[str]:
+    """The validator's public API and upload endpoint on loopback, published as its axon."""
+    answers = frozenset(t.product_id for p in bank for t in p.targets)
+    gate = SubmissionGate(chain=validator.chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
+                          files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
+                          known_product_ids=lambda: answers)
+    view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
+                     clock=clock)
+    with running_server(create_app(view, gate=gate)) as url:
+        address = urlsplit(url)
+        assert address.hostname is not None and address.port is not None
+        validator.chain.serve_axon(validator.wallet, AxonInfo(ip=address.hostname, port=address.port))
+        yield url
+
+
+def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *, validators: int,
+                     console: Console) -> None:
+    prepare_root(root)
+    bank = [p for c in CATEGORIES for p in load_problems(world.problems_dir / f"{c}.jsonl", c)]
+    # The gate checks signatures against real time: the manual clock starts now and is resynced before
+    # each upload; only afterwards does it jump ahead.
+    clock = ManualClock(datetime.now(UTC))
+    chain = LocalChain(root / "local-chain.sqlite3", clock=clock, tempo=TEMPO,
+                       weights_rate_limit=WEIGHTS_RATE_LIMIT)
+    wallets_dir = root / "wallets"
+    validator_names = [f"validator-{n}" for n in range(1, validators + 1)]
+    miner_names = [*AGENTS, CHEATER]
+    wallets = {name: new_wallet(wallets_dir, name) for name in [OWNER, *validator_names, *miner_names]}
+    for name, wallet in wallets.items():
+        chain.register(wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
+                       validator_permit=name in validator_names)
+    console.print(f"local chain {chain.path}: {len(wallets)} neurons registered ({OWNER} uid 0 is the burn "
+                  f"uid; validators {', '.join(validator_names)}; miners {', '.join(miner_names)})")
+
+    sources = root / "agent-files"
+    sources.mkdir()
+    for name, path in AGENTS.items():
+        shutil.copyfile(path, sources / f"{name}.py")
+    (sources / f"{CHEATER}.py").write_bytes(cheater_source(bank))
+
+    scripted = settings.inference_base_url is None
+    if scripted:
+        console.print(f"[yellow]LLM: no ARENA_INFERENCE_BASE_URL, so the agents' model is the scripted "
+                      f"shopping policy (a test double, `{SCRIPTED_MODEL}`): scores measure the "
+                      "script, not a real model[/yellow]")
+    with ExitStack() as stack:
+        stack.callback(chain.close)
+        engine = open_catalog(world.catalog_dir)
+        stack.callback(engine.close)
+        inference = stack.enter_context(run_inference(settings, scripted=scripted))
+        grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
+                        get_profile(settings.scoring_profile))
+        run_agent = sandbox_runner(engine, grader, inference=inference,
+                                   sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
+        opened = []
+        for name in validator_names:
+            own = settings.model_copy(update={"home": root / name})
+            store = TrajectoryStore.open(StoreSettings(home=own.home).url())
+            stack.callback(store.close)
+            validator = open_validator(settings=own, chain=chain, wallet=wallets[name], clock=clock,
+                                       bank=bank, bank_source=f"sample-world:{world.world_dir.name}",
+                                       run_agent=run_agent, seeds=LocalChainSeeds(chain), store=store)
+            stack.callback(validator.arena_db.dispose)
+            url = stack.enter_context(serving_validator(validator, own, bank, clock))
+            console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")
+            opened.append(validator)
+
+        _tick(opened, "before any upload: an earlier slot passes without challengers", chain, console)
+        exit_codes = {}
+        for name in miner_names:
+            clock.advance(datetime.now(UTC) - clock.now())
+            console.rule(f"miner {name}: arena miner submit {sources / f'{name}.py'}")
+            exit_codes[name] = _submit(sources / f"{name}.py", name, wallets_dir, root, settings.log_format)
+
+        race_tick = next_race_tick(clock.now(), settings.race_rules())
+        _tick(opened, "ingest the uploads, qualifying runs", chain, console)
+        clock.advance(race_tick - clock.now())
+        _tick(opened, "the daily race, promotion, weights", chain, console)
+        result = DemoResult(root=root, chain=chain, validators=opened,
+                            miners={w.hotkey.ss58_address: n for n, w in wallets.items()},
+                            submit_exit_codes=exit_codes)
+        print_summary(result, console)
+
+
+def _tick(validators: Sequence[Validator], what: str, chain: LocalChain, console: Console) -> None:
+    console.rule(f"{chain.block_time(chain.block()):%Y-%m-%d %H:%M} UTC, block {chain.block()}: {what}")
+    for validator in validators:
+        report = validator.tick()
+        console.print(f"{validator.hotkey[:8]}: ingested {report.ingested}, qualifying runs "
+                      f"{report.qualifying_runs}, race {report.race_started or '-'}, weights set at block "
+                      f"{report.weights_set_at}")
+
+
+def _submit(agent: Path, name: str, wallets_dir: Path, root: Path, log_format: str) -> int:
+    """``miner submit`` as a miner runs it: commit on the local chain, signed upload to every validator."""
+    try:
+        miner.submit(agent, wallet_name=name, wallet_hotkey="default", wallet_path=wallets_dir, chain="local",
+                     netuid=None, home=root, timeout=60.0, log_format=log_format)
+    except typer.Exit as exc:
+        return exc.exit_code
+    return 0
+
+
+def print_summary(result: DemoResult, console: Console) -> None:
+    first = result.validators[0]
+    table = Table(title=f"Leaderboard ({first.hotkey[:8]}'s race log)")
+    for column in ("#", "miner", "hotkey", "status", "qualifying", "race", ""):
+        table.add_column(column)
+    for row in standings(first.race.state):
+        table.add_row(str(row.position or "-"), result.miners.get(row.hotkey, "?"), row.hotkey[:16],
+                      row.status, _score(row.qualifying_score), _score(row.race_score),
+                      "[bold green]winner[/]" if row.winner else "")
+    console.print(table)
+    console.print("miner submit: " + ", ".join(
+        f"{name} {'delivered' if code == 0 else f'not delivered (exit {code})'}"
+        for name, code in result.submit_exit_codes.items()))
+    for event in first.race.store.load():
+        if isinstance(event, SubmissionRejected):
+            console.print(f"rejected: {result.miners.get(event.hotkey, event.hotkey)} ({event.kind}): "
+                          f"{event.reason}", markup=False)
+    names = {n.uid: result.miners.get(n.hotkey, n.hotkey) for n in result.chain.metagraph().neurons}
+    for validator in result.validators:
+        weights = result.chain.weights(validator.hotkey)
+        shown = "none" if weights is None else ", ".join(
+            f"{names[uid]} (uid {uid}) {w}" for uid, w in zip(weights.uids, weights.weights, strict=True))
+        console.print(f"weights on the local chain from {result.miners[validator.hotkey]}: {shown}")
+        store = validator.runs.store
+        labels = ", ".join(f"{label} {n}" for label, n in sorted(attempts_per_label(store).items()))
+        console.print(f"trajectories of {result.miners[validator.hotkey]}: {store.engine.url!r} "
+                      f"({store.count_attempts()} attempts: {labels})")
+    console.print(f"everything (chain, wallets, agent files, databases) is under {result.root}")
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,93 @@
+"""``arena network-demo`` end to end on the small sample world: real wallets, local chain, signed uploads
+through ``miner submit``, validators' APIs on loopback, bubblewrap sandbox, offline judge, trajectory
+stores. The one test double is the agents' LLM: without ARENA_INFERENCE_BASE_URL the demo serves the
+scripted shopping policy (``shoppingbench.llm_stub``) and says so."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import typer
+from bittensor import Wallet
+from typer.testing import CliRunner
+
+from arena.chain import LocalChain
+from arena.race import SqlEventStore, replay
+from arena.race.events import SubmissionRejected
+from arena.race.rules import RaceRules
+from arena.storage import open_database
+from arena.validator.demo import next_race_tick
+from neurons.cli import app
+from neurons.network_demo import MARKER, prepare_root
+from shoppingbench.sample_world import SampleWorld
+from tests.sandbox_support import UID_BASE
+from trajectories.store import TrajectoryStore
+
+
+def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weights(
+        tmp_path: Path, small_world: SampleWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
+    monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
+    root = tmp_path / "demo"
+    args = ["network-demo", "--home", str(tmp_path / "home"), "--root", str(root),
+            "--catalog-dir", str(small_world.catalog_dir), "--problems-dir", str(small_world.problems_dir),
+            "--per-category", "1", "--validators", "1", "--workers", "2"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "scripted shopping policy (a test double" in out
+    leaderboard = out[out.index("Leaderboard"):]
+    assert "winner" in leaderboard
+    assert "baseline delivered, subtask delivered, react delivered, cheater not delivered (exit 6)" in out
+    assert "rejected: cheater (integrity): static analysis refused the file" in out
+
+    chain = LocalChain(root / "local-chain.sqlite3")
+    names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater"}
+    hotkeys = {name: str(Wallet(name, "default", path=str(root / "wallets")).hotkey.ss58_address)
+               for name in names}
+    uid = {n.hotkey: n.uid for n in chain.metagraph().neurons}
+    assert set(uid) == set(hotkeys.values()) and uid[hotkeys["owner"]] == 0
+    weights = chain.weights(hotkeys["validator-1"])
+    assert weights is not None and weights.uids != (0,)  # the race decided them, not the burn-only vector
+
+    database = open_database(f"sqlite:///{root / 'validator-1' / 'arena.sqlite3'}")
+    events = SqlEventStore(database).load()
+    state = replay(events)
+    assert state.reign is not None and state.reign.hotkey != hotkeys["cheater"]
+    assert uid[state.reign.hotkey] in weights.uids
+    (rejected,) = [e for e in events if isinstance(e, SubmissionRejected)]
+    assert rejected.hotkey == hotkeys["cheater"]
+    assert hotkeys["cheater"] not in {s.hotkey for s in state.submissions.values()}
+    accepted = {hotkeys[n] for n in ("baseline", "subtask", "react")}
+    assert {s.hotkey for s in state.submissions.values()} == accepted
+    database.dispose()
+
+    with TrajectoryStore.open(f"sqlite:///{root / 'validator-1' / 'trajectories.sqlite3'}") as store:
+        stored = store.count_attempts()
+    assert stored >= 3 * 3  # every accepted agent ran the 3-problem qualifying suite, plus the race
+    assert f"({stored} attempts:" in out
+
+
+def test_a_rerun_wipes_its_own_root_and_refuses_anyone_elses(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    prepare_root(root)
+    (root / "chain.sqlite3").write_bytes(b"old")
+    prepare_root(root)
+    assert sorted(p.name for p in root.iterdir()) == [MARKER]
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "precious").write_text("keep")
+    with pytest.raises(typer.BadParameter, match="not made by the network demo"):
+        prepare_root(foreign)
+    assert (foreign / "precious").read_text() == "keep"
+
+
+@pytest.mark.parametrize(("now", "expected"), [
+    (datetime(2026, 11, 19, 9, 0, tzinfo=UTC), datetime(2026, 11, 19, 16, 5, tzinfo=UTC)),
+    (datetime(2026, 11, 19, 16, 0, tzinfo=UTC), datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
+    (datetime(2026, 11, 19, 23, 59, tzinfo=UTC), datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
+])
+def test_the_race_tick_is_just_after_the_next_slot(now: datetime, expected: datetime) -> None:
+    assert next_race_tick(now, RaceRules()) == expected
