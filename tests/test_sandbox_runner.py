@@ -243,7 +243,9 @@ def test_problems_in_one_slot_share_no_files(engine: BM25SearchEngine, tmp_path:
     agent = tmp_path / "remember.py"
     agent.write_text("import os\n"
                      "def agent_main(problem):\n"
-                     "    seen = sorted(os.listdir('/tmp'))\n"
+                     # Only what the agent's uid made: a checkout under /tmp shows root-owned mount dirs.
+                     "    seen = sorted(n for n in os.listdir('/tmp')\n"
+                     "                  if os.lstat('/tmp/' + n).st_uid == os.getuid())\n"
                      "    os.makedirs('/tmp/notes/deep', exist_ok=True)\n"
                      "    with open('/tmp/notes/deep/' + problem['id'], 'w') as handle:\n"
                      "        handle.write('remember me')\n"
