@@ -50,17 +50,19 @@ def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
     # Hashing the compressed bytes is 4x cheaper; the codec is deterministic, so equal content written
     # by the same software hashes equal (all the idempotent re-write needs).
     digest = hashlib.sha256(header)
-    digest.update(len(steps).to_bytes(8, "little") + payload)
+    digest.update(len(steps).to_bytes(8, "little"))
+    digest.update(payload)
     score = record.score
+    inference = [c for c in record.proxy_log if c.kind == "inference"]
     # The count comes from the upstream's usage report: keep it within the 32-bit column.
-    tokens = sum(c.completion_tokens or 0 for c in record.proxy_log if c.kind == "inference")
+    tokens = sum(c.completion_tokens or 0 for c in inference)
     return {
         "run_id": record.run_id, "agent_hash": record.agent_hash, "problem_id": record.problem_id,
         "started_at": record.started_at, "finished_at": record.finished_at,
         "success": score.success, "gt": score.gt, "rule": score.rule, "format": score.format,
         "length": score.length, "failure_kind": record.failure.kind if record.failure else None,
         "n_steps": len(record.steps), "n_proxy_calls": len(record.proxy_log),
-        "n_inference_calls": sum(1 for c in record.proxy_log if c.kind == "inference"),
+        "n_inference_calls": len(inference),
         "completion_tokens": min(tokens, INT32_MAX),
         "header": header.decode(), "payload": payload, "steps_size": len(steps),
         "proxy_log_size": len(proxy_log),
