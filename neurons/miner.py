@@ -93,6 +93,14 @@ def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Pa
     return open_catalog(catalog_dir), suite
 
 
+WalletPathOption = Annotated[Path, typer.Option("--wallet-path", file_okay=False, help="Wallets directory")]
+ChainOption = Annotated[str | None, typer.Option(
+    "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
+                    "(default $ARENA_CHAIN, local)")]
+NetuidOption = Annotated[int | None, typer.Option("--netuid", min=0,
+                                                  help="Subnet (default $ARENA_NETUID, 1)")]
+
+
 @app.command("test")
 def test(
     agent: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
@@ -243,13 +251,9 @@ def submit(
     wallet_name: Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")] = "default",
     wallet_hotkey: Annotated[str, typer.Option("--wallet-hotkey",
                                                help="Hotkey name in that wallet")] = "default",
-    wallet_path: Annotated[Path, typer.Option("--wallet-path", file_okay=False,
-                                              help="Wallets directory")] = Path("~/.bittensor/wallets"),
-    chain: Annotated[str | None, typer.Option(
-        "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
-                        "(default $ARENA_CHAIN, local)")] = None,
-    netuid: Annotated[int | None, typer.Option("--netuid", min=0,
-                                               help="Subnet (default $ARENA_NETUID, 1)")] = None,
+    wallet_path: WalletPathOption = Path("~/.bittensor/wallets"),
+    chain: ChainOption = None,
+    netuid: NetuidOption = None,
     home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator upload")] = 60.0,
     log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
@@ -423,15 +427,11 @@ def status(
     wallet_name: Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")] = "default",
     wallet_hotkey: Annotated[str, typer.Option("--wallet-hotkey",
                                                help="Hotkey name in that wallet")] = "default",
-    wallet_path: Annotated[Path, typer.Option("--wallet-path", file_okay=False,
-                                              help="Wallets directory")] = Path("~/.bittensor/wallets"),
+    wallet_path: WalletPathOption = Path("~/.bittensor/wallets"),
     hotkey: Annotated[str | None, typer.Option(
         "--hotkey", help="SS58 address to look up instead of the wallet's hotkey (no wallet needed)")] = None,
-    chain: Annotated[str | None, typer.Option(
-        "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
-                        "(default $ARENA_CHAIN, local)")] = None,
-    netuid: Annotated[int | None, typer.Option("--netuid", min=0,
-                                               help="Subnet (default $ARENA_NETUID, 1)")] = None,
+    chain: ChainOption = None,
+    netuid: NetuidOption = None,
     home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 15.0,
     log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
