@@ -45,7 +45,6 @@ from shoppingbench.sandbox.runner import (
     run_inference,
     run_suite,
 )
-from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
@@ -181,8 +180,7 @@ def test(
 
     destination = out or results_path(settings, f"miner-test-{agent.stem}")
     destination.parent.mkdir(parents=True, exist_ok=True)
-    grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
-                    get_profile(settings.scoring_profile))
+    grader = Grader.from_settings(engine.get_products, settings)
     run_id = new_run_id()
     recorder = _recorder(settings, agent_file, suite, run_id, console) if store else None
     with destination.open("wb") as handle:

@@ -39,7 +39,6 @@ from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import SCRIPTED_MODEL, SandboxConfig, run_inference
-from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.tools.serving import running_server
 from trajectories.settings import StoreSettings
 from trajectories.store import TrajectoryStore
@@ -145,8 +144,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         engine = open_catalog(world.catalog_dir)
         stack.callback(engine.close)
         inference = stack.enter_context(run_inference(settings, scripted=scripted))
-        grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
-                        get_profile(settings.scoring_profile))
+        grader = Grader.from_settings(engine.get_products, settings)
         run_agent = sandbox_runner(engine, grader, inference=inference,
                                    sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
         opened = []

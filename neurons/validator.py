@@ -34,7 +34,6 @@ from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sandbox.runner import SandboxConfig, run_inference
-from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.tools.serving import running_server
 from trajectories.settings import StoreSettings
 from trajectories.store import TrajectoryStore
@@ -85,8 +84,7 @@ def open_service(settings: ValidatorSettings, *, scripted_llm: bool = False) -> 
         store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
         stack.callback(store.close)
         inference = stack.enter_context(run_inference(settings, scripted=scripted_llm))
-        grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
-                        get_profile(settings.scoring_profile))
+        grader = Grader.from_settings(engine.get_products, settings)
         runner = sandbox_runner(engine, grader, inference=inference,
                                 sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
         validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock, bank=bank,

@@ -126,7 +126,6 @@ def evaluate(
     from shoppingbench.records import AttemptRecord
     from shoppingbench.sandbox.backends import SandboxUnavailable
     from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
-    from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
     from shoppingbench.settings import HarnessSettings
     from trajectories.training import evaluate as evaluation
     from trajectories.training.plots import find_log_history, history_series, plot_history, plot_problems
@@ -154,8 +153,7 @@ def evaluate(
     engine = open_catalog(catalog)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
-                        get_profile(settings.scoring_profile))
+        grader = Grader.from_settings(engine.get_products, settings)
         with served as inference, (out / "attempts.jsonl").open("wb") as attempts:
             def keep(record: AttemptRecord) -> None:
                 attempts.write(record.model_dump_json().encode() + b"\n")

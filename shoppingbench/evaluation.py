@@ -29,14 +29,18 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
 from shoppingbench.scoring import (
     AttemptScore,
+    CachedEmbedder,
+    MiniLMEmbedder,
     ProductLookup,
     ScoringProfile,
     SuiteScore,
     TitleEmbedder,
     aggregate,
+    get_profile,
     score_attempt,
 )
 from shoppingbench.scoring.dialogue import as_steps
+from shoppingbench.settings import HarnessSettings
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +55,12 @@ class Grader:
     products: ProductLookup
     embedder: TitleEmbedder
     profile: ScoringProfile
+
+    @classmethod
+    def from_settings(cls, products: ProductLookup, settings: HarnessSettings) -> Grader:
+        """The production grader: MiniLM title vectors cached under the data root, the configured profile."""
+        return cls(products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
+                   get_profile(settings.scoring_profile))
 
     def record(self, *, run_id: str, agent_hash: str, problem: Problem, steps: object,
                failure: AttemptFailure | None, started_at: float, finished_at: float,
