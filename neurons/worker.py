@@ -54,11 +54,7 @@ def train(
     if stage_config.stage != stage.value:
         raise typer.BadParameter(f"{config} describes stage {stage_config.stage!r}, not {stage.value!r}")
     result = run_sft(stage_config, dump, out, resume=resume)
-    losses = [entry["loss"] for entry in result.log_history if "loss" in entry]
-    typer.echo(orjson.dumps({
-        "stage": stage.value, "final": str(result.final_dir), "global_step": result.global_step,
-        "examples": result.train_examples, "last_loss": losses[-1] if losses else None,
-        "resumed_from": None if result.resumed_from is None else str(result.resumed_from)}).decode())
+    typer.echo(orjson.dumps(result.summary()).decode())
 
 
 @app.command("tiny-model")

@@ -22,7 +22,9 @@ import torch
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from trajectories.training.stage import ADAPTER_CONFIG, load_causal_lm
 
 log = structlog.get_logger(__name__)
 
@@ -65,16 +67,10 @@ class LocalModel:
 
     @classmethod
     def load(cls, path: Path) -> LocalModel:
-        if not (path / "config.json").exists() and not (path / "adapter_config.json").exists():
-            raise FileNotFoundError(f"{path} holds no config.json or adapter_config.json: pass a saved model "
+        if not (path / "config.json").exists() and not (path / ADAPTER_CONFIG).exists():
+            raise FileNotFoundError(f"{path} holds no config.json or {ADAPTER_CONFIG}: pass a saved model "
                                     "directory (e.g. a training run's OUT/final)")
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        if (path / "adapter_config.json").exists():
-            from peft import AutoPeftModelForCausalLM
-
-            model = AutoPeftModelForCausalLM.from_pretrained(path).merge_and_unload()
-        else:
-            model = AutoModelForCausalLM.from_pretrained(path)
+        model, tokenizer = load_causal_lm(path)
         model.eval()
         log.info("serving.model_loaded", path=str(path), parameters=model.num_parameters())
         return cls(model=model, tokenizer=tokenizer)
