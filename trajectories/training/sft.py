@@ -38,7 +38,7 @@ def trainer_arguments(config: StageConfig, out: Path) -> SFTConfig:
 
 def train_sft(config: StageConfig, conversations: Sequence[Conversation], out: Path, *, resume: bool = True,
               extra: Mapping[str, Any] | None = None) -> StageResult:
-    """SFT on ``conversations`` (assistant tokens only): checkpoints under ``out``, result in ``out/final``."""
+    """SFT on ``conversations`` (assistant tokens only); checkpoints and ``final`` go under ``out``."""
     model, tokenizer = stage.load_stage_model(config, out)
     dataset = build_dataset(tokenizer, conversations, config.max_length)
     checkpoint = stage.last_checkpoint(out) if resume else None
