@@ -71,7 +71,7 @@ class LocalModel:
             raise FileNotFoundError(f"{path} holds no config.json or {ADAPTER_CONFIG}: pass a saved model "
                                     "directory (e.g. a training run's OUT/final)")
         model, tokenizer = load_causal_lm(path)
-        model.eval()
+        model.eval()  # type: ignore[no-untyped-call]
         log.info("serving.model_loaded", path=str(path), parameters=model.num_parameters())
         return cls(model=model, tokenizer=tokenizer)
 
