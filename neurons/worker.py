@@ -155,7 +155,7 @@ def evaluate(
                 attempts.write(record.model_dump_json().encode() + b"\n")
 
             report, _ = evaluation.evaluate(
-                AgentFile.read(agent or evaluation.REACT_AGENT), suite, engine, grader, inference=inference,
+                AgentFile.read(agent or evaluation.DEFAULT_AGENT), suite, engine, grader, inference=inference,
                 sandbox=SandboxConfig.from_settings(settings), k=k, model=model, workers=workers,
                 on_attempt=keep)
     except SandboxUnavailable as exc:

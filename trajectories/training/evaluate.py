@@ -8,14 +8,12 @@ score, and how often the agent named product ids no verified search had shown it
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import structlog
 from pydantic import BaseModel, Field
 from rich.table import Table
@@ -31,11 +29,15 @@ from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.tools.serving import running_server
 from trajectories.training.passk import pass_at_k
+from trajectories.training.problems import dump_problems
 
 log = structlog.get_logger(__name__)
 
 REACT_AGENT = Path(shoppingbench.agents.__file__).resolve().parent / "react_llm.py"
-"""The default agent: the ReAct reference agent, which drives the model with tagged text."""
+"""The ReAct reference agent, which drives the model with tagged text."""
+
+DEFAULT_AGENT = REACT_AGENT
+"""The agent evaluation and rollouts run unless told otherwise."""
 
 ID_TOOLS = frozenset({"view_product_information", "recommend_product"})
 """Tools whose ``product_ids`` must come from an earlier search."""
@@ -211,26 +213,10 @@ def local_inference(model_dir: Path, *, temperature: float, max_tokens: int, ser
 
 def held_out_problems(dump: Path) -> list[Problem]:
     """The distinct problems of a dump's ``held_out`` split, with their rewards (rows without one skipped)."""
-    files = sorted((dump / "data").glob("held_out-*.parquet"))
-    if not files:
-        raise FileNotFoundError(f"{dump} has no data/held_out-*.parquet: the dump holds no held-out split")
-    problems: dict[str, Problem] = {}
-    skipped = 0
-    for path in files:
-        table = pq.read_table(path, columns=["problem_id", "category", "query", "reward_json"])
-        for row in table.to_pylist():
-            if row["problem_id"] in problems:
-                continue
-            if not row["reward_json"]:
-                skipped += 1
-                continue
-            reward = json.loads(row["reward_json"])
-            problems[row["problem_id"]] = Problem.from_shoppingbench(
-                {**reward, "id": row["problem_id"], "query": row["query"], "category": row["category"]})
-    log.info("evaluation.held_out_problems", dump=str(dump), problems=len(problems), without_reward=skipped)
-    if not problems:
+    found = dump_problems([dump], "held_out")
+    if not found.problems:
         raise ValueError(f"{dump}'s held_out split has no problem with a reward")
-    return list(problems.values())
+    return found.problems
 
 
 def results_table(report: EvaluationReport) -> Table:
