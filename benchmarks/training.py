@@ -1,14 +1,23 @@
-"""Stage 1 (SFT) timing with the tiny Qwen3 on CPU: dataset building and training throughput.
+"""Every training stage timed with the tiny Qwen3 on CPU: throughput per stage, so regressions show.
 
-    python -m benchmarks.training --tiny [--problems 30] [--steps 8] [--max-length 768]
+    python -m benchmarks.training --tiny [--problems 4] [--steps 4] [--max-length 768] [--stages sft,dpo]
 
-A sample dump (``trajectories.training.sample``: ReAct and sub-task agents on every problem) is
-written, then timed phase by phase: ``select`` (reading the dump, filtering, building conversations),
-``tokenize`` (chat template and assistant masks) and ``train`` (``run_sft`` with the tiny config and
-LoRA: TRL steps, checkpoints, final save; it tokenizes again, so ``train`` includes that too). Every
-phase reports wall seconds, this process's CPU seconds and the 1-minute load average. Tokens/s counts
-the tokens TRL fed to the model (its ``num_tokens``) over the trainer's runtime. The last line printed
-is one JSON object.
+A 3,000-product sample world is built in a scratch directory and its problems (with rewards) go into a
+dump with two synthetic ReAct attempts per problem (``write_world_dump``). Each stage then runs from the
+tiny model with its ``configs/*_tiny.yaml`` (steps and sequence length from the flags), exactly as
+``worker train`` runs it:
+
+- ``sft``: TRL's SFT on the dump's conversations;
+- ``rejection``: k=1 rollouts of the tiny model (served on loopback) through the namespace sandbox, then
+  the SFT on successes, which a random model never has: only the rollout figures are reported;
+- ``teacher``: rollouts of the scripted teacher (the OpenAI-compatible test double), then SFT on its
+  successes;
+- ``dpo``: pairs of successful and failed attempts of one problem from the dump and the rejection rollouts;
+- ``grpo``: Dr. GRPO with multi-turn tool rollouts against the catalog and the teacher's attempts.
+
+Per stage: wall seconds, the trainer's runtime, the tokens TRL counted (``num_tokens``) and tokens/s over
+the runtime, steps and the last loss; for rollouts the attempts, completion tokens generated and their
+rate. Each stage's line is printed as it ends; the last line printed is one JSON object of all of them.
 """
 
 from __future__ import annotations
@@ -19,7 +28,6 @@ import resource
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,66 +35,113 @@ import orjson
 
 from shoppingbench.logs import configure_logging
 
-TINY_CONFIG = Path(__file__).parents[1] / "trajectories" / "training" / "configs" / "sft_tiny.yaml"
+CONFIGS = Path(__file__).parents[1] / "trajectories" / "training" / "configs"
+STAGES = ("sft", "rejection", "teacher", "dpo", "grpo")
 
 
-@contextmanager
-def _phase(name: str, results: dict[str, Any]) -> Iterator[None]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    yield
-    results[name] = {"wall_s": round(time.perf_counter() - wall, 2),
-                     "cpu_s": round(time.process_time() - cpu, 2), "load_1m": round(os.getloadavg()[0], 2)}
-    print(f"{name:>9}: {results[name]}", flush=True)
+def _rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _trained(result: Any) -> dict[str, Any]:
+    """Throughput of a finished stage from its trainer's log."""
+    history = result.log_history
+    runtime = next((e["train_runtime"] for e in reversed(history) if "train_runtime" in e), None)
+    tokens = max((e.get("num_tokens", 0) for e in history), default=0)
+    losses = [e["loss"] for e in history if "loss" in e]
+    return {"steps": result.global_step, "examples": result.train_examples,
+            "train_runtime_s": None if runtime is None else round(runtime, 2), "tokens": int(tokens),
+            "tokens_per_s": round(tokens / runtime, 1) if runtime else None,
+            "last_loss": round(losses[-1], 4) if losses else None}
+
+
+def _rolled(attempts_file: Path, seconds: float) -> dict[str, Any]:
+    """Rollout figures from the stage's attempts: how many, and how fast the model generated."""
+    from trajectories.training.rollouts import read_attempts
+
+    records = read_attempts(attempts_file)
+    generated = sum(c.completion_tokens or 0 for r in records for c in r.proxy_log if c.kind == "inference")
+    return {"attempts": len(records), "successes": sum(r.score.success for r in records),
+            "completion_tokens": generated, "rollout_s": round(seconds, 2),
+            "completion_tokens_per_s": round(generated / seconds, 1) if seconds else None}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true", required=True,
                         help="Use the tiny CPU Qwen3 (the only mode here; GPUs run the worker itself)")
-    parser.add_argument("--problems", type=int, default=30,
-                        help="Problems in the sample dump (3 per cluster)")
-    parser.add_argument("--steps", type=int, default=8, help="Optimizer steps")
-    parser.add_argument("--max-length", type=int, default=768, help="Tokens per example")
+    parser.add_argument("--problems", type=int, default=4, help="Problems per category in the dump")
+    parser.add_argument("--steps", type=int, default=4, help="Optimizer steps per stage")
+    parser.add_argument("--max-length", type=int, default=768, help="Tokens per example (not GRPO)")
+    parser.add_argument("--stages", default=",".join(STAGES), help="Comma list of stages to time")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     configure_logging()
+    chosen = [s for s in args.stages.split(",") if s]
+    unknown = set(chosen) - set(STAGES)
+    if unknown:
+        parser.error(f"unknown stages {sorted(unknown)}: choose from {', '.join(STAGES)}")
 
-    from transformers import AutoTokenizer
-
-    from trajectories.training.conversations import select_conversations
-    from trajectories.training.sample import write_sample_dump
-    from trajectories.training.sft import SFTStageConfig, run_sft
+    from shoppingbench.sample_world import ensure_sample_world
+    from shoppingbench.settings import HarnessSettings
+    from trajectories.training.sample import write_world_dump
     from trajectories.training.tiny import save_tiny_model
-    from trajectories.training.tokens import build_dataset
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-training-") as scratch:
         root = Path(scratch)
-        dump = write_sample_dump(root / "dump", problems=args.problems)
-        model_dir = save_tiny_model(root / "model")
-        config = SFTStageConfig.load(TINY_CONFIG)
-        config = config.model_copy(update={
-            "model": str(model_dir), "max_length": args.max_length,
-            "trainer": {**config.trainer, "max_steps": args.steps, "save_steps": args.steps}})
-        with _phase("select", results):
-            selection = select_conversations([dump], config.data)
-        with _phase("tokenize", results):
-            dataset = build_dataset(AutoTokenizer.from_pretrained(model_dir), selection.conversations,
-                                    config.max_length)
-        with _phase("train", results):
-            trained = run_sft(config, [dump], root / "run")
-    final = trained.log_history[-1]
-    tokens = max(entry.get("num_tokens", 0) for entry in trained.log_history)
-    summary = {
-        "conversations": len(selection.conversations), "examples": len(dataset), "steps": trained.global_step,
-        "select_s": results["select"]["wall_s"], "tokenize_s": results["tokenize"]["wall_s"],
-        "train_s": results["train"]["wall_s"], "train_runtime_s": round(final["train_runtime"], 2),
-        "tokens": tokens, "tokens_per_s": round(tokens / final["train_runtime"], 1),
-        "last_loss": next(e["loss"] for e in reversed(trained.log_history) if "loss" in e),
-        "load_1m": results["train"]["load_1m"],
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    print(orjson.dumps(summary).decode())
+        world = ensure_sample_world(root / "world", products=3_000, seed=0, progress=False)
+        dump = write_world_dump(root / "dump", world.suite(args.problems), styles=("react", "react"))
+        model = save_tiny_model(root / "model")
+        # The tiny model talks junk until the proxy's budget ends an attempt; the teacher needs more calls
+        settings = HarnessSettings(home=root / "home", inference_attempt_calls=4)
+        for name, figures in _time_stages(chosen, args, world.catalog_dir, dump, model, settings, root):
+            results[name] = figures
+            print(f"{name:>9}: {figures}", flush=True)
+    print(orjson.dumps(results).decode())
+
+
+def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dump: Path, model: Path,
+                 settings: Any, root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    from shoppingbench.sandbox.runner import SCRIPTED_MODEL, run_inference
+    from trajectories.training.pipeline import (
+        load_stage_config,
+        run_stage,
+        with_catalog,
+        with_teacher_endpoint,
+    )
+    from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
+
+    produced: dict[str, Path] = {}
+    with run_inference(settings, scripted=True) as teacher:
+        assert teacher.base_url is not None
+        for name in chosen:
+            config = load_stage_config(CONFIGS / f"{name}_tiny.yaml")
+            config = with_teacher_endpoint(with_catalog(config, catalog), teacher.base_url, SCRIPTED_MODEL)
+            trainer = {**config.trainer, "max_steps": args.steps, "save_steps": args.steps}
+            updates: dict[str, Any] = {"model": str(model), "trainer": trainer}
+            if name != "grpo":  # GRPO's max_length is the rollout's whole context: its config's
+                updates["max_length"] = args.max_length
+            if name == "dpo" and "rejection" in produced:
+                updates["rollouts"] = [produced["rejection"]]
+            if name == "grpo" and "teacher" in produced:
+                updates["teacher_attempts"] = [produced["teacher"]]
+            config = config.model_copy(update=updates)
+            stage_settings = (settings.model_copy(update={"inference_attempt_calls": 40})
+                              if name == "teacher" else settings)
+            wall = time.perf_counter()
+            figures: dict[str, Any] = {}
+            if isinstance(config, SamplingStageConfig):
+                sampled = sample_stage_data(config, [dump], root / name, settings=stage_settings,
+                                            progress=False)
+                produced[name] = sampled.directory / "attempts.jsonl"
+                figures.update(_rolled(produced[name], time.perf_counter() - wall))
+            if not isinstance(config, SamplingStageConfig) or name == "teacher":
+                figures.update(_trained(run_stage(config, [dump], root / name, settings=stage_settings)))
+            figures.update(wall_s=round(time.perf_counter() - wall, 2), load_1m=round(os.getloadavg()[0], 2),
+                           peak_rss_mb=_rss_mb())
+            yield name, figures
 
 
 if __name__ == "__main__":

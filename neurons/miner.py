@@ -333,6 +333,7 @@ class AgentStatus(BaseModel):
     race_score: float | None
     race_id: str | None
     embargo: str
+    rejection: str = ""
 
 
 class ValidatorReport(BaseModel):
@@ -366,6 +367,11 @@ def _embargo_text(entry: EmbargoEntry | None) -> str:
     if entry.published_at is not None:
         return f"published {entry.published_at.isoformat()}"
     return f"until {entry.embargo_until.isoformat()}" if entry.embargo_until else ""
+
+
+def _rejection_text(submission: Submission) -> str:
+    rejection = submission.rejection
+    return "" if rejection is None else f"{rejection.kind}: {rejection.reason}"
 
 
 def validator_report(client: httpx.Client, validator: Neuron, hotkey: str) -> ValidatorReport:
@@ -403,20 +409,22 @@ def validator_report(client: httpx.Client, validator: Neuron, hotkey: str) -> Va
                                   submitted_at=submission.submitted_at.isoformat(), status=submission.status,
                                   qualifying_score=submission.qualifying_score, race_score=score,
                                   race_id=race_id,
-                                  embargo=_embargo_text(embargo.get(submission.submission_id))))
+                                  embargo=_embargo_text(embargo.get(submission.submission_id)),
+                                  rejection=_rejection_text(submission)))
     return report.model_copy(update={"agents": agents})
 
 
 def _status_table(report: ValidatorReport) -> Table:
     # What a validator answers is untrusted: Text cells keep its strings from being read as markup.
     table = Table(title=Text(f"validator uid {report.uid} {report.hotkey} ({report.url})"))
-    for column in ("submission", "submitted", "state", "qualifying score", "race score", "embargo"):
+    for column in ("submission", "submitted", "state", "qualifying score", "race score", "embargo",
+                   "why rejected"):
         table.add_column(column)
     for a in report.agents:
         qualifying = "" if a.qualifying_score is None else f"{a.qualifying_score:.4f}"
         race = "" if a.race_score is None else f"{a.race_score:.4f} ({a.race_id})"
         table.add_row(*(Text(cell) for cell in (a.submission_id, a.submitted_at, a.status, qualifying, race,
-                                                 a.embargo)))
+                                                 a.embargo, a.rejection)))
     return table
 
 
@@ -438,7 +446,8 @@ def status(
 
     Reads each validator's public API (the endpoint it published on chain): one table per validator
     with each of your submissions' state (qualifying, qualified, not_qualified, superseded, racing,
-    raced), qualifying score, score in the running or last race, and embargo. Nothing is signed or
+    raced, rejected), qualifying score, score in the running or last race, embargo, and for a rejected
+    file the static-analysis findings. Nothing is signed or
     written. Exit code 5: wallet or chain problem; 7: some validator did not answer (the others are
     still shown).
     """

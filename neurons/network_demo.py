@@ -25,23 +25,15 @@ from rich.table import Table
 
 from arena.chain import AxonInfo, LocalChain
 from arena.race import ManualClock
-from arena.race.events import SubmissionRejected
 from arena.settings import ArenaSettings
-from arena.submissions import SubmissionGate
-from arena.validator import LocalChainSeeds, Validator, agent_files_dir, open_validator, sandbox_runner
-from arena.validator.api import ArenaView, create_app
+from arena.validator import Validator, ValidatorStack, load_bank, open_agent_runner, open_validator_stack
 from arena.validator.demo import attempts_per_label, next_race_tick, standings
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
-from shoppingbench.catalog.build import open_catalog
-from shoppingbench.evaluation import Grader
-from shoppingbench.problems.loaders import load_problems
-from shoppingbench.problems.models import CATEGORIES, Problem
+from shoppingbench.problems.models import Problem
 from shoppingbench.sample_world import SampleWorld
-from shoppingbench.sandbox.runner import SCRIPTED_MODEL, SandboxConfig, run_inference
+from shoppingbench.sandbox.runner import SCRIPTED_MODEL
 from shoppingbench.tools.serving import running_server
-from trajectories.settings import StoreSettings
-from trajectories.store import TrajectoryStore
 
 log = structlog.get_logger(__name__)
 
@@ -93,16 +85,10 @@ def cheater_source(bank: Sequence[Problem]) -> bytes:
 
 
 @contextmanager
-def serving_validator(validator: Validator, settings: ArenaSettings, bank: Sequence[Problem],
-                      clock: ManualClock) -> Iterator[str]:
+def serving(stack: ValidatorStack) -> Iterator[str]:
     """The validator's public API and upload endpoint on loopback, published as its axon."""
-    answers = frozenset(t.product_id for p in bank for t in p.targets)
-    gate = SubmissionGate(chain=validator.chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
-                          files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
-                          known_product_ids=lambda: answers)
-    view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
-                     clock=clock)
-    with running_server(create_app(view, gate=gate)) as url:
+    validator = stack.validator
+    with running_server(stack.api) as url:
         address = urlsplit(url)
         assert address.hostname is not None and address.port is not None
         validator.chain.serve_axon(validator.wallet, AxonInfo(ip=address.hostname, port=address.port))
@@ -112,7 +98,7 @@ def serving_validator(validator: Validator, settings: ArenaSettings, bank: Seque
 def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *, validators: int,
                      console: Console) -> None:
     prepare_root(root)
-    bank = [p for c in CATEGORIES for p in load_problems(world.problems_dir / f"{c}.jsonl", c)]
+    bank = load_bank(world.problems_dir)
     # The gate checks signatures against real time: the manual clock starts now and is resynced before
     # each upload; only afterwards does it jump ahead.
     clock = ManualClock(datetime.now(UTC))
@@ -141,24 +127,16 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                       "script, not a real model[/yellow]")
     with ExitStack() as stack:
         stack.callback(chain.close)
-        engine = open_catalog(world.catalog_dir)
-        stack.callback(engine.close)
-        inference = stack.enter_context(run_inference(settings, scripted=scripted))
-        grader = Grader.from_settings(engine.get_products, settings)
-        run_agent = sandbox_runner(engine, grader, inference=inference,
-                                   sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
+        run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted))
         opened = []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})
-            store = TrajectoryStore.open(StoreSettings(home=own.home).url())
-            stack.callback(store.close)
-            validator = open_validator(settings=own, chain=chain, wallet=wallets[name], clock=clock,
-                                       bank=bank, bank_source=f"sample-world:{world.world_dir.name}",
-                                       run_agent=run_agent, seeds=LocalChainSeeds(chain), store=store)
-            stack.callback(validator.arena_db.dispose)
-            url = stack.enter_context(serving_validator(validator, own, bank, clock))
+            validator_stack = stack.enter_context(open_validator_stack(
+                own, chain=chain, wallet=wallets[name], clock=clock, bank=bank,
+                bank_source=f"sample-world:{world.world_dir.name}", run_agent=run_agent))
+            url = stack.enter_context(serving(validator_stack))
             console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")
-            opened.append(validator)
+            opened.append(validator_stack.validator)
 
         _tick(opened, "before any upload: an earlier slot passes without challengers", chain, console)
         exit_codes = {}
@@ -209,10 +187,10 @@ def print_summary(result: DemoResult, console: Console) -> None:
     console.print("miner submit: " + ", ".join(
         f"{name} {'delivered' if code == 0 else f'not delivered (exit {code})'}"
         for name, code in result.submit_exit_codes.items()))
-    for event in first.race.store.load():
-        if isinstance(event, SubmissionRejected):
-            console.print(f"rejected: {result.miners.get(event.hotkey, event.hotkey)} ({event.kind}): "
-                          f"{event.reason}", markup=False)
+    for submission in first.race.state.submissions.values():
+        if submission.rejection is not None:
+            console.print(f"rejected: {result.miners.get(submission.hotkey, submission.hotkey)} "
+                          f"({submission.rejection.kind}): {submission.rejection.reason}", markup=False)
     names = {n.uid: result.miners.get(n.hotkey, n.hotkey) for n in result.chain.metagraph().neurons}
     for validator in result.validators:
         weights = result.chain.weights(validator.hotkey)

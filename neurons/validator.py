@@ -9,34 +9,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import structlog
 import typer
 from bittensor import Wallet
-from fastapi import FastAPI
-from prometheus_client import CollectorRegistry
 from pydantic import Field
 
-from arena.chain import AxonInfo, ChainError, ChainSettings, LocalChain, open_chain
+from arena.chain import AxonInfo, ChainError, ChainSettings, open_chain
 from arena.race import SystemClock
 from arena.settings import ArenaSettings
-from arena.submissions import SubmissionGate
-from arena.validator import LocalChainSeeds, Validator, agent_files_dir, open_validator, sandbox_runner
-from arena.validator.api import ArenaView, TickMetrics, create_app
+from arena.validator import (
+    ValidatorStack,
+    load_bank,
+    open_agent_runner,
+    open_validator_stack,
+    require_registration,
+)
 from neurons.demo import sample_world
-from shoppingbench.catalog.build import open_catalog
-from shoppingbench.evaluation import Grader
 from shoppingbench.logs import configure_logging
-from shoppingbench.problems.loaders import load_problems
-from shoppingbench.problems.models import CATEGORIES
-from shoppingbench.sandbox.runner import SandboxConfig, run_inference
 from shoppingbench.tools.serving import running_server
-from trajectories.settings import StoreSettings
-from trajectories.store import TrajectoryStore
 
 app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights, public API.",
                   no_args_is_help=True)
@@ -59,48 +53,31 @@ class ValidatorSettings(ArenaSettings, ChainSettings):
                                                                "(unset: not published)")
 
 
-@dataclass
-class Service:
-    validator: Validator
-    api: FastAPI
-    metrics: TickMetrics
-
+def load_wallet(settings: ValidatorSettings) -> Wallet:
+    """The validator's wallet, its hotkey loaded now so that a missing key file stops the start."""
+    wallet = Wallet(settings.wallet_name, settings.wallet_hotkey, path=str(settings.wallet_path.expanduser()))
+    log.info("validator_wallet", hotkey=wallet.hotkey.ss58_address, network=settings.chain,
+             netuid=settings.netuid)
+    return wallet
 
 
 @contextmanager
-def open_service(settings: ValidatorSettings, *, scripted_llm: bool = False) -> Iterator[Service]:
+def open_service(settings: ValidatorSettings, wallet: Wallet, *,
+                 scripted_llm: bool = False) -> Iterator[ValidatorStack]:
     """Everything ``validator run`` runs, opened from ``settings`` and closed on exit."""
     clock = SystemClock()
     chain = open_chain(settings, clock=clock)
-    if not isinstance(chain, LocalChain):
-        raise ChainError(f"race seeds from block hashes are only implemented for the local chain, not "
-                         f"{settings.chain!r}: run with ARENA_CHAIN=local")
-    wallet = Wallet(settings.wallet_name, settings.wallet_hotkey, path=str(settings.wallet_path.expanduser()))
+    require_registration(chain, str(wallet.hotkey.ss58_address))
     world = sample_world(settings)
-    bank = [p for c in CATEGORIES for p in load_problems(world.problems_dir / f"{c}.jsonl", c)]
-    with ExitStack() as stack:
-        engine = open_catalog(world.catalog_dir)
-        stack.callback(engine.close)
-        store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
-        stack.callback(store.close)
-        inference = stack.enter_context(run_inference(settings, scripted=scripted_llm))
-        grader = Grader.from_settings(engine.get_products, settings)
-        runner = sandbox_runner(engine, grader, inference=inference,
-                                sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
-        validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock, bank=bank,
-                                   bank_source=f"sample-world:{settings.world_products}:seed{settings.world_seed}",
-                                   run_agent=runner, seeds=LocalChainSeeds(chain), store=store)
-        answers = frozenset(t.product_id for p in bank for t in p.targets)
-        gate = SubmissionGate(chain=chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
-                              files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
-                              known_product_ids=lambda: answers)
-        registry = CollectorRegistry()
-        view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
-        api = create_app(view, gate=gate, registry=registry)
-        yield Service(validator=validator, api=api, metrics=TickMetrics(registry))
+    with open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted_llm) as run_agent, \
+            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock,
+                                 bank=load_bank(world.problems_dir), run_agent=run_agent,
+                                 bank_source=f"sample-world:{settings.world_products}:seed{settings.world_seed}"
+                                 ) as stack:
+        yield stack
 
 
-def tick_forever(service: Service, tick_seconds: float, *, once: bool = False) -> None:
+def tick_forever(service: ValidatorStack, tick_seconds: float, *, once: bool = False) -> None:
     """Tick until interrupted; a failed tick is logged and retried on the next one (the work is resumable)."""
     while True:
         try:
@@ -145,7 +122,13 @@ def run(
     settings = ValidatorSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
     try:
-        with open_service(settings, scripted_llm=scripted_llm) as service:
+        wallet = load_wallet(settings)
+    except OSError as exc:
+        typer.echo(f"error: cannot load the validator's hotkey: {exc}: create the wallet (`btcli wallet "
+                   "create`) or pass --wallet-name, --wallet-hotkey and --wallet-path", err=True)
+        raise typer.Exit(EXIT_CHAIN) from exc
+    try:
+        with open_service(settings, wallet, scripted_llm=scripted_llm) as service:
             if once:
                 tick_forever(service, settings.tick_seconds, once=True)
                 return

@@ -1,4 +1,5 @@
-"""``worker``: the post-training worker (issue 7): train stages on daily dumps, build the tiny CPU model.
+"""``worker``: the post-training worker (SPEC 7): train the recipe's stages on daily dumps, evaluate on
+held-out problems, watch for new days, build the tiny CPU model.
 
 Entry points and wiring only: the work is in ``trajectories.training``.
 """
@@ -6,25 +7,42 @@ Entry points and wiring only: the work is in ``trajectories.training``.
 from __future__ import annotations
 
 import os
-from enum import StrEnum
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
 
 from shoppingbench.logs import configure_logging
+from shoppingbench.settings import HarnessSettings
+
+if TYPE_CHECKING:
+    from trajectories.training.stage import StageConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Post-training worker: fine-tune a model on the arena's daily trajectory dumps "
-                       "(filtered, leak-cluster guarded), or build the tiny Qwen3 used on CPU.")
-
-
-class Stage(StrEnum):
-    sft = "sft"
-
+                       "(filtered, leak-cluster guarded) through the recipe's stages (sft, rejection, "
+                       "teacher, dpo, grpo), evaluate checkpoints on held-out problems through the "
+                       "validator's sandbox, or build the tiny Qwen3 used on CPU.")
 
 LogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
+DumpOption = Annotated[list[Path], typer.Option("--dump", exists=True, file_okay=False, help=(
+    "A directory written by `dump export`; repeat for several days"))]
+CatalogOption = Annotated[Path | None, typer.Option("--catalog", exists=True, file_okay=False, help=(
+    "Catalog the dumps' problems come from, for the stages that roll out (rejection, teacher, grpo) and "
+    "evaluation; overrides the config's (default: the config's, else the bundled sample world)"))]
+ScriptedTeacherOption = Annotated[bool, typer.Option("--scripted-teacher", help=(
+    "The teacher is the bundled scripted shopping policy (an OpenAI-compatible test double) served on "
+    "loopback: for CPU runs of the teacher stage without an endpoint"))]
+ResumeOption = Annotated[bool, typer.Option(help=(
+    "Continue from what OUT holds (rollouts, the newest checkpoint, finished pipeline stages)"))]
+HomeOption = Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")]
+
+EXIT_NOTHING_TO_TRAIN = 4
+EXIT_SANDBOX = 3
 
 
 def _offline() -> None:
@@ -33,28 +51,252 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def _start(log_format: str) -> None:
+    configure_logging("json" if log_format == "json" else "console")
+    _offline()
+
+
+def _settings(home: Path | None) -> HarnessSettings:
+    return HarnessSettings(home=home) if home is not None else HarnessSettings()
+
+
+def _bundled_catalog(settings: HarnessSettings) -> Path:
+    from neurons.demo import sample_world
+
+    return sample_world(settings).catalog_dir
+
+
+@contextmanager
+def _scripted_teacher(enabled: bool, settings: HarnessSettings) -> Iterator[str | None]:
+    """The scripted shopping policy on loopback while the block runs (its base URL), or None."""
+    if not enabled:
+        yield None
+        return
+    from shoppingbench.sandbox.runner import run_inference
+
+    with run_inference(settings, scripted=True) as served:
+        yield served.base_url
+
+
+def _adjusted(config: StageConfig, *, catalog: Path | None, teacher_url: str | None,
+              settings: HarnessSettings) -> StageConfig:
+    """``config`` with the command line's catalog (or the bundled one where none is set) and teacher."""
+    from shoppingbench.sandbox.runner import SCRIPTED_MODEL
+    from trajectories.training.pipeline import needs_catalog, with_catalog, with_teacher_endpoint
+
+    if catalog is not None:
+        config = with_catalog(config, catalog)
+    elif needs_catalog(config):
+        config = with_catalog(config, _bundled_catalog(settings))
+    if teacher_url is not None:
+        config = with_teacher_endpoint(config, teacher_url, SCRIPTED_MODEL)
+    return config
+
+
+@contextmanager
+def _stage_errors() -> Iterator[None]:
+    """Clear exits for what a stage refuses: nothing to train on (4), no sandbox here (3), a bad file (2)."""
+    from shoppingbench.sandbox.backends import SandboxUnavailable
+    from trajectories.training.stage import NothingToTrain
+
+    try:
+        yield
+    except NothingToTrain as exc:
+        typer.echo(f"nothing to train on: {exc}", err=True)
+        raise typer.Exit(EXIT_NOTHING_TO_TRAIN) from exc
+    except SandboxUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_SANDBOX) from exc
+    except (FileNotFoundError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+@contextmanager
+def _stage_config(path: Path, *, stage: str | None, catalog: Path | None, scripted_teacher: bool,
+                  settings: HarnessSettings) -> Iterator[StageConfig]:
+    """The stage config in ``path`` with the command line's overrides, for the block's length (the
+    scripted teacher is served while it runs); refuses a config of another stage than ``stage``."""
+    from trajectories.training.pipeline import load_stage_config
+
+    with _stage_errors():
+        config = load_stage_config(path)
+        if stage is not None and config.stage != stage:
+            raise typer.BadParameter(f"{path} describes stage {config.stage!r}, not {stage!r}",
+                                     param_hint="--stage")
+        with _scripted_teacher(scripted_teacher, settings) as teacher_url:
+            yield _adjusted(config, catalog=catalog, teacher_url=teacher_url, settings=settings)
+
+
 @app.command()
 def train(
     config: Annotated[Path, typer.Option("--config", exists=True, dir_okay=False, help=(
-        "Stage YAML, e.g. trajectories/training/configs/sft.yaml (sft_tiny.yaml for CPU)"))],
-    dump: Annotated[list[Path], typer.Option("--dump", exists=True, file_okay=False, help=(
-        "A directory written by `dump export`; repeat for several days"))],
-    out: Annotated[Path, typer.Option("--out", help="Checkpoints go here; the result in OUT/final")],
-    stage: Annotated[Stage, typer.Option("--stage", help="Which stage the config describes")] = Stage.sft,
-    resume: Annotated[bool, typer.Option(help="Continue from the newest OUT/checkpoint-* if any")] = True,
+        "Stage YAML (trajectories/training/configs/: sft, rejection, teacher, dpo, grpo; *_tiny for CPU)"))],
+    dump: DumpOption,
+    out: Annotated[Path, typer.Option("--out", help="Checkpoints and rollouts; the model in OUT/final")],
+    stage: Annotated[str | None, typer.Option("--stage", help=(
+        "Refuse the config unless it describes this stage (sft, rejection, teacher, dpo, grpo)"))] = None,
+    catalog: CatalogOption = None,
+    scripted_teacher: ScriptedTeacherOption = False,
+    resume: ResumeOption = True,
+    home: HomeOption = None,
     log_format: LogFormatOption = "console",
 ) -> None:
-    """Run one training stage on the dumps' `train` split; the last line printed is a JSON summary."""
-    configure_logging("json" if log_format == "json" else "console")
-    _offline()
-    # torch, transformers and TRL take seconds to import: only commands that train pay for them
-    from trajectories.training.sft import SFTStageConfig, run_sft
+    """Run one training stage on the dumps' `train` split; the last line printed is a JSON summary.
 
-    stage_config = SFTStageConfig.load(config)
-    if stage_config.stage != stage.value:
-        raise typer.BadParameter(f"{config} describes stage {stage_config.stage!r}, not {stage.value!r}")
-    result = run_sft(stage_config, dump, out, resume=resume)
+    Exit codes: 2 a bad config or input, 3 the sandbox cannot start here, 4 nothing to train on (the data
+    selection or the rollouts left no example; the message says why).
+    """
+    _start(log_format)
+    from trajectories.training.pipeline import run_stage
+
+    settings = _settings(home)
+    with _stage_config(config, stage=stage, catalog=catalog, scripted_teacher=scripted_teacher,
+                       settings=settings) as adjusted:
+        result = run_stage(adjusted, dump, out, resume=resume, settings=settings)
     typer.echo(orjson.dumps(result.summary()).decode())
+
+
+@app.command()
+def rollouts(
+    config: Annotated[Path, typer.Option("--config", exists=True, dir_okay=False, help=(
+        "A rejection or teacher stage YAML"))],
+    dump: DumpOption,
+    out: Annotated[Path, typer.Option("--out", help="The stage's output directory (OUT/rollouts)")],
+    catalog: CatalogOption = None,
+    scripted_teacher: ScriptedTeacherOption = False,
+    resume: ResumeOption = True,
+    home: HomeOption = None,
+    log_format: LogFormatOption = "console",
+) -> None:
+    """Only the rollout phase of a sampling stage, on one process: run it before `accelerate launch`-ing the
+    stage's training on several GPUs (which then finds the rollouts complete). Prints the summary as JSON."""
+    _start(log_format)
+    from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
+
+    settings = _settings(home)
+    with _stage_config(config, stage=None, catalog=catalog, scripted_teacher=scripted_teacher,
+                       settings=settings) as adjusted:
+        if not isinstance(adjusted, SamplingStageConfig):
+            raise typer.BadParameter(f"{config} is a {adjusted.stage} stage: rollouts are for rejection and "
+                                     "teacher stages", param_hint="--config")
+        sampled = sample_stage_data(adjusted, dump, out, resume=resume, settings=settings)
+    typer.echo(sampled.summary.model_dump_json())
+
+
+def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: int, max_problems: int | None,
+               temperature: float, max_tokens: int) -> Any:
+    """The pipeline's evaluation step: the dumps' held-out problems, k samples, the registry."""
+    import structlog
+
+    from trajectories.training.heldout import evaluate_checkpoint
+    from trajectories.training.problems import dump_problems
+
+    def evaluate(model: Path, stage: str, out: Path) -> dict[str, Any]:
+        try:
+            problems = dump_problems(dumps, "held_out").problems[:max_problems]
+        except FileNotFoundError as exc:
+            problems, reason = [], str(exc)
+        else:
+            reason = "the dumps' held_out split has no problem with a reward"
+        if not problems:
+            structlog.get_logger(__name__).warning("training.evaluation_skipped", reason=reason)
+            return {"skipped": reason}
+        run = evaluate_checkpoint(str(model), problems, catalog=catalog, out=out, k=k, settings=settings,
+                                  stage=stage, data_manifest=dumps[-1], temperature=temperature,
+                                  max_tokens=max_tokens)
+        return run.summary()
+
+    return evaluate
+
+
+def _run_pipeline(config: Path, dumps: list[Path], out: Path, *, catalog: Path | None, scripted_teacher: bool,
+                  resume: bool, evaluate: bool, settings: HarnessSettings) -> list[dict[str, Any]]:
+    from trajectories.training.pipeline import PipelineConfig, load_stage_config, needs_catalog, run_pipeline
+
+    pipeline = PipelineConfig.load(config)
+    chosen = catalog or pipeline.catalog
+    if chosen is None and any(needs_catalog(load_stage_config(p)) for p in pipeline.stages):
+        chosen = _bundled_catalog(settings)
+    pipeline = pipeline.model_copy(update={"catalog": chosen})
+    evaluation = pipeline.evaluation
+    evaluator = (_evaluator(dumps, chosen or _bundled_catalog(settings), settings, evaluation.k,
+                            evaluation.max_problems, evaluation.temperature, evaluation.max_tokens)
+                 if evaluate and evaluation.after != "none" else None)
+    with _scripted_teacher(scripted_teacher, settings) as teacher_url:
+        def adjust(stage_config: StageConfig) -> StageConfig:
+            return _adjusted(stage_config, catalog=None, teacher_url=teacher_url, settings=settings)
+
+        return run_pipeline(pipeline, dumps, out, resume=resume, settings=settings, evaluate=evaluator,
+                            adjust=adjust)
+
+
+@app.command()
+def pipeline(
+    config: Annotated[Path, typer.Option("--config", exists=True, dir_okay=False, help=(
+        "Pipeline YAML listing stage files in order (configs/pipeline.yaml; pipeline_tiny.yaml for CPU)"))],
+    dump: DumpOption,
+    out: Annotated[Path, typer.Option("--out", help="Each stage writes OUT/NN-<stage>/; a summary in "
+                                                    "OUT/pipeline.json")],
+    catalog: CatalogOption = None,
+    scripted_teacher: ScriptedTeacherOption = False,
+    evaluate: Annotated[bool, typer.Option(help="Evaluate on the dumps' held-out problems as the "
+                                                "pipeline's evaluation section says")] = True,
+    resume: ResumeOption = True,
+    home: HomeOption = None,
+    log_format: LogFormatOption = "console",
+) -> None:
+    """Run the whole recipe: each stage starts from the previous stage's model; finished stages are
+    skipped on a rerun. The last line printed is the JSON list of stage summaries."""
+    _start(log_format)
+    settings = _settings(home)
+    with _stage_errors():
+        summaries = _run_pipeline(config, dump, out, catalog=catalog, scripted_teacher=scripted_teacher,
+                                  resume=resume, evaluate=evaluate, settings=settings)
+    typer.echo(orjson.dumps(summaries, default=str).decode())
+
+
+@app.command()
+def watch(
+    config: Annotated[Path, typer.Option("--config", exists=True, dir_okay=False, help="Pipeline YAML")],
+    dumps_root: Annotated[Path, typer.Option("--dumps-root", file_okay=False, help=(
+        "Directory of daily dumps (YYYY-MM-DD/); new complete days are trained on"))],
+    out: Annotated[Path, typer.Option("--out", help="One pipeline output per day: OUT/YYYY-MM-DD/")],
+    from_store: Annotated[bool, typer.Option("--from-store", help=(
+        "Also export each finished UTC day from the trajectory store into --dumps-root first (the store of "
+        "`dump export`: $ARENA_STORE_URL, else the local SQLite one)"))] = False,
+    store_url: Annotated[str | None, typer.Option("--store-url", help=(
+        "With --from-store: this store's SQLAlchemy URL instead"))] = None,
+    since: Annotated[datetime | None, typer.Option("--since", formats=["%Y-%m-%d"], help=(
+        "With --from-store: the first day to export (default: yesterday)"))] = None,
+    window_days: Annotated[int, typer.Option("--window-days", min=1, help=(
+        "Train on the newest day and the days before it, this many in all"))] = 7,
+    interval: Annotated[float, typer.Option("--interval", min=1, help="Seconds between two looks")] = 600.0,
+    once: Annotated[bool, typer.Option("--once", help="Look once, train on a new day if any, exit")] = False,
+    catalog: CatalogOption = None,
+    scripted_teacher: ScriptedTeacherOption = False,
+    evaluate: Annotated[bool, typer.Option(help="Evaluate each day's model on its held-out problems")] = True,
+    home: HomeOption = None,
+    log_format: LogFormatOption = "console",
+) -> None:
+    """Watch for new days of arena data and run the pipeline on each (progress in OUT/watch-state.json)."""
+    _start(log_format)
+    from trajectories.settings import StoreSettings
+    from trajectories.store import TrajectoryStore
+    from trajectories.training.watch import Watcher
+
+    settings = _settings(home)
+    dumps_root.mkdir(parents=True, exist_ok=True)
+
+    def train_day(dumps: list[Path], target: Path) -> None:
+        _run_pipeline(config, dumps, target, catalog=catalog, scripted_teacher=scripted_teacher, resume=True,
+                      evaluate=evaluate, settings=settings)
+
+    store = (TrajectoryStore.open(store_url or StoreSettings(home=settings.home).url(), migrate=False)
+             if from_store or store_url else None)
+    with store if store is not None else nullcontext(), _stage_errors():
+        Watcher(dumps_root=dumps_root, out=out, train=train_day, window_days=window_days, store=store,
+                since=since.date() if since is not None else None).run(interval, once=once)
 
 
 @app.command("tiny-model")
@@ -63,8 +305,7 @@ def tiny_model(
     seed: Annotated[int, typer.Option(help="Initialisation seed")] = 0,
 ) -> None:
     """Write the tiny Qwen3 (real Qwen3 vocabulary, 2 layers, hidden 64) for CPU runs."""
-    configure_logging()
-    _offline()
+    _start("console")
     from trajectories.training.tiny import save_tiny_model
 
     typer.echo(str(save_tiny_model(out, seed)))
@@ -85,12 +326,12 @@ def evaluate(
         "Or: a `dump export` directory; the problems of its held_out split are used"))] = None,
     k: Annotated[int, typer.Option("-k", "--samples", min=1, help="Attempts per problem (pass@k)")] = 4,
     agent: Annotated[Path | None, typer.Option("--agent", exists=True, dir_okay=False, help=(
-        "Agent file (default: the ReAct reference agent)"))] = None,
+        "Agent file (default: the tool-calling reference agent)"))] = None,
     inference_url: Annotated[str | None, typer.Option("--inference-url", help=(
         "OpenAI-compatible base URL serving --model (default: serve the --model directory locally)"))] = None,
     temperature: Annotated[float, typer.Option(min=0, help=(
-        "Sampling temperature of the locally served model, forced on every call (the reference agent asks "
-        "for 0, which would make the k samples identical)"))] = 1.0,
+        "Sampling temperature forced on every call (agents usually ask for 0, which would make the k "
+        "samples identical)"))] = 1.0,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help=(
         "Cap on tokens per completion"))] = 4096,
     stage: Annotated[str, typer.Option(help="Training stage of the checkpoint, for the registry")] = "base",
@@ -100,7 +341,7 @@ def evaluate(
     registry: Annotated[Path | None, typer.Option("--registry", dir_okay=False, help=(
         "Model registry SQLite file (default $ARENA_HOME/models/registry.sqlite3)"))] = None,
     workers: Annotated[int, typer.Option(min=1, help="Problems run at once")] = 2,
-    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    home: HomeOption = None,
     log_format: LogFormatOption = "console",
 ) -> None:
     """Evaluate a checkpoint on held-out problems through the validator's sandbox, proxy and scorer.
@@ -110,22 +351,12 @@ def evaluate(
     the model registry. The last line printed is a JSON summary. Sandbox settings come from `ARENA_*`
     as for `miner test` (`ARENA_SANDBOX`, `ARENA_SANDBOX_TIMEOUT_S`, `ARENA_SANDBOX_UID_BASE`, ...).
     """
-    configure_logging("json" if log_format == "json" else "console")
-    _offline()
-    from contextlib import nullcontext
-
+    _start(log_format)
     from rich.console import Console
 
-    from shoppingbench.catalog.build import open_catalog
-    from shoppingbench.evaluation import Grader
     from shoppingbench.problems.loaders import ProblemFileError, load_problems
-    from shoppingbench.records import AttemptRecord
-    from shoppingbench.sandbox.backends import SandboxUnavailable
-    from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
-    from shoppingbench.settings import HarnessSettings
     from trajectories.training import evaluate as evaluation
-    from trajectories.training.plots import find_log_history, history_series, plot_history, plot_problems
-    from trajectories.training.registry import CheckpointEntry, ModelRegistry, manifest_sha256
+    from trajectories.training.heldout import evaluate_checkpoint
 
     if (problems is None) == (dump is None):
         raise typer.BadParameter("give exactly one of --problems FILE or --dump DIR")
@@ -137,47 +368,14 @@ def evaluate(
     except (ProblemFileError, FileNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
-    settings = HarnessSettings(home=home) if home is not None else HarnessSettings()
-    model_dir = None if inference_url else Path(model).resolve()
-    # Key and budgets per attempt and run as the validator sets them (ARENA_INFERENCE_*)
-    proxy_inference = inference_config(settings)
-    served = (nullcontext(proxy_inference.model_copy(update={
-                  "base_url": inference_url, "models": [model], "max_tokens": max_tokens}))
-              if inference_url else
-              evaluation.local_inference(Path(model), temperature=temperature, max_tokens=max_tokens,
-                                         budgets=proxy_inference.budgets))
-    engine = open_catalog(catalog)
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        grader = Grader.from_settings(engine.get_products, settings)
-        with served as inference, (out / "attempts.jsonl").open("wb") as attempts:
-            def keep(record: AttemptRecord) -> None:
-                attempts.write(record.model_dump_json().encode() + b"\n")
+    with _stage_errors():
+        run = evaluate_checkpoint(model, suite, catalog=catalog, out=out, k=k, settings=_settings(home),
+                                  stage=stage, data_manifest=data_manifest or dump, registry=registry,
+                                  agent=agent, inference_url=inference_url, temperature=temperature,
+                                  max_tokens=max_tokens, workers=workers)
+    Console().print(evaluation.results_table(run.report))
+    typer.echo(orjson.dumps(run.summary()).decode())
 
-            report, _ = evaluation.evaluate(
-                AgentFile.read(agent or evaluation.DEFAULT_AGENT), suite, engine, grader, inference=inference,
-                sandbox=SandboxConfig.from_settings(settings), k=k, model=model, workers=workers,
-                on_attempt=keep)
-    except SandboxUnavailable as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(3) from exc
-    finally:
-        engine.close()
-    (out / "results.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    history = find_log_history(model_dir) if model_dir is not None else None
-    plot = (plot_history(history, out / "plot.png", f"{model}: training log")
-            if history is not None and history_series(history) else
-            plot_problems(report.problems, out / "plot.png", f"{model}: held-out problems, k={k}"))
-    manifest_dump = data_manifest or dump
-    entries = ModelRegistry(registry or settings.root / "models" / "registry.sqlite3")
-    entry = entries.add(CheckpointEntry(
-        path=str(model_dir) if model_dir is not None else model, stage=stage,
-        data_manifest_sha256=manifest_sha256(manifest_dump) if manifest_dump is not None else None,
-        metrics={c.category: c.model_dump(exclude={"category"}) for c in report.categories} | {"k": k}))
-    entries.close()
-    Console().print(evaluation.results_table(report))
-    overall = report.category(evaluation.ALL)
-    typer.echo(orjson.dumps({
-        "results": str(out / "results.json"), "plot": str(plot), "registry_id": entry.id,
-        "pass_at_1": overall.pass_at_1, f"pass_at_{k}": overall.pass_at_k,
-        "step_hallucination_rate": overall.step_hallucination_rate}).decode())
+
+if __name__ == "__main__":
+    app()

@@ -9,6 +9,19 @@ from typing import Literal
 import structlog
 
 
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to ``sys.stderr`` as it is at that moment, not as it was when logging was set up
+    (a command run under a test runner, or any code that swaps ``sys.stderr``, would leave a closed one)."""
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
 def configure_logging(fmt: Literal["console", "json"] = "console", level: str = "info") -> None:
     """Route structlog (and stdlib logging, e.g. uvicorn) through one renderer on stderr."""
     renderer: structlog.typing.Processor = (
@@ -23,9 +36,11 @@ def configure_logging(fmt: Literal["console", "json"] = "console", level: str = 
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
+        # Not cached: a cached logger ignores later reconfiguration (a second command in one process, the
+        # tests' structlog.testing.capture_logs); the lookup it saves is negligible at our log rates.
+        cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _CurrentStderrHandler()
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         foreign_pre_chain=shared,

@@ -3,21 +3,45 @@ loopback, shared by the chain, submissions and ``miner submit`` tests."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from bittensor import Wallet
 from fastapi import FastAPI
 
-from arena.chain import AxonInfo, LocalChain
+from arena.chain import AxonInfo, Commitment, LocalChain, Metagraph
 from arena.race.clock import Clock
 from arena.race.rules import RaceRules
 from arena.storage import open_database
 from arena.submissions import SubmissionGate, submissions_router
+from arena.weights import WeightVector
 from shoppingbench.tools.serving import running_server
+
+
+class CountingChain(LocalChain):
+    """The real embedded chain, instrumented: ``calls`` counts the reads and writes made through it
+    (``is_registered`` reads the metagraph, so it counts as one)."""
+
+    def __init__(self, path: Path, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.calls: Counter[str] = Counter()
+
+    def metagraph(self) -> Metagraph:
+        self.calls["metagraph"] += 1
+        return super().metagraph()
+
+    def latest_commitment(self, hotkey: str) -> Commitment | None:
+        self.calls["latest_commitment"] += 1
+        return super().latest_commitment(hotkey)
+
+    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
+        self.calls["set_weights"] += 1
+        return super().set_weights(wallet, weights)
 
 
 def make_wallet(root: Path, name: str) -> Wallet:

@@ -8,14 +8,23 @@ SDK reads (``SubnetInfoRuntimeApi.get_metagraph``, ``Commitments.CommitmentOf``,
 ``set_mechanism_weights`` and ``commit_timelocked_mechanism_weights`` as the chain would: signed by
 the caller's key (verified), refused for unregistered hotkeys, rate-limited weights, one block per
 extrinsic. Anything else it is asked for raises, so an SDK path this double does not model fails loudly.
+
+Blocks are kept as a node keeps them: each has a hash and a timestamp (its ``Timestamp.set`` inherent,
+also ``Timestamp.Now`` at its hash), state is read at a block through its hash, a block number the
+chain has not reached has no hash (``BlockNotFound`` on a node, ``bittensor.ChainError`` through the
+SDK) and ``get_block`` answers ``None`` for it, and finality lags the head by ``finality_lag`` blocks.
+The ``head`` blocks that exist when the double is made are one slot (12 s) apart from ``genesis_ms``
+and are derived on demand, so a finney-sized history costs nothing; later blocks are produced by
+``advance`` (a longer ``block_ms`` models missed slots) and by every extrinsic.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from bittensor import Balance, ExtrinsicResult
+from bittensor import Balance, ChainError, ExtrinsicResult
 from bittensor.sp_core import verify
 
 GENESIS_MS = 1_795_000_000_000
@@ -38,12 +47,44 @@ class FakeSubnet:
 
 
 class FakeSubstrate:
-    def __init__(self, head: int = 1_000) -> None:
-        self.head = head
+    def __init__(self, head: int = 1_000, *, genesis_ms: int = GENESIS_MS, finality_lag: int = 2) -> None:
+        self.genesis_ms = genesis_ms
+        self.finality_lag = finality_lag
+        self._history = head  # blocks 0..head: one per slot from genesis, derived on demand
+        self._produced: list[int] = []  # timestamps (ms) of the blocks made since, in order
+        self._numbers: dict[str, int] = {}  # hash -> number of every hash handed out
         self.subnets: dict[int, FakeSubnet] = {}
         self.commitments: dict[tuple[int, str], dict[str, Any]] = {}
         self.token_symbols: dict[int, str] = {}
         self.submitted: list[tuple[str, str]] = []
+        self.block_reads: list[int] = []  # block numbers whose time or contents were read, in order
+
+    # -- the block history ------------------------------------------------------------------------------
+    @property
+    def head(self) -> int:
+        return self._history + len(self._produced)
+
+    def timestamp_ms(self, block: int) -> int:
+        if block <= self._history:
+            return self.genesis_ms + block * BLOCK_MS
+        return self._produced[block - self._history - 1]
+
+    def hash_of(self, block: int) -> str:
+        if not 0 <= block <= self.head:
+            raise ChainError(f"no block at height {block}")  # the node's BlockNotFound, as the SDK raises it
+        digest = "0x" + hashlib.sha256(f"fake/{self.genesis_ms}/{block}".encode()).hexdigest()
+        self._numbers[digest] = block
+        return digest
+
+    def _at(self, block_hash: str | None) -> int:
+        if block_hash is None:
+            return self.head
+        if block_hash not in self._numbers:
+            raise ChainError(f"unknown block hash {block_hash}")
+        return self._numbers[block_hash]
+
+    def _produce(self, block_ms: int) -> None:
+        self._produced.append(self.timestamp_ms(self.head) + block_ms)
 
     # -- test setup -----------------------------------------------------------------------------------
     def add_subnet(self, netuid: int, **config: Any) -> FakeSubnet:
@@ -60,8 +101,10 @@ class FakeSubstrate:
         subnet.registered_at.append(self.head)
         return len(subnet.hotkeys) - 1
 
-    def advance(self, blocks: int) -> None:
-        self.head += blocks
+    def advance(self, blocks: int, *, block_ms: int = BLOCK_MS) -> None:
+        """Produce ``blocks`` blocks, each ``block_ms`` after the one before."""
+        for _ in range(blocks):
+            self._produce(block_ms)
 
     # -- the Substrate protocol (the parts the adapter's SDK paths use) ----------------------------------
     def balance(self, rao: int, netuid: int = 0) -> Balance:
@@ -77,10 +120,23 @@ class FakeSubstrate:
         return self.head
 
     async def finalized_block_number(self) -> int:
-        return self.head
+        return max(0, self.head - self.finality_lag)
 
     async def block_hash(self, block: int | None = None) -> str:
-        return f"0x{self.head if block is None else block:064x}"
+        return self.hash_of(self.head if block is None else block)
+
+    async def get_block(self, block_number: int | None = None,
+                        block_hash: str | None = None) -> dict[str, Any] | None:
+        unknown_hash = block_hash is not None and block_hash not in self._numbers
+        if unknown_hash or (block_number is not None and not 0 <= block_number <= self.head):
+            return None
+        number = self._at(block_hash) if block_number is None else block_number
+        self.block_reads.append(number)
+        inherent = {"call_module": "Timestamp", "call_function": "set",
+                    "call_args": [{"name": "now", "type": "Moment", "value": self.timestamp_ms(number)}]}
+        return {"header": {"number": number, "hash": self.hash_of(number),
+                           "parentHash": self.hash_of(number - 1) if number else "0x" + "00" * 32},
+                "extrinsics": [{"call": inherent}]}
 
     async def block_time(self) -> float:
         return BLOCK_MS / 1000
@@ -88,9 +144,10 @@ class FakeSubstrate:
     async def query(self, module: str, storage_function: str, params: list[Any] | None = None,
                     block_hash: str | None = None) -> Any:
         params = params or []
-        block = int(block_hash, 16) if block_hash else self.head
+        block = self._at(block_hash)
         if (module, storage_function) == ("Timestamp", "Now"):
-            return GENESIS_MS + block * BLOCK_MS
+            self.block_reads.append(block)
+            return self.timestamp_ms(block)
         if (module, storage_function) == ("Commitments", "CommitmentOf"):
             return self.commitments.get((params[0], params[1]))
         if module != "SubtensorModule":
@@ -159,11 +216,11 @@ class FakeSubstrate:
         signer: str = keypair.ss58_address
         if not verify(payload, bytes(keypair.sign(payload)), signer, keypair.crypto_type):
             return ExtrinsicResult(success=False, message="BadProof")
-        self.head += 1
+        self._produce(BLOCK_MS)
         message = self._apply(call.module, call.function, call.params, signer)
         self.submitted.append((call.module, call.function))
         return ExtrinsicResult(success=message is None, message=message or "Success",
-                               block_hash=f"0x{self.head:064x}")
+                               block_hash=self.hash_of(self.head))
 
     def _apply(self, module: str, function: str, params: dict[str, Any], signer: str) -> str | None:
         subnet = self.subnets.get(params["netuid"] % 4096)

@@ -4,6 +4,7 @@ package runs alone the way the sandbox mounts it (standard library and httpx onl
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -20,16 +21,20 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from shoppingbench import agent_sdk
 from shoppingbench.agent_sdk import (
     COMPAT_DIR,
+    MAX_FIELD_CHARS,
+    MAX_TOOL_CHARS,
     ProxyClient,
     ProxyError,
     Tool,
     ToolNotFoundError,
+    compact_fields,
     create_dialogue_step,
     execute_tool_call,
     generate_tool_call_id,
     list_tools,
     parse_model_output,
     register_tool,
+    tool_result_text,
 )
 from shoppingbench.dialogue import DialogueStep, ToolCall
 from shoppingbench.dialogue import create_dialogue_step as host_create_dialogue_step
@@ -321,3 +326,18 @@ except ModuleNotFoundError:
                         {"SANDBOX_PROXY_URL": "http://127.0.0.1:9", "PYTHONWARNINGS": "ignore"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "isolated"
+
+
+def test_a_long_view_keeps_every_product_and_cuts_each_long_field() -> None:
+    products = [{"product_id": f"70{i:02d}", "short_description": "short " * 200,
+                 "description": "word " * 800,
+                 "sku_options": {"1": {"color": "red"}}} for i in range(4)]
+    text = tool_result_text(products)
+    assert len(json.dumps(products)) > 5 * MAX_TOOL_CHARS and len(text) <= MAX_TOOL_CHARS
+    shown = json.loads(text)  # four viewed products fit whole once each long field is cut
+    assert [p["product_id"] for p in shown] == [p["product_id"] for p in products]
+    assert all(len(p["description"]) == MAX_FIELD_CHARS + 3 and p["description"].endswith("...")
+               for p in shown)
+    assert shown[0]["sku_options"] == {"1": {"color": "red"}}
+    assert len(tool_result_text("x" * 5000)) == MAX_TOOL_CHARS + 3
+    assert compact_fields({"a": ["y" * 700, 3, None]}) == {"a": ["y" * MAX_FIELD_CHARS + "...", 3, None]}

@@ -97,3 +97,15 @@ def test_open_chain_from_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert chain.path == tmp_path / "local-chain.sqlite3" and chain.path.exists()
     network = open_chain(ChainSettings(chain="finney", netuid=5))  # cold: nothing connects until used
     assert isinstance(network, SubtensorChain) and network.netuid == 5 and network.network == "finney"
+
+
+def test_block_reads_for_race_seeds(chain: LocalChain, clock: ManualClock) -> None:
+    clock.advance(timedelta(seconds=12 * 3 + 5))
+    assert chain.block() == chain.finalized_block() == 3  # one author, no forks: final at once
+    assert chain.block_seconds() == 12.0 and chain.block_time(3) == START + timedelta(seconds=36)
+    hashes = [chain.block_hash(n) for n in range(4)]
+    assert len(set(hashes)) == 4 and all(len(h) == 64 for h in hashes)
+    assert LocalChain(chain.path, netuid=7, clock=clock).block_hash(2) == hashes[2]  # a stand-in, but stable
+    assert LocalChain(chain.path, netuid=8, clock=clock).block_hash(2) != hashes[2]
+    with pytest.raises(ChainError, match="block 4 does not exist yet"):
+        chain.block_hash(4)

@@ -4,7 +4,7 @@ stateful in-memory test double of the chain (``tests/fake_substrate.py``), with 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from bittensor import Wallet
 
 from arena.chain import AxonInfo, ChainError
 from arena.chain.subtensor import SubtensorChain
+from arena.validator.seeds import ChainSeeds
 from arena.weights import WeightVector
 from tests.chain_support import make_wallet
 from tests.fake_substrate import BLOCK_MS, GENESIS_MS, FakeSubstrate
@@ -104,3 +105,64 @@ def test_set_weights_plaintext_rate_limit_and_commit_reveal(net: Net, chain: Sub
     chain.set_weights(net.validator, WeightVector(uids=(1,), weights=(65_535,)))
     assert net.substrate.submitted[-1] == ("SubtensorModule", "commit_timelocked_mechanism_weights")
     assert subnet.timelocked_commits and subnet.weights[0] == ([0, 1], [65_535, 13_107])
+
+
+def test_block_hash_and_time_round_trip(net: Net, chain: SubtensorChain) -> None:
+    substrate = net.substrate
+    start = substrate.head
+    substrate.advance(1, block_ms=3 * BLOCK_MS)  # two missed slots
+    substrate.advance(2)
+    head = substrate.head
+    assert chain.block() == head and chain.finalized_block() == head - substrate.finality_lag
+    assert chain.block_seconds() == 12.0
+    stamp = chain.block_time(start)
+    assert stamp == datetime.fromtimestamp((GENESIS_MS + start * BLOCK_MS) / 1000, UTC)
+    assert [chain.block_time(n) - stamp for n in range(start, head + 1)] == [
+        timedelta(seconds=s) for s in (0, 36, 48, 60)]
+    hashes = [chain.block_hash(n) for n in range(start, head + 1)]
+    assert hashes == [substrate.hash_of(n) for n in range(start, head + 1)] and len(set(hashes)) == 4
+    with pytest.raises(ChainError, match=f"block {head + 1} is not on test yet"):
+        chain.block_hash(head + 1)
+    with pytest.raises(ChainError, match=f"no block at height {head + 1}"):
+        chain.block_time(head + 1)
+
+
+def test_validators_derive_the_same_race_seed_from_the_first_block_at_or_after_the_slot(
+        tmp_path: Path) -> None:
+    """A finney-sized history with missed slots: every validator's seed is the hash of the first final
+    block at or after the slot, found in a few reads, whenever the validator asks."""
+    substrate = FakeSubstrate(head=6_000_000)
+    substrate.add_subnet(NETUID)
+    clients = [SubtensorChain("test", NETUID, substrate=substrate)  # type: ignore[arg-type]
+               for _ in range(3)]
+    first, second, late = (ChainSeeds(client) for client in clients)
+    start = substrate.head
+    slot = datetime.fromtimestamp(substrate.timestamp_ms(start) / 1000, UTC) + timedelta(minutes=20,
+                                                                                        seconds=5)
+    assert first.seed_at(slot) is None  # nobody can know it yet
+
+    substrate.advance(70)
+    substrate.advance(3, block_ms=5 * BLOCK_MS)  # missed slots: the chain drifts behind the 12 s estimate
+    substrate.advance(16)
+    slot_ms = slot.timestamp() * 1000
+    expected = next(n for n in range(start, substrate.head + 1) if substrate.timestamp_ms(n) >= slot_ms)
+    assert substrate.timestamp_ms(expected - 1) < slot_ms and expected == start + 89
+    assert first.seed_at(slot) is None  # the block exists but is not final yet: a fork could replace it
+    substrate.advance(substrate.finality_lag)
+
+    reads = len(substrate.block_reads)
+    seed = first.seed_at(slot)
+    assert seed == substrate.hash_of(expected)
+    assert len(substrate.block_reads) - reads <= 4  # plain bisection over 6M blocks would read 23
+    assert second.seed_at(slot) == seed
+    reads = len(substrate.block_reads)
+    assert first.seed_at(slot) == seed and len(substrate.block_reads) == reads  # kept once found
+
+    # A validator (re)started a day later, after more missed slots, draws the same seed.
+    substrate.advance(3_000)
+    substrate.advance(20, block_ms=4 * BLOCK_MS)
+    substrate.advance(4_000)
+    assert late.seed_at(slot) == seed
+    assert len(substrate.block_reads) - reads <= 7
+    for client in clients:
+        client.close()

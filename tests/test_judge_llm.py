@@ -198,3 +198,18 @@ def test_prompts_are_deterministic_and_bounded() -> None:
     item = attempt(COMPARES, extra_think="y" * 500_000)
     assert judge_messages(item) == judge_messages(item)
     assert len(judge_messages(item)[1]["content"]) < 80_000
+
+
+def test_natively_emitted_tool_calls_are_shown_with_their_completion() -> None:
+    """A tool-calling agent's model emits its calls as structured tool_calls, not in the completion text:
+    the judge must see them in the verified log to tell a model-driven loop from a code-driven one."""
+    item = attempt(COMPARES)
+    native = item.proxy_log[0].model_copy(update={
+        "completion_text": "", "completion_tool_calls": [
+            {"name": "find_product", "arguments": {"q": "spigen silver phone case", "price": "-300"}}]})
+    item = item.model_copy(update={"proxy_log": [native, *item.proxy_log[1:]]})
+    document = json.loads(re.search(r">>>\n(.*)\n<<<", judge_messages(item)[1]["content"], re.DOTALL)
+                          .group(1))  # type: ignore[union-attr]
+    first = document["verified_proxy_log"]["calls"][0]
+    assert "find_product" in first["emitted_tool_calls"] and "spigen silver" in first["emitted_tool_calls"]
+    assert "emitted_tool_calls" not in document["verified_proxy_log"]["calls"][2]  # text-only completion

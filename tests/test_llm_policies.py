@@ -8,7 +8,9 @@ import json
 from typing import Any
 
 import httpx
+import openai
 import pytest
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageFunctionToolCall
 
 from shoppingbench.agent_sdk import parse_model_output
 from shoppingbench.llm_stub import create_app
@@ -150,3 +152,73 @@ def test_sub_task_answers_through_the_served_stub() -> None:
 def test_odd_conversations_still_get_a_turn(messages: Any) -> None:
     reply = shopping_policy({"model": "m", "messages": messages})
     assert parse_model_output(reply.content).tool_calls
+
+
+# --- the OpenAI tools protocol ------------------------------------------------------------------
+
+TOOLS: list[ChatCompletionFunctionToolParam] = [
+    {"type": "function", "function": {"name": "find_product", "parameters": {"type": "object"}}}]
+
+
+def _native_chat(*turns: tuple[list[dict[str, Any]], list[Any]]) -> dict[str, Any]:
+    """A tools-protocol request: the query, then per turn the assistant's calls and one ``role: tool``
+    message per call (answered in reverse order: the id, not the position, links a result to its call)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You shop."},
+                                      {"role": "user", "content": QUERY}]
+    for number, (calls, results) in enumerate(turns):
+        ids = [f"call_{number}_{i}" for i in range(len(calls))]
+        messages.append({"role": "assistant", "content": "", "reasoning_content": "thinking", "tool_calls": [
+            {"id": i, "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["parameters"])}}
+            for i, c in zip(ids, calls, strict=True)]})
+        messages.extend({"role": "tool", "tool_call_id": i, "name": c["name"],
+                         "content": r if isinstance(r, str) else json.dumps(r)}
+                        for i, c, r in reversed(list(zip(ids, calls, results, strict=True))))
+    return {"model": "m", "messages": messages, "tools": TOOLS}
+
+
+def _native_turn(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    reply = react_policy(body)
+    assert reply.content == "" and reply.reasoning
+    return reply.reasoning, [{"name": c["name"], "parameters": c["arguments"]} for c in reply.tool_calls]
+
+
+def test_a_tools_request_gets_the_same_plan_as_native_tool_calls_with_reasoning() -> None:
+    _, tagged_calls = _turn(_chat(("user", QUERY)))
+    think, calls = _native_turn(_native_chat())
+    assert calls == tagged_calls and "I will search for each item" in think
+    search = calls
+    _, calls = _native_turn(_native_chat((search, [HITS])))
+    assert calls == [{"name": "view_product_information", "parameters": {"product_ids": "101,102,103"}}]
+    view = calls
+    think, calls = _native_turn(_native_chat((search, [HITS]), (view, [DETAILS])))
+    assert calls == [{"name": "recommend_product", "parameters": {"product_ids": "102"}},
+                     {"name": "terminate", "parameters": {"status": "success"}}]
+    assert "102 'Insulated Water Bottle 750ml' (price 479, shop 7; color_family: silver" in think
+
+
+def test_tool_results_are_linked_by_id_and_cut_lists_keep_their_complete_entries() -> None:
+    query = "Find shops offering a silver water bottle and a blue lunch box."
+    searches = [{"name": "find_product", "parameters": {"q": "silver water bottle"}},
+                {"name": "find_product", "parameters": {"q": "blue lunch box"}}]
+    bottles = [_hit("201", "Water Bottle", 100.0, "1"), _hit("202", "Water Bottle", 90.0, "1")]
+    cut = json.dumps(bottles)[:-40] + "..."  # as an agent cuts a long result: the second entry is lost
+    body = _native_chat((searches, [cut, "Error: the proxy is down"]))
+    body["messages"][1]["content"] = query
+    first, second = Conversation.read(body).calls
+    assert first.call == searches[0] and first.answered and first.result == bottles[:1]
+    assert second.call == searches[1] and second.result == "Error: the proxy is down"
+
+
+def test_the_served_stub_answers_a_tools_request_with_native_tool_calls() -> None:
+    with running_server(create_app(shopping_policy)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0)
+        answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": QUERY}],
+                                                tools=TOOLS)
+    choice = answer.choices[0]
+    assert choice.finish_reason == "tool_calls" and not choice.message.content
+    calls = [c for c in choice.message.tool_calls or []
+             if isinstance(c, ChatCompletionMessageFunctionToolCall)]
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        ("find_product", {"q": "insulated water bottle silver", "price": "-500", "service": "freeShipping"})]
+    assert (choice.message.model_extra or {})["reasoning_content"].startswith("The shopper asks for 1 item")

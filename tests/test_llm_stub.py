@@ -7,6 +7,7 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
 from shoppingbench.llm_stub import StubReply, count_tokens, create_app
 from shoppingbench.tools.serving import running_server
@@ -45,7 +46,8 @@ def test_native_tool_calls_and_reasoning() -> None:
                                                       messages=[{"role": "user", "content": "tool"}])
     choice = result.choices[0]
     assert choice.finish_reason == "tool_calls"
-    calls = choice.message.tool_calls or []
+    calls = [c for c in choice.message.tool_calls or []
+             if isinstance(c, ChatCompletionMessageFunctionToolCall)]
     assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
         ("find_product", {"q": "kettle"})]
     assert choice.message.model_extra is not None

@@ -16,12 +16,13 @@ from fastapi.responses import PlainTextResponse
 from typer.testing import CliRunner
 
 from arena.chain import AxonInfo, LocalChain
-from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules
+from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules, Rejection
 from arena.race.calendar import MarginCurve
 from arena.race.events import RaceStarted
 from arena.submissions.store import FileStore
 from arena.validator.api import ArenaView, create_app
 from neurons.miner import EXIT_NO_ANSWER, app
+from shoppingbench.submission_check import check_agent
 from shoppingbench.tools.serving import running_server
 from tests.chain_support import make_wallet, register
 from trajectories.store import TrajectoryStore
@@ -130,3 +131,28 @@ def test_an_unreachable_or_hostile_validator_is_reported_and_the_others_still_sh
     assert result.exit_code == EXIT_NO_ANSWER, result.output
     assert ids["first"] in result.output and ids["second"] in result.output
     assert "malformed answer" in result.output and "unreachable" in result.output
+
+
+def test_status_says_why_a_validator_rejected_the_file(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    chain = LocalChain(tmp_path / "home" / "local-chain.sqlite3", clock=clock)
+    wallets = tmp_path / "wallets"
+    validator, miner = make_wallet(wallets, "validator"), make_wallet(wallets, "miner")
+    register(chain, validator, validator_permit=True)
+    register(chain, miner)
+    events = MemoryEventStore()
+    report = check_agent(b"import socket\n\ndef agent_main(problem):\n    return []\n")
+    engine = RaceEngine(events, RULES, clock)
+    engine.submit(miner.hotkey.ss58_address, report.sha256, Rejection.from_report(report))
+    (submission_id,) = engine.state.submissions
+    store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}")
+    view = ArenaView(events=events, store=store, files=FileStore(tmp_path / "agents"), clock=clock)
+    with serve(chain, validator, create_app(view)):
+        result = CliRunner().invoke(app, ["status", "--wallet-name", "miner", "--wallet-path", str(wallets),
+                                          "--chain", "local", "--home", str(tmp_path / "home")])
+    store.close()
+    assert result.exit_code == 0, result.output
+    (finding,) = report.findings
+    row = next(line for line in result.output.splitlines() if submission_id in line)
+    assert "rejected" in row
+    assert f"security: {finding.rule} (line {finding.line})" in row

@@ -41,7 +41,7 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
     leaderboard = out[out.index("Leaderboard"):]
     assert "winner" in leaderboard
     assert "baseline delivered, subtask delivered, react delivered, cheater not delivered (exit 6)" in out
-    assert "rejected: cheater (integrity): static analysis refused the file" in out
+    assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
     names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater"}
@@ -59,9 +59,10 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
     assert uid[state.reign.hotkey] in weights.uids
     (rejected,) = [e for e in events if isinstance(e, SubmissionRejected)]
     assert rejected.hotkey == hotkeys["cheater"]
-    assert hotkeys["cheater"] not in {s.hotkey for s in state.submissions.values()}
-    accepted = {hotkeys[n] for n in ("baseline", "subtask", "react")}
-    assert {s.hotkey for s in state.submissions.values()} == accepted
+    assert [(f.rule, f.category) for f in rejected.findings] == [("embedded_product_id", "integrity")]
+    statuses = {s.hotkey: s.status for s in state.submissions.values()}
+    assert statuses.pop(hotkeys["cheater"]) == "rejected"
+    assert set(statuses) == {hotkeys[n] for n in ("baseline", "subtask", "react")}
     database.dispose()
 
     with TrajectoryStore.open(f"sqlite:///{root / 'validator-1' / 'trajectories.sqlite3'}") as store:

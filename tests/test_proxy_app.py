@@ -140,6 +140,19 @@ def test_inference_is_forwarded_and_logged_in_full(engine: BM25SearchEngine, ups
     assert default.status_code == 200 and second.model == "small"  # the allowlist's first model
 
 
+def test_forced_parameters_override_what_the_agent_asked(engine: BM25SearchEngine, upstream: str) -> None:
+    config = _config(upstream).model_copy(update={"forced_params": {"temperature": 1.0, "top_p": 0.95}})
+    with ProxyServer(engine, config, channels=1) as proxy, _client(proxy, 0) as client:
+        proxy.begin(0, "run", "p1")
+        asked_greedy = _chat(client, "red shoes", temperature=0.0)
+        asked_nothing = _chat(client, "blue shoes")
+        (greedy, plain) = proxy.end(0)
+    assert asked_greedy.status_code == asked_nothing.status_code == 200
+    # The log holds what went upstream, so a sampled rollout is never mistaken for a greedy one
+    assert greedy.params["temperature"] == plain.params["temperature"] == 1.0
+    assert greedy.params["top_p"] == plain.params["top_p"] == 0.95
+
+
 @pytest.mark.parametrize(("body", "status", "error"), [
     ({"model": "gpt-5", "messages": []}, 403, "not allowed"),
     ({"model": "small", "messages": [], "stream": True}, 400, "streaming"),

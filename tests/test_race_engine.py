@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
@@ -15,12 +16,14 @@ from arena.race import (
     MemoryEventStore,
     RaceEngine,
     RaceRules,
+    Rejection,
     SqlEventStore,
     replay,
 )
 from arena.race.events import RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
 from arena.race.state import InvalidEvent
 from arena.storage import ConcurrentWriterError, open_database
+from shoppingbench.submission_check import check_agent
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)  # a Wednesday morning; races at 16:00 UTC
 RULES = RaceRules(race_time=time(16), qualify_ratio=0.95, qualify_min_score=0.01,
@@ -224,6 +227,34 @@ def test_events_round_trip_through_json() -> None:
         assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event)) == event
 
 
+def test_rejections_keep_their_findings_and_logs_written_before_findings_still_replay(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    store = SqlEventStore.open(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
+    engine = RaceEngine(store, RULES, clock)
+    report = check_agent(b"import subprocess\n\ndef agent_main(problem):\n    return []\n")
+    rejection = Rejection.from_report(report)
+    assert rejection is not None
+    engine.submit("mallory", report.sha256, rejection)
+    # A rejection as logs held it before findings were recorded (the payload has no "findings" key).
+    old = {"type": "submission_rejected", "at": "2026-11-18T09:00:00Z", "hotkey": "eve",
+           "code_hash": "ab" * 32, "kind": "integrity", "reason": "static analysis refused the file",
+           "cooldown_until": "2026-11-18T21:00:00Z"}
+    with store.engine.begin() as connection:
+        connection.execute(text("INSERT INTO race_events (seq, type, at, payload) VALUES (1, :t, :at, :p)"),
+                           {"t": old["type"], "at": T0, "p": json.dumps(old)})
+    assert store.count() == 2 and store.load(start=1)[0].hotkey == "eve"  # type: ignore[union-attr]
+
+    state = RaceEngine(store, RULES, clock).state
+    rejected = {s.hotkey: s for s in state.submissions.values()}
+    assert {s.status for s in rejected.values()} == {"rejected"} and not engine.pending_qualifying()
+    mallory = rejected["mallory"].rejection
+    assert mallory is not None and mallory.kind == "security"
+    assert [f.rule for f in mallory.findings] == [f.rule for f in report.findings]
+    assert mallory.findings[0].line == 1 and mallory.findings[0].rule in mallory.reason
+    eve = rejected["eve"].rejection
+    assert eve is not None and (eve.kind, eve.reason, eve.findings) == (
+        "integrity", "static analysis refused the file", ())
+    assert state.cooldown_until["eve"] == T0 + timedelta(hours=12)
 
 
 def test_postgres_log_replays_the_same_state(scratch_postgres_url: str) -> None:

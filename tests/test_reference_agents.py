@@ -1,7 +1,7 @@
 """The reference agents on a real sample world, through the verified proxy, with the scripted policy as
-their model (the LLM test double): they solve problems, the ReAct agents' tool calls all come from
-model completions while the sub-task agent's never do, and the reference arena's style runs unmodified,
-also in the sandbox's import layout."""
+their model (the LLM test double): they solve problems, the LLM-driven agents' tool calls (tagged text or
+native tool calls) all come from model completions while the sub-task agent's never do, and the reference
+arena's style runs unmodified, also in the sandbox's import layout."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from fastapi import FastAPI
 
 from shoppingbench.agent_sdk import COMPAT_DIR, parse_model_output
-from shoppingbench.agents import react_llm, scripted_baseline, sub_task
+from shoppingbench.agents import react_llm, scripted_baseline, sub_task, tool_calling_llm
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.llm_stub import count_tokens
 from shoppingbench.llm_stub import create_app as create_stub_app
@@ -88,19 +88,21 @@ def executed_calls(run: Run) -> list[tuple[str, str]]:
 
 
 def completed_calls(run: Run) -> set[tuple[str, str]]:
-    """Every tool call some model completion in the verified log emitted."""
+    """Every tool call some model completion in the verified log emitted, as text or natively."""
     return {(call["name"], json.dumps(call["parameters"], sort_keys=True))
             for entry in run.log if entry.kind == "inference"
-            for call in parse_model_output(entry.completion_text or "").tool_calls}
+            for call in parse_model_output(entry.completion_text or "",
+                                           native_tool_calls=entry.completion_tool_calls).tool_calls}
 
 
 def successes(runs: list[Run]) -> int:
     return sum(run.score.success for run in runs)
 
 
-def test_the_react_agent_solves_problems_with_every_tool_call_from_the_model(
-        services: Services, small_world: SampleWorld) -> None:
-    runs = run_suite(react_llm.agent_main, small_world.suite(3), services)
+@pytest.mark.parametrize("agent", [react_llm, tool_calling_llm], ids=["react", "tool-calling"])
+def test_the_llm_agents_solve_problems_with_every_tool_call_from_the_model(
+        agent: ModuleType, services: Services, small_world: SampleWorld) -> None:
+    runs = run_suite(agent.agent_main, small_world.suite(3), services)
     assert successes(runs) >= 4, [r.score for r in runs]
     for run in runs:
         assert run.score.format == 1.0 and run.score.length > 0, run.problem.query
@@ -156,7 +158,8 @@ def test_an_agent_in_the_reference_arenas_style_runs_unmodified(services: Servic
         assert run.steps[0]["extra_info"]["step"] == 1  # its own numbering, kept as given
 
 
-@pytest.mark.parametrize("agent_file", [ORO_AGENT, Path(react_llm.__file__)], ids=["oro-style", "react"])
+@pytest.mark.parametrize("agent_file", [ORO_AGENT, Path(react_llm.__file__), Path(tool_calling_llm.__file__)],
+                         ids=["oro-style", "react", "tool-calling"])
 def test_agents_run_in_the_sandbox_import_layout(agent_file: Path, services: Services,
                                                  small_world: SampleWorld, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,6 +193,6 @@ def test_every_reference_agent_passes_static_analysis_against_the_worlds_ids(
     ids = {target.product_id for problem in small_world.suite(100) for target in problem.targets}
     assert len(ids) > 300
     for path in (Path(scripted_baseline.__file__), Path(react_llm.__file__), Path(sub_task.__file__),
-                 ORO_AGENT):
+                 Path(tool_calling_llm.__file__), ORO_AGENT):
         report = check_agent(path.read_bytes(), known_product_ids=ids)
         assert report.ok, (path.name, report.findings)

@@ -1,5 +1,6 @@
 """``POST /submissions`` over real HTTP on loopback: signed with real sr25519 hotkeys
-(``bittensor.http_auth``), judged against the embedded chain, remembered in SQLite."""
+(``bittensor.http_auth``), judged against the embedded chain (instrumented to count the gate's reads),
+remembered in SQLite."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ import httpx
 import pytest
 from bittensor import Wallet, http_auth
 
-from arena.chain import LocalChain
 from arena.race.clock import ManualClock
 from arena.submissions import UploadBody
 from arena.submissions.models import MAX_BODY_BYTES, SUBMISSIONS_PATH
-from tests.chain_support import RunningValidator, make_wallet, register, running_validator
+from tests.chain_support import CountingChain, RunningValidator, make_wallet, register, running_validator
 
 AGENT = b"def agent_main(problem):\n    return []\n"
 OTHER_AGENT = b"def agent_main(problem):\n    return [] if problem else []\n"
@@ -29,7 +29,7 @@ class Net:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.clock = ManualClock(datetime.now(UTC))
-        self.chain = LocalChain(root / "chain.sqlite3", clock=self.clock)
+        self.chain = CountingChain(root / "chain.sqlite3", clock=self.clock)
         self.validator = make_wallet(root / "wallets", "validator")
         self.miner = make_wallet(root / "wallets", "miner")
         register(self.chain, self.validator, validator_permit=True)
@@ -188,3 +188,32 @@ def test_malformed_and_oversized_bodies_are_refused(net: Net, validator: Running
     assert "sha256 does not match" in answer["detail"]
     huge = b"x" * (MAX_BODY_BYTES + 1)
     refused(post(validator.url, *net.signed(AGENT, body=huge)), 413, "too_large")
+
+
+def test_chain_reads_are_kept_for_a_block(net: Net, validator: RunningValidator) -> None:
+    net.commit(AGENT)
+    before = net.chain.calls.copy()
+    assert post(validator.url, *net.signed(AGENT)).status_code == 201
+    for _ in range(3):  # retries of the accepted commitment
+        assert post(validator.url, *net.signed(AGENT)).status_code == 200
+    reads = net.chain.calls - before
+    assert (reads["metagraph"], reads["latest_commitment"]) == (1, 1)
+    net.clock.advance(timedelta(seconds=12))  # one block later the chain is read again
+    assert post(validator.url, *net.signed(AGENT)).status_code == 200
+    assert net.chain.calls - before == {"metagraph": 2, "latest_commitment": 2}
+
+
+def test_a_commitment_made_after_the_kept_read_is_judged_on_the_chain(net: Net,
+                                                                      validator: RunningValidator) -> None:
+    refused(post(validator.url, *net.signed(AGENT)), 409, "no_commitment")
+    net.commit(AGENT)  # in the same block: the kept read says there is no commitment
+    assert post(validator.url, *net.signed(AGENT)).status_code == 201
+    assert net.chain.calls["latest_commitment"] == 2  # the kept read, then one afresh before refusing
+
+    net.clock.advance(timedelta(hours=11))
+    net.commit(OTHER_AGENT)
+    refused(post(validator.url, *net.signed(OTHER_AGENT)), 429, "cooldown")
+    net.clock.advance(timedelta(hours=1, seconds=1))
+    refused(post(validator.url, *net.signed(OTHER_AGENT)), 429, "cooldown")  # the chain has the early one
+    net.commit(OTHER_AGENT)  # the same file again, now outside the cooldown; the kept read is the early one
+    assert post(validator.url, *net.signed(OTHER_AGENT)).status_code == 201

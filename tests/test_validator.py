@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,9 +31,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from bittensor import Wallet
+from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from arena.chain import AxonInfo, LocalChain
+from arena.chain import AxonInfo, LocalChain, SubtensorChain
 from arena.judge import Judge, JudgeInput, JudgeVerdict
 from arena.race import ManualClock
 from arena.race.events import QualifyingFinished, RaceStarted, SubmissionAccepted, SubmissionRejected
@@ -40,7 +42,7 @@ from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
 from arena.submissions.store import FileStore, VerdictStore
-from arena.validator import LocalChainSeeds, Validator, open_validator, run_id_for, sandbox_runner
+from arena.validator import Validator, load_bank, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
 from arena.validator.runs import RunAgent
@@ -49,15 +51,16 @@ from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.llm_stub import create_app
 from shoppingbench.llm_stub.policies import shopping_policy
-from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
 from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.submission_check import check_agent
 from shoppingbench.tools.serving import running_server
-from tests.chain_support import make_wallet, register
+from tests.chain_support import CountingChain, make_wallet, register
+from tests.fake_substrate import BLOCK_MS, FakeSubstrate
 from tests.sandbox_support import UID_BASE, fake_grader
 from trajectories.store import AttemptKey, RunKind, TrajectoryStore
 
@@ -83,10 +86,6 @@ def serving_runner(catalog_dir: Path, *, uid_base: int = UID_BASE, workers: int 
     engine.close()
 
 
-def load_bank(problems_dir: Path) -> list[Problem]:
-    return [p for c in CATEGORIES for p in load_problems(problems_dir / f"{c}.jsonl", c)]
-
-
 @pytest.fixture(scope="module")
 def runner(small_world: SampleWorld) -> Iterator[RunAgent]:
     with serving_runner(small_world.catalog_dir) as run_agent:
@@ -99,7 +98,7 @@ class Arena:
 
     root: Path
     clock: ManualClock
-    chain: LocalChain
+    chain: CountingChain
     miners: dict[str, Wallet]
 
     def settings(self, home: Path, per_category: int) -> ArenaSettings:
@@ -114,25 +113,29 @@ class Arena:
         settings = self.settings(self.root / name, per_category)
         store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
         return open_validator(settings=settings, chain=self.chain, wallet=wallet, clock=self.clock, bank=bank,
-                              bank_source="sample-world:3000:seed0", run_agent=run_agent,
-                              seeds=LocalChainSeeds(self.chain), store=store, judge=judge)
+                              bank_source="sample-world:3000:seed0", run_agent=run_agent, store=store,
+                              judge=judge)
 
     def upload(self, validator: Validator, miner: str, source: bytes) -> str:
-        """What the submission gate stores for an accepted upload: the file and its verdict."""
-        sha = hashlib.sha256(source).hexdigest()
-        FileStore(validator.files.root).put(sha, source)
-        hotkey = str(self.miners[miner].hotkey.ss58_address)
-        now = self.clock.now()
-        VerdictStore(validator.arena_db).record(Submission(
-            hotkey=hotkey, sha256=sha, name=f"{miner}.py", size_bytes=len(source),
-            commitment_block=self.chain.block(), commitment_time=now, received_at=now), "accepted")
-        return sha
+        return accept_upload(validator.files, validator.arena_db, self.miners[miner], source,
+                             block=self.chain.block(), at=self.clock.now())
+
+
+def accept_upload(files: FileStore, arena_db: Engine, miner: Wallet, source: bytes, *, block: int,
+                  at: datetime) -> str:
+    """What the submission gate stores for an accepted upload: the file and its verdict."""
+    sha = hashlib.sha256(source).hexdigest()
+    files.put(sha, source)
+    VerdictStore(arena_db).record(Submission(
+        hotkey=str(miner.hotkey.ss58_address), sha256=sha, name=f"{miner.name}.py", size_bytes=len(source),
+        commitment_block=block, commitment_time=at, received_at=at), "accepted")
+    return sha
 
 
 @pytest.fixture
 def arena(tmp_path: Path) -> Arena:
     clock = ManualClock(START)
-    chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
+    chain = CountingChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
     miners = {}
     for name in ("owner", "alice", "bob"):  # the subnet owner holds uid 0, the burn uid
         miners[name] = make_wallet(tmp_path / "wallets", name)
@@ -198,6 +201,71 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, b
     assert skipped.weights_set_at is not None and again is not None
     assert arena.chain.last_weights_block(validator.hotkey) == skipped.weights_set_at
     assert again.to_bytes() == on_chain.to_bytes()
+
+
+def test_a_restart_within_the_epoch_does_not_set_weights_again(arena: Arena, bank: list[Problem],
+                                                                runner: RunAgent) -> None:
+    """The epoch of the last weights is in the arena database: a validator restarted within it leaves the
+    chain alone (its rate limit would refuse a second set), and sets them again in the next epoch."""
+    first = arena.validator("validator", bank, runner)
+    assert first.tick().weights_set_at == 0 and arena.chain.calls["set_weights"] == 1
+    arena.clock.advance(timedelta(minutes=2))  # block 10 of the 100-block epoch
+    restarted = arena.validator("validator", bank, runner)
+    assert restarted.tick().weights_set_at is None and arena.chain.calls["set_weights"] == 1
+    arena.clock.advance(timedelta(minutes=18))  # block 100: the next epoch
+    assert restarted.tick().weights_set_at == 100 and arena.chain.calls["set_weights"] == 2
+    assert arena.chain.last_weights_block(restarted.hotkey) == 100
+
+
+NETUID = 11
+
+
+def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
+        tmp_path: Path, bank: list[Problem], runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same tick loop through the SDK adapter against ``FakeSubstrate`` (the chain's test double): the
+    race seed is the hash of the first final block at or after the slot, the weights go through
+    ``SetWeights``."""
+    monkeypatch.setenv("BTCLI_TOKEN_SYMBOLS_CACHE", str(tmp_path / "symbols.json"))
+    clock = ManualClock(START)
+    # Block 1000 at START.
+    substrate = FakeSubstrate(genesis_ms=int(START.timestamp() * 1000) - 1_000 * BLOCK_MS)
+    substrate.add_subnet(NETUID, tempo=100, weights_rate_limit=50)
+    wallets = {name: make_wallet(tmp_path / "wallets", name) for name in ("owner", "validator", "alice")}
+    for name, wallet in wallets.items():
+        substrate.register(NETUID, str(wallet.hotkey.ss58_address), str(wallet.coldkeypub.ss58_address),
+                           permit=name == "validator")
+    chain = SubtensorChain("test", NETUID, substrate=substrate)  # type: ignore[arg-type]
+    settings = ArenaSettings(home=tmp_path / "validator", qualifying_suite_per_category=1,
+                             race_suite_per_category=1)
+    store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'validator' / 'trajectories.sqlite3'}")
+    validator = open_validator(settings=settings, chain=chain, wallet=wallets["validator"], clock=clock,
+                               bank=bank, bank_source="sample-world:3000:seed0", run_agent=runner,
+                               store=store)
+
+    def until(when: datetime) -> None:
+        clock.advance(when - clock.now())
+        while substrate.timestamp_ms(substrate.head) + BLOCK_MS <= when.timestamp() * 1000:
+            substrate.advance(1)
+
+    assert validator.tick().weights_set_at is not None  # 09:00: burn-only weights, yesterday's slot skipped
+    accept_upload(validator.files, validator.arena_db, wallets["alice"], REACT, block=substrate.head,
+                  at=clock.now())
+    until(START + timedelta(minutes=5))
+    assert len(validator.tick().qualified) == 1
+    until(START + timedelta(hours=3))
+    substrate.advance(30, block_ms=5 * BLOCK_MS)  # missed slots: the chain falls 120 blocks behind 12 s
+    until(START + timedelta(hours=7, minutes=5))  # 16:05
+
+    raced = validator.tick()
+    assert raced.race_started == "2026-11-19"
+    slot_ms = (START + timedelta(hours=7)).timestamp() * 1000
+    block = next(n for n in range(1_000, substrate.head) if substrate.timestamp_ms(n) >= slot_ms)
+    (started,) = [e for e in validator.race.store.load() if isinstance(e, RaceStarted)]
+    assert started.seed == substrate.hash_of(block)
+    dests, weights = substrate.subnets[NETUID].weights[1]  # set by the validator, uid 1
+    assert 2 in dests and weights[dests.index(2)] == max(weights)  # alice, uid 2, won and has the top share
+    store.close()
+    chain.close()
 
 
 def raced_suite(validator: Validator) -> list[str]:
@@ -304,7 +372,7 @@ def pausing_after(records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
 
 def reopen(root: Path, at: datetime) -> Arena:
     clock = ManualClock(at)
-    chain = LocalChain(root / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
+    chain = CountingChain(root / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
     miners = {name: Wallet(name, "default", path=str(root / "wallets")) for name in ("owner", "alice", "bob")}
     return Arena(root=root, clock=clock, chain=chain, miners=miners)
 
@@ -392,13 +460,9 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
     wallets = tmp_path / "wallets"
     for name in ("owner", "validator", "alice"):
         register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
-    alice = Wallet("alice", "default", path=str(wallets))
-    sha = hashlib.sha256(REACT).hexdigest()
-    FileStore(home / "agents").put(sha, REACT)
-    now = datetime.now(UTC)
-    VerdictStore(open_database(f"sqlite:///{home / 'arena.sqlite3'}")).record(Submission(
-        hotkey=str(alice.hotkey.ss58_address), sha256=sha, name="alice.py", size_bytes=len(REACT),
-        commitment_block=chain.block(), commitment_time=now, received_at=now), "accepted")
+    accept_upload(FileStore(home / "agents"), open_database(f"sqlite:///{home / 'arena.sqlite3'}"),
+                  Wallet("alice", "default", path=str(wallets)), REACT, block=chain.block(),
+                  at=datetime.now(UTC))
 
     result = CliRunner().invoke(validator_cli.app, ["run", "--once", "--scripted-llm", "--wallet-name",
                                                     "validator", "--wallet-path", str(wallets)])
@@ -410,6 +474,33 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
     assert alice_uid in weights.uids  # the only entrant won the race its qualifying run led to
     with TrajectoryStore.open(f"sqlite:///{home / 'trajectories.sqlite3'}") as store:
         assert store.count_attempts() == 6  # 3 qualifying + 3 race attempts
+
+
+def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refusals before any work (the sample world is not even built): exit 5 and what to do."""
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BTCLI_TOKEN_SYMBOLS_CACHE", str(tmp_path / "symbols.json"))
+    wallets = tmp_path / "wallets"
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(validator_cli.app,
+                                    ["run", "--once", "--wallet-path", str(wallets), *args])
+        assert result.exit_code == validator_cli.EXIT_CHAIN, result.output
+        return result.output
+
+    assert "create the wallet (`btcli wallet create`)" in run("--wallet-name", "nobody")
+    make_wallet(wallets, "validator")
+    unregistered = run("--chain", "local")
+    assert "is not registered on subnet 1" in unregistered
+    assert "btcli subnets register --netuid 1" in unregistered
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable = run("--chain", f"ws://127.0.0.1:{port}")  # nothing listens there
+    assert "could not connect" in unreachable and "node reachable from here" in unreachable
+    assert "Known networks" in run("--chain", "nonsense")
+    assert not (tmp_path / "home" / "worlds").exists()
 
 
 def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, bank: list[Problem], runner: RunAgent,
@@ -464,12 +555,18 @@ def test_signed_uploads_through_the_validator_api_reach_qualifying(arena: Arena,
 
         report = validator.tick()
         assert report.ingested == 2 and report.qualifying_runs == 1
-        submissions = http.get(url + "/submissions").json()
-    assert [s["hotkey"] for s in submissions] == [str(arena.miners["alice"].hotkey.ss58_address)]
-    assert submissions[0]["qualifying_score"] is not None
+        submissions = {s["hotkey"]: s for s in http.get(url + "/submissions").json()}
+        page = http.get(url + "/").text
+    alice, bob = (str(arena.miners[name].hotkey.ss58_address) for name in ("alice", "bob"))
+    assert submissions[alice]["qualifying_score"] is not None and submissions[alice]["rejection"] is None
+    # Why Bob was refused: each finding static analysis made, as the gate answered the upload.
+    findings = [(f.rule, f.line, f.category) for f in check_agent(hostile).findings]
+    rejection = submissions[bob]["rejection"]
+    assert submissions[bob]["status"] == "rejected" and rejection["kind"] == "security"
+    assert [(f["rule"], f["line"], f["category"]) for f in rejection["findings"]] == findings
+    assert findings[0][0] in rejection["reason"] and f"(security: {findings[0][0]}" in page
     rejected = [e for e in validator.race.store.load() if isinstance(e, SubmissionRejected)]
-    bob = str(arena.miners["bob"].hotkey.ss58_address)
-    assert [(e.hotkey, e.kind) for e in rejected] == [(bob, "security")]
+    assert [(e.hotkey, e.kind, len(e.findings)) for e in rejected] == [(bob, "security", len(findings))]
 
 
 class KilledWhileJudging(BaseException):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from bittensor import Wallet
@@ -17,6 +18,22 @@ class Chain(Protocol):
 
     def block(self) -> int:
         """The current block number."""
+        ...
+
+    def finalized_block(self) -> int:
+        """The latest block no fork can replace: what every honest validator sees alike."""
+        ...
+
+    def block_hash(self, block: int) -> str:
+        """The hash of an existing block (at most ``block()``); raises ``ChainError`` otherwise."""
+        ...
+
+    def block_time(self, block: int) -> datetime:
+        """When an existing block was made (its timestamp); never decreases with the block number."""
+        ...
+
+    def block_seconds(self) -> float:
+        """The chain's target time between two blocks (12 s on finney)."""
         ...
 
     def tempo(self) -> int:

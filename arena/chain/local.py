@@ -8,6 +8,7 @@ an operator action (``register``), as burning TAO for a uid is outside this aren
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -112,8 +113,20 @@ class LocalChain:
         elapsed = (self._clock.now() - self.genesis) / timedelta(seconds=self._block_seconds)
         return max(0, int(elapsed))
 
+    def finalized_block(self) -> int:
+        return self.block()  # one author and no forks: every block is final at once
+
     def block_time(self, block: int) -> datetime:
         return self.genesis + block * timedelta(seconds=self._block_seconds)
+
+    def block_hash(self, block: int) -> str:
+        """A stand-in (this chain keeps no block contents to hash): the hash of the subnet and number."""
+        if not 0 <= block <= self.block():
+            raise ChainError(f"block {block} does not exist yet (the local chain is at block {self.block()})")
+        return hashlib.sha256(f"local-chain/{self.netuid}/{block}".encode()).hexdigest()
+
+    def block_seconds(self) -> float:
+        return self._block_seconds
 
     def tempo(self) -> int:
         return self._tempo

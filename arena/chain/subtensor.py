@@ -1,7 +1,8 @@
 """The Bittensor network through the SDK (``bittensor`` 11.x): ``bt.Subtensor`` in blocking mode.
 
 Reads: the metagraph runtime call (``subnets.metagraph``), a hotkey's commitment (the registry read
-``commitment``, ``Commitments.CommitmentOf``) and its block's timestamp. Writes: the commitment as a
+``commitment``, ``Commitments.CommitmentOf``), a block's timestamp (``Timestamp.Now`` at that block) and
+hash (``block_info``), the finalized head and the slot duration. Writes: the commitment as a
 raw call (no intent wraps ``Commitments.set_commitment``), ``ServeAxon`` and ``SetWeights`` intents,
 which preflight registration and the weights rate limit and pick the plaintext or timelocked
 commit-reveal path from the subnet's configuration. Every write is signed by the wallet's hotkey.
@@ -9,11 +10,12 @@ commit-reveal path from the subnet's configuration. Every write is signed by the
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import structlog
 from bittensor import BittensorError as SdkError
-from bittensor import ServeAxon, SetWeights, Substrate, Subtensor, Wallet, calls
+from bittensor import RpcConnectionError, ServeAxon, SetWeights, Substrate, Subtensor, Wallet, calls
 
 from arena.chain.local import MAX_COMMITMENT_BYTES
 from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
@@ -39,7 +41,10 @@ class SubtensorChain:
     def __init__(self, network: str, netuid: int, *, substrate: Substrate | None = None) -> None:
         self.netuid = netuid
         self.network = network
-        self._client = Subtensor(network, substrate=substrate)
+        try:
+            self._client = Subtensor(network, substrate=substrate)
+        except ValueError as exc:  # an unknown network name; the SDK's message lists the known ones
+            raise ChainError(str(exc)) from exc
 
     def close(self) -> None:
         self._client.close()
@@ -48,10 +53,29 @@ class SubtensorChain:
         try:
             return call(*args, **kwargs)
         except SdkError as exc:
-            raise ChainError(f"{what} on {self.network} subnet {self.netuid} failed: {exc}") from exc
+            hint = (" (is the network name or ws:// URL right, and the node reachable from here?)"
+                    if isinstance(exc, RpcConnectionError) else "")
+            raise ChainError(f"{what} on {self.network} subnet {self.netuid} failed: {exc}{hint}") from exc
 
     def block(self) -> int:
         return int(self._sdk("reading the block", lambda: self._client.block))
+
+    def finalized_block(self) -> int:
+        return int(self._sdk("reading the finalized block", lambda: self._client.finalized_block))
+
+    def block_hash(self, block: int) -> str:
+        info = self._sdk(f"reading block {block}", self._client.block_info, block)
+        # The transport answers a number it has no block for with None, and the head for some calls.
+        if info is None or info.number != block or not info.hash:
+            raise ChainError(f"block {block} is not on {self.network} yet")
+        return str(info.hash)
+
+    def block_time(self, block: int) -> datetime:
+        stamp: datetime = self._sdk(f"reading the time of block {block}", self._client.timestamp, block)
+        return stamp
+
+    def block_seconds(self) -> float:
+        return float(self._sdk("reading the block time", self._client.block_time))
 
     def tempo(self) -> int:
         return int(self._graph(commitments=False).tempo)
@@ -93,8 +117,8 @@ class SubtensorChain:
                           hotkey_ss58=hotkey)
         if found is None:
             return None
-        when = self._sdk("reading the block time", self._client.timestamp, found.block)
-        return Commitment(hotkey=hotkey, data=found.data, block=found.block, time=when)
+        return Commitment(hotkey=hotkey, data=found.data, block=found.block,
+                          time=self.block_time(found.block))
 
     def serve_axon(self, wallet: Wallet, axon: AxonInfo) -> None:
         result = self._sdk("serving the axon", self._client.execute,

@@ -73,6 +73,8 @@ def _call_view(call: ProxyCall) -> dict[str, Any]:
         view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens,
                  "completion_start": as_text(call.completion_text, _COMPLETION_CHARS),
                  "reasoning_start": as_text(call.reasoning_text, _COMPLETION_CHARS)}
+        if call.completion_tool_calls:  # native tool calls are part of what the model emitted
+            view["emitted_tool_calls"] = as_text(call.completion_tool_calls, _COMPLETION_CHARS)
     else:
         view |= {"params": as_text(call.params, 300), "product_ids": call.product_ids[:_IDS_PER_CALL],
                  "products_returned": len(call.product_ids)}

@@ -2,8 +2,9 @@
 
 from arena.race.calendar import MarginCurve, embargo_until, latest_race_day, race_slot
 from arena.race.clock import Clock, ManualClock, SystemClock
-from arena.race.engine import RaceEngine, Rejection, SubmitOutcome
-from arena.race.events import EVENT_ADAPTER, RaceEvent
+from arena.race.engine import RaceEngine, SubmitOutcome
+from arena.race.events import EVENT_ADAPTER, RaceEvent, Rejection
+from arena.race.follow import FollowedLog
 from arena.race.rules import RaceRules
 from arena.race.state import InvalidEvent, RaceState, replay
 from arena.race.store import EventStore, MemoryEventStore, SqlEventStore
@@ -12,6 +13,7 @@ __all__ = [
     "EVENT_ADAPTER",
     "Clock",
     "EventStore",
+    "FollowedLog",
     "InvalidEvent",
     "ManualClock",
     "MarginCurve",

@@ -32,35 +32,16 @@ from arena.race.events import (
     RaceResultRecorded,
     RaceSkipped,
     RaceStarted,
+    Rejection,
     SubmissionAccepted,
     SubmissionRejected,
 )
-from arena.race.rules import RaceRules, decide_race, qualifying_threshold, submission_id
-from arena.race.state import RaceState, Submission, apply, replay
+from arena.race.rules import RaceRules, decide_race, qualifying_threshold
+from arena.race.state import RaceState, Submission, apply, replay, submission_id
 from arena.race.store import EventStore
 from arena.weights import Finisher
-from shoppingbench.submission_check import CheckReport
-from shoppingbench.submission_check.models import Category
 
 log = structlog.get_logger(__name__)
-
-
-class Rejection(BaseModel):
-    """Why static analysis refused a submission. Security rejections carry a shorter cooldown."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: Category
-    reason: str
-
-    @classmethod
-    def from_report(cls, report: CheckReport) -> Rejection | None:
-        """The rejection a static-analysis report calls for, ``None`` when the file passed."""
-        if report.rejection is None:
-            return None
-        reasons = "; ".join(f"{f.rule} (line {f.line}): {f.message}" if f.line else f"{f.rule}: {f.message}"
-                            for f in report.findings[:5])
-        return cls(kind=report.rejection, reason=reasons)
 
 
 class SubmitOutcome(BaseModel):
@@ -103,7 +84,8 @@ class RaceEngine:
             cooldown = (self.rules.security_rejection_cooldown if rejection.kind == "security"
                         else self.rules.cooldown)
             self._emit(SubmissionRejected(at=now, hotkey=hotkey, code_hash=code_hash, kind=rejection.kind,
-                                          reason=rejection.reason, cooldown_until=now + cooldown))
+                                          reason=rejection.reason, cooldown_until=now + cooldown,
+                                          findings=rejection.findings))
             return SubmitOutcome(status="rejected", retry_at=now + cooldown, reason=rejection.reason)
         sid = submission_id(hotkey, code_hash, now)
         self._emit(SubmissionAccepted(at=now, submission_id=sid, hotkey=hotkey, code_hash=code_hash,

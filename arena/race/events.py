@@ -7,14 +7,46 @@ the same state even after the rules have been reconfigured.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from arena.race.clock import UtcDatetime
+from shoppingbench.submission_check import CheckReport
+from shoppingbench.submission_check.models import Category, Finding
 
 Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+RECORDED_FINDINGS = 20
+"""A rejection keeps at most this many findings (a file full of answer ids could list thousands)."""
+_REASON_FINDINGS = 5
+_UNRECORDED = "static analysis refused the file (its findings were not recorded)"
+
+
+class Rejection(BaseModel):
+    """Why static analysis refused a submission. Security rejections carry a shorter cooldown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Category
+    reason: str
+    findings: tuple[Finding, ...] = Field(default=(), description="Each rule broken, with its line")
+
+    @classmethod
+    def of(cls, kind: Category, findings: Sequence[Finding]) -> Rejection:
+        """The rejection of ``kind`` over ``findings``; its reason names the first few."""
+        named = "; ".join(f"{f.rule} (line {f.line}): {f.message}" if f.line else f"{f.rule}: {f.message}"
+                          for f in findings[:_REASON_FINDINGS])
+        more = len(findings) - _REASON_FINDINGS
+        reason = (f"{named}; and {more} more" if more > 0 else named) or _UNRECORDED
+        return cls(kind=kind, reason=reason, findings=tuple(findings[:RECORDED_FINDINGS]))
+
+    @classmethod
+    def from_report(cls, report: CheckReport) -> Rejection | None:
+        """The rejection a static-analysis report calls for, ``None`` when the file passed."""
+        return None if report.rejection is None else cls.of(report.rejection, report.findings)
 
 
 class _Event(BaseModel):
@@ -37,9 +69,11 @@ class SubmissionRejected(_Event):
     type: Literal["submission_rejected"] = "submission_rejected"
     hotkey: str
     code_hash: str
-    kind: Literal["security", "integrity"]
+    kind: Category
     reason: str
     cooldown_until: UtcDatetime
+    findings: tuple[Finding, ...] = Field(default=(), description="Absent from logs written before findings "
+                                                                  "were recorded: they read as none")
 
 
 class QualifyingFinished(_Event):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime, time, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,10 +27,6 @@ class RaceRules(BaseModel):
                                      description="Absolute floor, also when there is no winner")
     race_time: time = Field(default=time(16, 0), description="Daily race slot, UTC")
     margin: MarginCurve = MarginCurve()
-
-
-def submission_id(hotkey: str, code_hash: str, at: datetime) -> str:
-    return hashlib.sha256(f"{hotkey}\n{code_hash}\n{at.isoformat()}".encode()).hexdigest()[:16]
 
 
 def qualifying_threshold(state: RaceState, rules: RaceRules) -> float:

@@ -7,8 +7,9 @@ state before it. An event that does not fit the state means a corrupt or foreign
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
-from datetime import date
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,15 +23,21 @@ from arena.race.events import (
     RaceResultRecorded,
     RaceSkipped,
     RaceStarted,
+    Rejection,
     SubmissionAccepted,
     SubmissionRejected,
 )
 
-SubmissionStatus = Literal["qualifying", "qualified", "not_qualified", "superseded", "racing", "raced"]
+SubmissionStatus = Literal["qualifying", "qualified", "not_qualified", "superseded", "racing", "raced",
+                           "rejected"]
 
 
 class InvalidEvent(ValueError):
     """An event that cannot follow the current state: the log is corrupt or was written by another writer."""
+
+
+def submission_id(hotkey: str, code_hash: str, at: datetime) -> str:
+    return hashlib.sha256(f"{hotkey}\n{code_hash}\n{at.isoformat()}".encode()).hexdigest()[:16]
 
 
 class Submission(BaseModel):
@@ -43,6 +50,8 @@ class Submission(BaseModel):
     status: SubmissionStatus = "qualifying"
     qualifying_score: float | None = None
     races: tuple[str, ...] = ()
+    rejection: Rejection | None = Field(default=None, description="Why static analysis refused the file "
+                                                                  "(status rejected): it never races")
 
 
 class Reign(BaseModel):
@@ -132,7 +141,13 @@ def _accepted(state: RaceState, event: SubmissionAccepted) -> RaceState:
 
 
 def _rejected(state: RaceState, event: SubmissionRejected) -> RaceState:
-    return state.model_copy(update={"cooldown_until": {**state.cooldown_until,
+    # Kept so that the API can say why; the id is derived as for an accepted file, so old logs get one too.
+    sid = submission_id(event.hotkey, event.code_hash, event.at)
+    rejected = Submission(submission_id=sid, hotkey=event.hotkey, code_hash=event.code_hash,
+                          submitted_at=event.at, status="rejected",
+                          rejection=Rejection(kind=event.kind, reason=event.reason, findings=event.findings))
+    return state.model_copy(update={"submissions": {**state.submissions, sid: rejected},
+                                    "cooldown_until": {**state.cooldown_until,
                                                        event.hotkey: event.cooldown_until}})
 
 

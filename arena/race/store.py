@@ -19,7 +19,13 @@ from arena.storage import Base, ConcurrentWriterError, open_database
 
 
 class EventStore(Protocol):
-    def load(self) -> list[RaceEvent]: ...
+    def load(self, start: int = 0) -> list[RaceEvent]:
+        """The events from the ``start``-th one (0-based) on, in order."""
+        ...
+
+    def count(self) -> int:
+        """How many events the log holds: a cheap way to see whether it grew."""
+        ...
 
     def append(self, events: Sequence[RaceEvent], *, expected: int) -> None:
         """Append ``events`` after the first ``expected`` ones, all or nothing."""
@@ -30,8 +36,11 @@ class MemoryEventStore:
     def __init__(self) -> None:
         self._events: list[RaceEvent] = []
 
-    def load(self) -> list[RaceEvent]:
-        return list(self._events)
+    def load(self, start: int = 0) -> list[RaceEvent]:
+        return self._events[start:]
+
+    def count(self) -> int:
+        return len(self._events)
 
     def append(self, events: Sequence[RaceEvent], *, expected: int) -> None:
         if expected != len(self._events):
@@ -59,19 +68,28 @@ class SqlEventStore:
     def open(cls, url: str) -> SqlEventStore:
         return cls(open_database(url))
 
-    def load(self) -> list[RaceEvent]:
+    def load(self, start: int = 0) -> list[RaceEvent]:
         with Session(self.engine) as session:
-            rows = session.scalars(select(RaceEventRow).order_by(RaceEventRow.seq)).all()
+            rows = session.scalars(select(RaceEventRow).where(RaceEventRow.seq >= start)
+                                   .order_by(RaceEventRow.seq)).all()
             events = [EVENT_ADAPTER.validate_json(row.payload) for row in rows]
-            if [row.seq for row in rows] != list(range(len(rows))):
+            if [row.seq for row in rows] != list(range(start, start + len(rows))):
                 raise ConcurrentWriterError("the race log has gaps in its sequence numbers")
         return events
+
+    def count(self) -> int:
+        with Session(self.engine) as session:
+            return self._next_seq(session)
+
+    @staticmethod
+    def _next_seq(session: Session) -> int:
+        last = session.scalar(select(RaceEventRow.seq).order_by(RaceEventRow.seq.desc()).limit(1))
+        return 0 if last is None else last + 1
 
     def append(self, events: Sequence[RaceEvent], *, expected: int) -> None:
         try:
             with Session(self.engine) as session, session.begin():
-                present = session.scalar(select(RaceEventRow.seq).order_by(RaceEventRow.seq.desc()).limit(1))
-                if (present + 1 if present is not None else 0) != expected:
+                if self._next_seq(session) != expected:
                     raise ConcurrentWriterError(f"the race log has grown past the {expected} events this "
                                                 "writer saw: is a second validator using this database?")
                 session.add_all(RaceEventRow(seq=expected + i, type=e.type, at=e.at,

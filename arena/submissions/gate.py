@@ -5,12 +5,16 @@ signature, then replay, so unauthenticated traffic never touches the nonce store
 the chain (registered hotkey, hash equal to its latest commitment), then the cooldown from that
 commitment's time, then static analysis. Only an authentic request from a registered hotkey for its
 current commitment is ever recorded.
+
+Chain reads are cached (``arena.chain.cache``): the metagraph for about one block, a commitment likewise
+but read afresh before any refusal that rests on it, so retries cost no reads and a miner who has just
+committed is judged on the new commitment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import structlog
@@ -18,7 +22,9 @@ from bittensor import http_auth
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
+from arena.chain.cache import CachedReads
 from arena.chain.interface import Chain
+from arena.chain.models import Commitment
 from arena.race.clock import Clock, SystemClock
 from arena.race.rules import RaceRules
 from arena.submissions.models import (
@@ -42,6 +48,8 @@ _AUTH_CODES: dict[type[http_auth.AuthError], RefusalCode] = {
     http_auth.BadSignature: RefusalCode.BAD_SIGNATURE,
     http_auth.ReplayedRequest: RefusalCode.REPLAY,
 }
+_ON_COMMITMENT = {RefusalCode.NO_COMMITMENT, RefusalCode.COMMITMENT_MISMATCH, RefusalCode.COOLDOWN}
+"""Refusals a stale commitment could cause: never given on a cached read."""
 
 
 class SubmissionGate:
@@ -49,14 +57,13 @@ class SubmissionGate:
 
     ``known_product_ids`` returns every suite's answer ids (hard-coded answers are rejected);
     ``max_age_s`` is the signature's freshness window (a 1 MB upload on a slow link needs more than
-    ``http_auth``'s 10 s default).
+    ``http_auth``'s 10 s default). Chain reads are kept for one block time of the chain.
     """
 
     def __init__(self, *, chain: Chain, validator_hotkey: str, engine: Engine, files_dir: Path,
                  rules: RaceRules, known_product_ids: Callable[[], Collection[str]] = frozenset,
                  clock: Clock | None = None, max_age_s: float = 60.0,
                  allowed_skew_s: float = http_auth.DEFAULT_ALLOWED_SKEW) -> None:
-        self.chain = chain
         self.validator_hotkey = validator_hotkey
         self.files = FileStore(files_dir)
         self.verdicts = VerdictStore(engine)
@@ -65,8 +72,9 @@ class SubmissionGate:
         self._clock = clock or SystemClock()
         self._max_age_s = max_age_s
         self._allowed_skew_s = allowed_skew_s
+        self.chain_reads = CachedReads(chain, self._clock, timedelta(seconds=chain.block_seconds()))
         self._nonces = SqlNonceStore(engine, self._clock, retention=max_age_s + allowed_skew_s,
-                                     admit=chain.is_registered)
+                                     admit=self.chain_reads.is_registered)
 
     def receive(self, headers: Mapping[str, str], body: bytes, *,
                 method: str = "POST", path: str = SUBMISSIONS_PATH) -> tuple[Submission, bool]:
@@ -90,10 +98,21 @@ class SubmissionGate:
         except (ValidationError, ValueError) as exc:
             raise SubmissionRefused(RefusalCode.BAD_BODY, _first_error(exc)) from None
 
-        if not self.chain.is_registered(hotkey):
-            raise SubmissionRefused(RefusalCode.UNREGISTERED,
-                                    f"hotkey {hotkey} is not registered on subnet {self.chain.netuid}")
-        commitment = self.chain.latest_commitment(hotkey)
+        if not self.chain_reads.is_registered(hotkey):
+            raise SubmissionRefused(RefusalCode.UNREGISTERED, f"hotkey {hotkey} is not registered on subnet "
+                                                              f"{self.chain_reads.chain.netuid}")
+        read = self.chain_reads.latest_commitment(hotkey)
+        try:
+            return self._judge(hotkey, upload, source, read.commitment, now)
+        except SubmissionRefused as refusal:
+            if not read.cached or refusal.code not in _ON_COMMITMENT:
+                raise
+        fresh = self.chain_reads.latest_commitment(hotkey, fresh=True)
+        return self._judge(hotkey, upload, source, fresh.commitment, now)
+
+    def _judge(self, hotkey: str, upload: UploadBody, source: bytes, commitment: Commitment | None,
+               now: datetime) -> tuple[Submission, bool]:
+        """Checks 9-12 against ``commitment``; records the verdict of a file that reached static analysis."""
         if commitment is None:
             raise SubmissionRefused(RefusalCode.NO_COMMITMENT,
                                     f"hotkey {hotkey} has no commitment on chain: "
@@ -121,7 +140,7 @@ class SubmissionGate:
         report = check_agent(source, known_product_ids=self._known_product_ids())
         if not report.ok:
             assert report.rejection is not None
-            self.verdicts.record(submission, report.rejection)
+            self.verdicts.record(submission, report.rejection, report.findings)
             raise SubmissionRefused(RefusalCode.STATIC_ANALYSIS, f"static analysis rejected the file "
                                     f"({report.rejection})", rejection=report.rejection,
                                     findings=[f.model_dump(mode="json") for f in report.findings])

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import BigInteger, Engine, String, delete, select
+from pydantic import TypeAdapter
+from sqlalchemy import BigInteger, Engine, String, Text, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -17,6 +18,9 @@ from arena.race.clock import Clock
 from arena.storage import Base
 from arena.submissions.models import Submission
 from arena.submissions.rules import PastVerdict
+from shoppingbench.submission_check.models import Finding
+
+FINDINGS = TypeAdapter(list[Finding])
 
 
 class _NonceRow(Base):
@@ -35,6 +39,16 @@ class _VerdictRow(Base):
     name: Mapped[str]
     size_bytes: Mapped[int]
     received_at: Mapped[datetime]
+
+
+class _FindingsRow(Base):
+    """The static-analysis findings behind a rejection verdict: a table of its own, so that databases made
+    before findings were kept gain it on open (``create_all``) and their verdicts read as without."""
+
+    __tablename__ = "submission_findings"
+    hotkey: Mapped[str] = mapped_column(String(64), primary_key=True)
+    commitment_block: Mapped[int] = mapped_column(primary_key=True)
+    findings: Mapped[str] = mapped_column(Text, doc="JSON list of shoppingbench Finding")
 
 
 def _utc(value: datetime) -> datetime:
@@ -89,15 +103,18 @@ class VerdictStore:
                               commitment_block=row.commitment_block,
                               commitment_time=_utc(row.commitment_time), received_at=_utc(row.received_at))
 
-    def record(self, submission: Submission, outcome: str) -> None:
-        """The verdict on a commitment; a commitment is judged once (a repeat of it changes nothing)."""
-        row = _VerdictRow(hotkey=submission.hotkey, commitment_block=submission.commitment_block,
-                          sha256=submission.sha256, commitment_time=submission.commitment_time,
+    def record(self, submission: Submission, outcome: str, findings: Sequence[Finding] = ()) -> None:
+        """The verdict on a commitment, with the findings of a rejection; a commitment is judged once (a
+        repeat of it changes nothing)."""
+        key = {"hotkey": submission.hotkey, "commitment_block": submission.commitment_block}
+        row = _VerdictRow(**key, sha256=submission.sha256, commitment_time=submission.commitment_time,
                           outcome=outcome, name=submission.name, size_bytes=submission.size_bytes,
                           received_at=submission.received_at)
         try:
             with Session(self._engine) as session, session.begin():
                 session.add(row)
+                if findings:
+                    session.add(_FindingsRow(**key, findings=FINDINGS.dump_json(list(findings)).decode()))
         except IntegrityError:
             pass
 

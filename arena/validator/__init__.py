@@ -1,12 +1,22 @@
 """The validator service (SPEC 1, 4): one ``tick()`` syncs the chain, ingests uploads, runs qualifying and
 race suites through the sandbox, judges and records every attempt, and sets weights each tempo."""
 
-from arena.validator.assemble import agent_files_dir, open_validator, sandbox_runner
+from arena.validator.assemble import (
+    ValidatorStack,
+    agent_files_dir,
+    load_bank,
+    open_agent_runner,
+    open_validator,
+    open_validator_stack,
+    require_registration,
+    sandbox_runner,
+)
 from arena.validator.ingest import UploadVerdict, ingest_uploads, upload_verdicts
 from arena.validator.runs import SuiteRun, run_id_for
-from arena.validator.seeds import LocalChainSeeds, RaceSeeds
+from arena.validator.seeds import ChainSeeds, first_block_at_or_after
 from arena.validator.service import Validator, ValidatorConfig
 
-__all__ = ["LocalChainSeeds", "RaceSeeds", "SuiteRun", "UploadVerdict", "Validator", "ValidatorConfig",
-           "agent_files_dir", "ingest_uploads", "open_validator", "run_id_for", "sandbox_runner",
+__all__ = ["ChainSeeds", "SuiteRun", "UploadVerdict", "Validator", "ValidatorConfig", "ValidatorStack",
+           "agent_files_dir", "first_block_at_or_after", "ingest_uploads", "load_bank", "open_agent_runner",
+           "open_validator", "open_validator_stack", "require_registration", "run_id_for", "sandbox_runner",
            "upload_verdicts"]

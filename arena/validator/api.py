@@ -1,16 +1,17 @@
 """The validator's public HTTP API: race state, qualifiers, winner, scores, embargo, published code,
 a server-rendered leaderboard, ``/metrics`` (Prometheus) and ``/health``; plus the submissions router.
 
-Everything is read from the race log (replayed per request: it is the source of truth, and the work
-loop may run in another thread or process) and the trajectory store. Nothing here writes.
+Everything is read from the race log (the source of truth: the work loop may run in another thread or
+process; its state is folded forward as the log grows, ``arena.race.FollowedLog``) and the trajectory
+store. Nothing here writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse
@@ -20,8 +21,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel
 
-from arena.race import Clock, EventStore, RaceState, replay
-from arena.race.state import Submission
+from arena.race import Clock, EventStore, FollowedLog, RaceState
+from arena.race.state import Submission, SubmissionStatus
 from arena.submissions import SubmissionGate, submissions_router
 from arena.submissions.store import FileStore
 from arena.validator.scores import CategoryScore, category_scores
@@ -29,7 +30,7 @@ from arena.validator.service import TickReport
 from trajectories.store import TrajectoryStore
 
 
-@dataclass(frozen=True)
+@dataclass
 class ArenaView:
     """Read-only access to what the validator recorded."""
 
@@ -37,9 +38,13 @@ class ArenaView:
     store: TrajectoryStore
     files: FileStore
     clock: Clock
+    _log: FollowedLog = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._log = FollowedLog(self.events)
 
     def state(self) -> RaceState:
-        return replay(self.events.load())
+        return self._log.state()
 
 
 class EmbargoEntry(BaseModel):
@@ -87,7 +92,7 @@ class StateCollector(Collector):
         counts: dict[str, int] = {}
         for submission in state.submissions.values():
             counts[submission.status] = counts.get(submission.status, 0) + 1
-        for status in ("qualifying", "qualified", "not_qualified", "superseded", "racing", "raced"):
+        for status in get_args(SubmissionStatus):
             by_status.add_metric([status], counts.get(status, 0))
         running = GaugeMetricFamily("arena_race_running", "1 while a race runs")
         running.add_metric([], 1 if state.running else 0)
@@ -141,7 +146,9 @@ required margin {{ "%.4f"|format(last.required_margin) }}.</p>
 <section id="submissions"><h2>Submissions</h2>
 <table><tr><th>submission</th><th>hotkey</th><th>submitted</th><th>status</th><th>qualifying score</th></tr>
 {% for s in ordered %}<tr><td>{{ s.submission_id }}</td><td>{{ s.hotkey }}</td><td>{{ s.submitted_at }}</td>
-<td>{{ s.status }}</td><td>{% if s.qualifying_score is not none %}{{ "%.4f"|format(s.qualifying_score) }}
+<td>{{ s.status }}{% if s.rejection %} <span class="rejection" title="{{ s.rejection.reason }}">({{
+s.rejection.kind }}: {{ s.rejection.findings|map(attribute="rule")|unique|join(", ") or s.rejection.reason
+}})</span>{% endif %}</td><td>{% if s.qualifying_score is not none %}{{ "%.4f"|format(s.qualifying_score) }}
 {% endif %}</td></tr>{% endfor %}</table></section>
 </body></html>
 """)

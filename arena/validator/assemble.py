@@ -1,35 +1,54 @@
-"""Build a ``Validator`` from settings and the pieces that differ between a test and a deployment
-(the chain, the clock, the problem bank, how agents are run)."""
+"""Build a validator from settings: ``open_agent_runner`` (what runs agents: catalog, inference
+endpoint, grader, sandbox) and ``open_validator_stack`` (one validator: trajectory store, race log,
+submission gate, public API), shared by ``validator run`` and the local network demo, plus
+``open_validator`` for the pieces that differ between a test and a deployment."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 from bittensor import Wallet
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
-from arena.chain import Chain
+from arena.chain import Chain, ChainError
 from arena.judge import Judge
 from arena.race import Clock, RaceEngine, SqlEventStore
 from arena.settings import ArenaSettings
 from arena.storage import open_database
+from arena.submissions import SubmissionGate
 from arena.submissions.store import FileStore
 from arena.suites import ProblemBank, Provenance, SqlExposureLedger, SuiteRotation, cluster_problems
+from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
-from arena.validator.seeds import RaceSeeds
+from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
+from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader
-from shoppingbench.problems.models import Problem
+from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
-from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
+from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts, run_inference
 from shoppingbench.search.base import SearchEngine
+from trajectories.settings import StoreSettings
 from trajectories.store import TrajectoryStore
+
+log = structlog.get_logger(__name__)
 
 
 def agent_files_dir(settings: ArenaSettings) -> Path:
     """Where the submission gate keeps accepted files and the validator reads them."""
     return settings.root / "agents"
+
+
+def load_bank(problems_dir: Path) -> list[Problem]:
+    """Every problem of a world's ``<category>.jsonl`` files, category by category."""
+    return [p for c in CATEGORIES for p in load_problems(problems_dir / f"{c}.jsonl", c)]
 
 
 def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: InferenceConfig,
@@ -40,11 +59,25 @@ def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: Inference
     return run
 
 
+@contextmanager
+def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
+                      scripted_llm: bool) -> Iterator[RunAgent]:
+    """Agents run over the catalog in the configured sandbox, graded by the production grader, calling the
+    configured inference endpoint (with ``scripted_llm``, the scripted policy: a test double)."""
+    with ExitStack() as stack:
+        engine = open_catalog(catalog_dir)
+        stack.callback(engine.close)
+        inference = stack.enter_context(run_inference(settings, scripted=scripted_llm))
+        grader = Grader.from_settings(engine.get_products, settings)
+        yield sandbox_runner(engine, grader, inference=inference,
+                             sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
+
+
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,
-                   bank: Sequence[Problem], bank_source: str, run_agent: RunAgent, seeds: RaceSeeds,
+                   bank: Sequence[Problem], bank_source: str, run_agent: RunAgent,
                    store: TrajectoryStore, judge: Judge | None = None) -> Validator:
     """A validator over the arena database and trajectory store named by ``settings`` (created on first
-    use, resumed after that)."""
+    use, resumed after that), drawing race seeds from ``chain``."""
     arena_db = open_database(settings.arena_database_url())
     problems = ProblemBank()
     problems.add(bank, Provenance(source=bank_source, added_at=clock.now()))
@@ -60,5 +93,50 @@ def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clo
     return Validator(chain=chain, wallet=wallet, race=race, ledger=SqlExposureLedger(arena_db),
                      arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, bank=ordered,
                      clusters=clusters,
-                     rotation=SuiteRotation(ordered, clusters, settings.rotation_config()), seeds=seeds,
-                     config=config)
+                     rotation=SuiteRotation(ordered, clusters, settings.rotation_config()),
+                     seeds=ChainSeeds(chain), config=config)
+
+
+def require_registration(chain: Chain, hotkey: str) -> None:
+    """Refuse to start a validator the chain does not know; warn when it cannot set weights yet."""
+    neuron = chain.metagraph().neuron(hotkey)
+    if neuron is None:
+        raise ChainError(f"the validator's hotkey {hotkey} is not registered on subnet {chain.netuid}: "
+                         f"register it first (on a Bittensor network: `btcli subnets register --netuid "
+                         f"{chain.netuid}` with this wallet), or check --wallet-name/--wallet-hotkey")
+    if not neuron.validator_permit:
+        log.warning("validator_without_permit", uid=neuron.uid, hotkey=hotkey,
+                    hint="the chain refuses weights without a validator permit: stake to this hotkey; "
+                         "the validator still ingests, races and serves its API meanwhile")
+
+
+@dataclass(frozen=True)
+class ValidatorStack:
+    """One validator and its public API (with ``POST /submissions``) and the loop's metrics."""
+
+    validator: Validator
+    api: FastAPI
+    metrics: TickMetrics
+
+
+@contextmanager
+def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
+                         bank: Sequence[Problem], bank_source: str,
+                         run_agent: RunAgent) -> Iterator[ValidatorStack]:
+    """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
+    ``$ARENA_HOME``), its gate checking uploads against every bank answer id."""
+    hotkey = str(wallet.hotkey.ss58_address)
+    with ExitStack() as stack:
+        store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
+        stack.callback(store.close)
+        validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock, bank=bank,
+                                   bank_source=bank_source, run_agent=run_agent, store=store)
+        stack.callback(validator.arena_db.dispose)
+        answers = frozenset(t.product_id for p in bank for t in p.targets)
+        gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
+                              files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
+                              known_product_ids=lambda: answers)
+        registry = CollectorRegistry()
+        view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
+        api = create_app(view, gate=gate, registry=registry)
+        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry))

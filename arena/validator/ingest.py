@@ -18,11 +18,10 @@ from sqlalchemy import Engine, select
 from arena.race import RaceEngine, RaceEvent, Rejection
 from arena.race.events import SubmissionAccepted, SubmissionRejected
 from arena.storage import Base
+from arena.submissions.store import FINDINGS
+from shoppingbench.submission_check.models import Finding
 
 log = structlog.get_logger(__name__)
-
-_REJECTION_REASON = ("static analysis refused the file "
-                     "(the validator's answer to the upload lists the findings)")
 
 
 class UploadVerdict(BaseModel):
@@ -35,6 +34,7 @@ class UploadVerdict(BaseModel):
     commitment_block: int
     commitment_time: datetime
     outcome: str
+    findings: tuple[Finding, ...] = ()
 
 
 def _utc(value: datetime) -> datetime:
@@ -43,14 +43,20 @@ def _utc(value: datetime) -> datetime:
 
 
 def upload_verdicts(engine: Engine) -> list[UploadVerdict]:
-    """Every verdict the gate recorded, oldest commitment first."""
+    """Every verdict the gate recorded with the findings of each rejection, oldest commitment first."""
     table = Base.metadata.tables["submission_verdicts"]
+    found = Base.metadata.tables["submission_findings"]
+    query = (select(table.c.hotkey, table.c.sha256, table.c.commitment_block, table.c.commitment_time,
+                    table.c.outcome, found.c.findings)
+             .outerjoin(found, (found.c.hotkey == table.c.hotkey)
+                        & (found.c.commitment_block == table.c.commitment_block))
+             .order_by(table.c.commitment_time, table.c.hotkey))
     with engine.connect() as connection:
-        rows = connection.execute(select(table.c.hotkey, table.c.sha256, table.c.commitment_block,
-                                         table.c.commitment_time, table.c.outcome)
-                                  .order_by(table.c.commitment_time, table.c.hotkey)).all()
+        rows = connection.execute(query).all()
     return [UploadVerdict(hotkey=r.hotkey, sha256=r.sha256, commitment_block=r.commitment_block,
-                          commitment_time=_utc(r.commitment_time), outcome=r.outcome) for r in rows]
+                          commitment_time=_utc(r.commitment_time), outcome=r.outcome,
+                          findings=tuple(FINDINGS.validate_json(r.findings)) if r.findings else ())
+            for r in rows]
 
 
 def fed_submissions(events: Iterable[RaceEvent]) -> dict[tuple[str, str], datetime]:
@@ -74,8 +80,8 @@ def ingest_uploads(verdicts: Iterable[UploadVerdict], race: RaceEngine,
         key = (verdict.hotkey, verdict.sha256)
         if key in fed and fed[key] >= verdict.commitment_time:
             continue
-        rejection = None if verdict.outcome == "accepted" else Rejection(
-            kind="integrity" if verdict.outcome == "integrity" else "security", reason=_REJECTION_REASON)
+        rejection = None if verdict.outcome == "accepted" else Rejection.of(
+            "integrity" if verdict.outcome == "integrity" else "security", verdict.findings)
         outcome = race.submit(verdict.hotkey, verdict.sha256, rejection)
         if outcome.status == "cooling_down":
             log.info("upload_waits_for_cooldown", hotkey=verdict.hotkey, retry_at=str(outcome.retry_at))

@@ -1,41 +1,87 @@
 """Race seeds every honest validator agrees on and nobody knows before the race slot (SPEC 5).
 
-The seed is derived from the first block at or after the race slot, not from the block at which this
+The seed is the hash of the first final block at or after the race slot, not of the block at which this
 validator happens to start the race, so a late or restarted validator draws the same hidden suite.
 """
 
 from __future__ import annotations
 
-import hashlib
-from datetime import datetime
-from typing import Protocol
+import functools
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
-from arena.chain import LocalChain
+import structlog
+
+from arena.chain import Chain
+
+log = structlog.get_logger(__name__)
+
+_PREDICTIONS = 4
+"""How many times the search re-predicts the slot's block from the block time before it gallops."""
 
 
-class RaceSeeds(Protocol):
-    def seed_at(self, slot: datetime) -> str:
-        """The seed of the race whose slot is ``slot`` (a time already passed)."""
-        ...
+def first_block_at_or_after(time_of: Callable[[int], datetime], slot: datetime, head: int,
+                            block_seconds: float) -> int | None:
+    """The first block among ``0..head`` whose time is at or after ``slot``; ``None`` when ``head`` is
+    still before it. ``time_of`` must not decrease with the block number.
 
-
-def first_block_at_or_after(chain: LocalChain, slot: datetime) -> int:
-    low, high = 0, max(chain.block(), 0) + 1
-    while low < high:  # block times grow with the block number: binary search
+    Each ``time_of`` may be a network read, so the search starts where the block time predicts the slot,
+    predicting again from each prediction's own time (missed slots make a chain fall behind its nominal
+    rate, so one prediction from far away can miss by many blocks), brackets the answer with steps that
+    double away from there, then bisects: a few reads when the predictions are close, never more than
+    about twice a plain bisection.
+    """
+    time_at = functools.cache(time_of)
+    if time_at(head) < slot:
+        return None
+    interval = timedelta(seconds=block_seconds)
+    guess = head
+    for _ in range(_PREDICTIONS):
+        predicted = min(head, max(0, guess - math.floor((time_at(guess) - slot) / interval)))
+        if predicted == guess:
+            break
+        guess = predicted
+    step = 1
+    if time_at(guess) >= slot:
+        high, low = guess, guess - step
+        while low >= 0 and time_at(low) >= slot:
+            high, step = low, step * 2
+            low = high - step
+        low = max(low, -1)  # -1: the slot comes before every block
+    else:
+        low, high = guess, guess + step
+        while high < head and time_at(high) < slot:
+            low, step = high, step * 2
+            high = low + step
+        high = min(high, head)
+    while high - low > 1:  # time_at(low) < slot <= time_at(high)
         middle = (low + high) // 2
-        if chain.block_time(middle) >= slot:
+        if time_at(middle) >= slot:
             high = middle
         else:
-            low = middle + 1
-    return low
+            low = middle
+    return high
 
 
-class LocalChainSeeds:
-    """The embedded chain has no block hashes: its stand-in is a hash of the subnet and block number."""
+class ChainSeeds:
+    """Race seeds read from ``chain``; a found seed is kept (it can no longer change)."""
 
-    def __init__(self, chain: LocalChain) -> None:
+    def __init__(self, chain: Chain) -> None:
         self.chain = chain
+        self._found: dict[datetime, str] = {}
 
-    def seed_at(self, slot: datetime) -> str:
-        block = first_block_at_or_after(self.chain, slot)
-        return hashlib.sha256(f"local-chain/{self.chain.netuid}/{block}".encode()).hexdigest()
+    def seed_at(self, slot: datetime) -> str | None:
+        """The seed of the race whose slot is ``slot``, or ``None`` while no final block has reached the
+        slot yet (ask again on a later tick)."""
+        if slot in self._found:
+            return self._found[slot]
+        finalized = self.chain.finalized_block()
+        block = first_block_at_or_after(self.chain.block_time, slot, finalized, self.chain.block_seconds())
+        if block is None:
+            log.info("race_seed_pending", slot=slot.isoformat(), finalized_block=finalized)
+            return None
+        seed = self.chain.block_hash(block)
+        self._found[slot] = seed
+        log.info("race_seed_found", slot=slot.isoformat(), block=block, seed=seed)
+        return seed

@@ -22,9 +22,10 @@ from arena.race.events import RaceStarted
 from arena.race.state import Submission
 from arena.submissions.store import FileStore
 from arena.suites import ExposureLedger, LeakClusters, SuiteRotation, exposures
+from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
 from arena.validator.runs import SuiteRun, run_id_for
-from arena.validator.seeds import RaceSeeds
+from arena.validator.seeds import ChainSeeds
 from arena.weights import WeightRules, WeightVector, compute_weights
 from shoppingbench.problems.models import Category, Problem
 from shoppingbench.sandbox.runner import AgentFile
@@ -68,15 +69,16 @@ class Validator:
     bank: Sequence[Problem]
     clusters: LeakClusters
     rotation: SuiteRotation
-    seeds: RaceSeeds
+    seeds: ChainSeeds
     config: ValidatorConfig
     metagraph: Metagraph | None = field(default=None, init=False)
     last_weights: WeightVector | None = field(default=None, init=False)
-    _weights_epoch: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._by_id = {p.id: p for p in self.bank}
         self._fed_at = fed_submissions(self.race.store.load())
+        self._weights_epochs = WeightsEpochs(self.arena_db, self.hotkey, self.chain.netuid)
+        self._weights_epoch = self._weights_epochs.last()
         self.qualifying_suite = self.rotation.draw_qualifying_suite(self.config.bank_version,
                                                                     self.config.qualifying_per_category)
 
@@ -121,6 +123,8 @@ class Validator:
         if day is None:
             return None
         seed = self.seeds.seed_at(race_slot(day, self.race.rules.race_time))
+        if seed is None:  # no final block has reached the slot yet: the next tick asks again
+            return None
         suite = self.rotation.draw_race_suite(seed, self.config.race_per_category, self.ledger.exposed_ids())
         started = self.race.start_race(seed, [p.id for p in suite])
         if not isinstance(started, RaceStarted):
@@ -163,6 +167,7 @@ class Validator:
         except ChainError as exc:  # e.g. the rate limit: the next tick tries again
             log.warning("weights_not_set", error=str(exc), winner=winner)
             return None
+        self._weights_epochs.record(epoch, block)
         self._weights_epoch = epoch
         self.last_weights = vector
         log.info("weights_set", block=block, winner=winner, uids=list(vector.uids),

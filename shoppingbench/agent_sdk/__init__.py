@@ -11,6 +11,7 @@ This package is self-contained (standard library and ``httpx`` only): the sandbo
 
 from pathlib import Path
 
+from shoppingbench.agent_sdk.loop import tool_loop
 from shoppingbench.agent_sdk.parsing import ParsedOutput, normalise_call, parse_model_output
 from shoppingbench.agent_sdk.proxy_client import (
     FIND_PRODUCT_PATH,
@@ -21,6 +22,17 @@ from shoppingbench.agent_sdk.proxy_client import (
     ProxyError,
     allowed_models,
     default_model,
+)
+from shoppingbench.agent_sdk.shopping_tools import (
+    MAX_FIELD_CHARS,
+    MAX_TOOL_CHARS,
+    SYSTEM_PROMPT,
+    TOOL_SCHEMAS,
+    compact_fields,
+    proxy_tools,
+    run_tool_call,
+    tool_result_text,
+    turn_messages,
 )
 from shoppingbench.agent_sdk.steps import ToolCallResult, create_dialogue_step, format_content
 from shoppingbench.agent_sdk.tools import (
@@ -41,6 +53,10 @@ __all__ = [
     "COMPAT_DIR",
     "FIND_PRODUCT_PATH",
     "INFERENCE_PATH",
+    "MAX_FIELD_CHARS",
+    "MAX_TOOL_CHARS",
+    "SYSTEM_PROMPT",
+    "TOOL_SCHEMAS",
     "VIEW_PRODUCT_PATH",
     "ChatReply",
     "ParsedOutput",
@@ -50,6 +66,7 @@ __all__ = [
     "ToolCallResult",
     "ToolNotFoundError",
     "allowed_models",
+    "compact_fields",
     "create_dialogue_step",
     "default_model",
     "execute_tool_call",
@@ -59,5 +76,10 @@ __all__ = [
     "list_tools",
     "normalise_call",
     "parse_model_output",
+    "proxy_tools",
     "register_tool",
+    "run_tool_call",
+    "tool_loop",
+    "tool_result_text",
+    "turn_messages",
 ]

@@ -17,19 +17,17 @@ import os
 from typing import Any
 
 from shoppingbench.agent_sdk import (
+    ChatReply,
+    ParsedOutput,
     ProxyClient,
-    ProxyError,
     ToolCallResult,
-    create_dialogue_step,
-    execute_tool_call,
-    generate_tool_call_id,
-    parse_model_output,
+    compact_fields,
+    proxy_tools,
+    tool_loop,
 )
 
 MAX_STEPS = 16
 MAX_EMPTY_REPLIES = 2
-MAX_TEXT_FIELD_CHARS = 600
-"""Long descriptions are cut in what the model sees (the step keeps the full result)."""
 
 _proxy = ProxyClient(timeout=120.0, max_retries=3, retry_delay=1.0)
 
@@ -62,55 +60,12 @@ Always answer exactly:
 You may add <response>text for the user</response> after the tool call."""
 
 
-def find_product(q: str, page: int = 1, shop_id: str | None = None, price: str | None = None,
-                 sort: str | None = None, service: str | list[str] | None = None) -> list[dict[str, Any]]:
-    services = ",".join(service) if isinstance(service, list) else service
-    return _proxy.find_product(str(q), page=page, shop_id=None if shop_id is None else str(shop_id),
-                               price=price, sort=sort or None, service=services or None)
-
-
-def view_product_information(product_ids: str | list[str]) -> list[dict[str, Any]]:
-    ids = product_ids if isinstance(product_ids, str) else ",".join(str(i) for i in product_ids)
-    return _proxy.view_product_information(ids)
-
-
-def recommend_product(product_ids: str | list[str]) -> str:
-    ids = product_ids if isinstance(product_ids, str) else ",".join(str(i) for i in product_ids)
-    return f"Recommended to the user: {ids}"
-
-
-def terminate(status: str = "success") -> str:
-    return f"The dialogue has ended with status: {status}"
-
-
-TOOLS = {tool.__name__: tool
-         for tool in (find_product, view_product_information, recommend_product, terminate)}
+TOOLS = proxy_tools(_proxy)
 """This agent's own tool table (not the process-wide registry, which other agents' modules also fill)."""
 
 
-def _run(call: dict[str, Any]) -> ToolCallResult:
-    """Execute one call; a failure becomes the call's result so the model can correct itself."""
-    try:
-        return execute_tool_call(call["name"], call["parameters"], TOOLS)
-    except (ProxyError, TypeError, ValueError) as exc:
-        return {"name": call["name"], "parameters": call["parameters"],
-                "tool_call_id": generate_tool_call_id(call["name"], call["parameters"]),
-                "result": f"Error: {exc}"}
-
-
-def _compact(value: Any) -> Any:
-    """``value`` with long text fields cut, for the prompt."""
-    if isinstance(value, str) and len(value) > MAX_TEXT_FIELD_CHARS:
-        return value[:MAX_TEXT_FIELD_CHARS] + "..."
-    if isinstance(value, list):
-        return [_compact(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _compact(item) for key, item in value.items()}
-    return value
-
-
 def _observation(results: list[ToolCallResult], problems: list[str]) -> str:
-    entries = [{"tool_call_id": r["tool_call_id"], "name": r["name"], "result": _compact(r["result"])}
+    entries = [{"tool_call_id": r["tool_call_id"], "name": r["name"], "result": compact_fields(r["result"])}
                for r in results]
     text = f"<obs>{json.dumps(entries, ensure_ascii=False, default=str)}</obs>"
     if problems:
@@ -121,31 +76,22 @@ def _observation(results: list[ToolCallResult], problems: list[str]) -> str:
     return text
 
 
+def _keeps(parsed: ParsedOutput) -> bool:
+    return bool(parsed.think or parsed.tool_calls or parsed.response)
+
+
+def _follow_up(parsed: ParsedOutput, results: list[ToolCallResult], reply: ChatReply,
+               step: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": reply.content or step["completion"]["content"]},
+            {"role": "user", "content": _observation(results, parsed.problems)}]
+
+
 def agent_main(problem: dict[str, Any]) -> list[dict[str, Any]]:
     """Solve one problem; ``problem`` carries ``query`` (and never the reward)."""
     query = str(problem.get("query", ""))
     model = os.environ.get("REACT_MODEL") or None
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                       {"role": "user", "content": query}]
-    steps: list[dict[str, Any]] = []
-    empty_replies = 0
-    while len(steps) < MAX_STEPS:
-        try:
-            reply = _proxy.chat(messages, model=model, temperature=0.0)
-        except ProxyError:
-            break  # the endpoint is gone or the run's budget is spent: score what we have
-        parsed = parse_model_output(reply.content, reply.reasoning_content, reply.tool_calls)
-        if not (parsed.think or parsed.tool_calls or parsed.response):
-            empty_replies += 1
-            if empty_replies > MAX_EMPTY_REPLIES:
-                break
-            continue
-        empty_replies = 0
-        results = [_run(call) for call in parsed.tool_calls]
-        steps.append(create_dialogue_step(parsed.think, results, parsed.response, query, len(steps),
-                                          reasoning_content=reply.reasoning_content))
-        if any(r["name"] == "terminate" for r in results):
-            break
-        messages.append({"role": "assistant", "content": reply.content or steps[-1]["completion"]["content"]})
-        messages.append({"role": "user", "content": _observation(results, parsed.problems)})
-    return steps
+    return tool_loop(query, messages, ask=lambda sent: _proxy.chat(sent, model=model, temperature=0.0),
+                     tools=TOOLS, follow_up=_follow_up, keeps=_keeps, max_steps=MAX_STEPS,
+                     max_empty_replies=MAX_EMPTY_REPLIES)

@@ -5,13 +5,16 @@ pipeline) run without a hosted LLM. A policy is a pure function of the chat-comp
 body (``Policy`` in :mod:`shoppingbench.llm_stub.server`): the same conversation always gets the
 same answer.
 
-- :func:`react_policy` plays the model of a tagged-output ReAct agent. It reads the conversation (the
+- :func:`react_policy` plays the model of an LLM shopping agent. It reads the conversation (the
   shopper's request: the first user message, or its ``<user>..</user>`` block when the agent sends the
-  whole history in one message as the reference arena's template does; every earlier
-  ``<tool_call>[..]</tool_call>`` and the ``<obs>[..]</obs>`` results that followed it) and answers the
-  next turn in ``<think>``/``<tool_call>`` form: search every requested item with its price and
-  service filters, view the best hits, look inside one shop when the items must share a shop,
-  compare the candidates citing ids, prices and attributes, then recommend and terminate.
+  whole history in one message as the reference arena's template does; every earlier tool call and its
+  result, in either protocol: tagged ``<tool_call>[..]</tool_call>`` text followed by ``<obs>[..]</obs>``,
+  or OpenAI assistant ``tool_calls`` answered by ``role: tool`` messages) and plans the next turn:
+  search every requested item with its price and service filters, view the best hits, look inside one
+  shop when the items must share a shop, compare the candidates citing ids, prices and attributes, then
+  recommend and terminate. A request carrying ``tools`` gets the turn as a tool-calling server sends it
+  (native ``tool_calls``, the thinking as ``reasoning_content``); any other gets it in
+  ``<think>``/``<tool_call>`` text.
 - :func:`extract_policy` and :func:`choose_policy` play the narrow model of a sub-task agent: list
   the items of a request, or answer the one candidate id that fits best.
 - :func:`shopping_policy` dispatches between them by the system prompt's ``TASK:`` marker.
@@ -31,7 +34,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from shoppingbench.agent_sdk import parse_model_output
+from shoppingbench.agent_sdk import normalise_call, parse_model_output
 from shoppingbench.agents.scripted_baseline import Request, parse_requests
 from shoppingbench.llm_stub.server import StubReply
 from shoppingbench.problems.models import Voucher
@@ -63,6 +66,8 @@ def _text(message: object) -> str:
 @dataclass
 class _Recorded:
     call: dict[str, Any]
+    call_id: str | None = None
+    """The OpenAI tool-call id, which the ``role: tool`` message answering the call names."""
     result: Any = None
     answered: bool = False
 
@@ -85,6 +90,14 @@ class Conversation:
         conversation = cls(system=system, query=(tagged.group(1) if tagged else first_user).strip())
         last_block: list[_Recorded] = []
         for message in turns:
+            native = message.get("tool_calls")
+            if message.get("role") == "assistant" and isinstance(native, list) and native:
+                last_block = [_Recorded(call, raw.get("id")) for raw in native
+                              if (call := normalise_call(raw)) is not None]
+                conversation.calls.extend(last_block)
+            elif message.get("role") == "tool":
+                _answer(last_block, message)
+                continue  # a result's text is the catalog's, not tags the model wrote
             for kind, inner in _BLOCK.findall(_text(message)):
                 if kind == "tool_call":
                     calls = parse_model_output(f"<think>.</think><tool_call>{inner}</tool_call>").tool_calls
@@ -94,6 +107,37 @@ class Conversation:
                     for recorded, result in zip(last_block, _observations(inner), strict=False):
                         recorded.result, recorded.answered = result, True
         return conversation
+
+
+def _answer(block: list[_Recorded], message: dict[str, Any]) -> None:
+    """Record a ``role: tool`` message as the result of the call it names (else the first unanswered)."""
+    call_id = message.get("tool_call_id")
+    named = [r for r in block if r.call_id is not None and r.call_id == call_id]
+    target = next(iter(named or [r for r in block if not r.answered]), None)
+    if target is not None:
+        target.result, target.answered = _tool_result(_text(message)), True
+
+
+def _tool_result(text: str) -> Any:
+    """What a model reads in a tool message: JSON, the complete entries of a JSON list that was cut short
+    (agents cut long results), or else the text itself (errors, confirmations)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    if not text.lstrip().startswith("["):
+        return text
+    decoder = json.JSONDecoder()
+    entries: list[Any] = []
+    position = text.index("[") + 1
+    while True:
+        while position < len(text) and text[position] in ", \n\r\t":
+            position += 1
+        try:
+            entry, position = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            return entries
+        entries.append(entry)
 
 
 def _observations(inner: str) -> list[Any]:
@@ -459,12 +503,18 @@ def _tagged(reply: _Reply) -> str:
     return f"<think>{reply.think}</think>\n<tool_call>{calls}</tool_call>"
 
 
+def _native(reply: _Reply) -> StubReply:
+    calls = [{"name": call["name"], "arguments": call["parameters"]} for call in reply.calls]
+    return StubReply(tool_calls=calls, reasoning=reply.think)
+
+
 def react_policy(body: dict[str, Any]) -> StubReply:
-    """The next turn of a tagged-output ReAct agent's conversation."""
+    """The next turn of an LLM agent's conversation: native tool calls when the request offers ``tools``,
+    tagged text otherwise."""
     try:
         _plan(Conversation.read(body))
     except _Reply as reply:
-        return StubReply(content=_tagged(reply))
+        return _native(reply) if body.get("tools") else StubReply(content=_tagged(reply))
     raise AssertionError("the plan always ends in a reply")  # pragma: no cover
 
 

@@ -2,8 +2,9 @@
 
 The agent's body is an OpenAI chat-completions request. The proxy enforces the model allowlist (403),
 the call and token budgets (429), refuses streaming (400, the log needs the whole completion), caps
-``max_tokens`` and forwards the rest unchanged to ``{base_url}/chat/completions`` (vLLM, a hosted API,
-or the test stub). The upstream's answer goes back to the agent byte for byte.
+``max_tokens``, sets the configured ``forced_params`` (e.g. a sampling temperature) and forwards the
+rest unchanged to ``{base_url}/chat/completions`` (vLLM, a hosted API, or the test stub). The
+upstream's answer goes back to the agent byte for byte.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class InferenceConfig(BaseModel):
     max_tokens: int = Field(default=4096, ge=1, description="Cap on max_tokens/max_completion_tokens")
     timeout_s: float = Field(default=300.0, gt=0)
     budgets: InferenceBudgets = Field(default_factory=InferenceBudgets)
+    forced_params: dict[str, Any] = Field(default_factory=dict, description=(
+        "Request fields set on every forwarded call whatever the agent asked, e.g. a sampling temperature "
+        "when the same agent is rolled out k times (pass@k, rejection sampling); never model or messages"))
 
     @property
     def default_model(self) -> str | None:
@@ -155,7 +159,7 @@ class InferenceForwarder:
             return _error(429, refused, fields, code=BUDGET_EXHAUSTED)
         attempt.charge(calls=1)
         self.run_spending.charge(calls=1)
-        forwarded = {**body, "model": model, "stream": False}
+        forwarded = {**body, **self.config.forced_params, "model": model, "stream": False}
         for name in TOKEN_LIMIT_FIELDS:
             value = forwarded.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and value > self.config.max_tokens:

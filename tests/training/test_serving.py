@@ -1,7 +1,9 @@
-"""The OpenAI-compatible server over the tiny Qwen3, answering the real ``openai`` client."""
+"""The OpenAI-compatible server over the tiny Qwen3, answering the real ``openai`` client, and its reading of
+generated text in tool-calling requests as vLLM's hermes and qwen3 parsers read it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,10 +11,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from openai.types.chat import ChatCompletionMessageParam
+import torch
+from openai.types.chat import ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam
 
+from shoppingbench.agent_sdk import TOOL_SCHEMAS
 from shoppingbench.tools.serving import running_server
-from trajectories.training.serving import LocalModel, ServingConfig, create_app
+from trajectories.training.serving import LocalModel, ServingConfig, create_app, parse_generated
 
 MESSAGES: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "You are a shopping assistant."},
@@ -89,3 +93,98 @@ def test_a_prompt_longer_than_the_context_is_refused(tiny_model_dir: Path) -> No
 def test_a_directory_without_a_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"config\.json"):
         LocalModel.load(tmp_path)
+
+
+# --- tool-calling requests: vLLM's parsers --------------------------------------------------------
+
+SEARCH = '{"name": "find_product", "arguments": {"q": "café kettle", "price": "-500"}}'
+VIEW = '{"name": "view_product_information", "arguments": {"product_ids": "11,12"}}'
+
+
+def _calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in parse_generated(text).tool_calls]
+
+
+def test_generated_tool_call_blocks_become_tool_calls_and_the_think_reasoning() -> None:
+    text = (f"<think>\nA red kettle under 500: search, then view.\n</think>\n\n"
+            f"<tool_call>\n{SEARCH}\n</tool_call>\n<tool_call>\n{VIEW}\n</tool_call>")
+    parsed = parse_generated(text)
+    assert parsed.reasoning_content == "\nA red kettle under 500: search, then view.\n"
+    assert parsed.content == "\n\n"  # what precedes the first block, as vLLM leaves it
+    assert _calls(text) == [("find_product", {"q": "café kettle", "price": "-500"}),
+                            ("view_product_information", {"product_ids": "11,12"})]
+    first, second = parsed.tool_calls
+    assert first["type"] == "function" and first["id"].startswith("chatcmpl-tool-")
+    assert first["id"] != second["id"]
+    assert "café" in first["function"]["arguments"]  # not \u-escaped, as vLLM dumps arguments
+
+
+def test_generated_text_without_calls_or_tags_reads_as_vllm_reads_it() -> None:
+    # The template opened the think block; the model only closes it
+    assert parse_generated("Compare the two.</think>\n\nThe first.") == parse_generated(
+        "<think>Compare the two.</think>\n\nThe first.")
+    answer = parse_generated("<think>Compare the two.</think>\n\nThe first.")
+    assert (answer.reasoning_content, answer.content, answer.tool_calls) == ("Compare the two.",
+                                                                             "\n\nThe first.", [])
+    # No end of thinking: the generation stopped inside it, so all of it is reasoning
+    unfinished = parse_generated("<think>\nstill weighing <tool_call>")
+    assert (unfinished.reasoning_content, unfinished.content) == ("\nstill weighing <tool_call>", None)
+    # The last block may be cut before its closing tag
+    assert _calls(f"<think>x</think>\n\n<tool_call>\n{SEARCH}\n") == [
+        ("find_product", {"q": "café kettle", "price": "-500"})]
+
+
+@pytest.mark.parametrize("block", ['{"name": "find_product", "arguments": {"q": "kettle"',
+                                   '["find_product", {"q": "kettle"}]', '{"name": 3, "arguments": {}}',
+                                   '{"name": "find_product"}'],
+                         ids=["cut-json", "not-an-object", "name-not-text", "no-arguments"])
+def test_a_malformed_block_leaves_the_text_as_content(block: str) -> None:
+    after_think = f"\n\n<tool_call>\n{SEARCH}\n</tool_call>\n<tool_call>\n{block}\n</tool_call>"
+    parsed = parse_generated(f"<think>plan</think>{after_think}")
+    assert (parsed.reasoning_content, parsed.content, parsed.tool_calls) == ("plan", after_think, [])
+
+
+def test_a_tools_request_gets_the_parsed_message_end_to_end(url: str, local: LocalModel) -> None:
+    """The tiny random model emits no tool call by itself: the server's answer must be exactly what the
+    parsers make of the text greedy decoding generates for the same prompt."""
+    schemas: Any = TOOL_SCHEMAS  # the OpenAI client and transformers type tool schemas each their own way
+    messages: Any = MESSAGES
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+    reply = client.chat.completions.create(model="tiny", messages=MESSAGES, tools=schemas, max_tokens=8,
+                                           temperature=0.0)
+    prompt: Any = local.tokenizer.apply_chat_template(
+        messages, tools=schemas, add_generation_prompt=True, tokenize=True,
+        return_dict=True, return_tensors="pt")
+    with torch.inference_mode():
+        output = local.model.generate(  # type: ignore[operator]
+            input_ids=prompt["input_ids"], attention_mask=prompt["attention_mask"], max_new_tokens=8,
+            do_sample=False, top_k=None, pad_token_id=local.tokenizer.pad_token_id)
+    generated = output[0, prompt["input_ids"].shape[1]:].tolist()
+    expected = parse_generated(str(local.tokenizer.decode(generated, skip_special_tokens=True)))
+    stopped = local.tokenizer.eos_token_id in generated
+    message = reply.choices[0].message
+    assert message.content == expected.content
+    assert (message.model_extra or {})["reasoning_content"] == expected.reasoning_content
+    calls = [c for c in message.tool_calls or [] if isinstance(c, ChatCompletionMessageFunctionToolCall)]
+    assert [(c.function.name, c.function.arguments) for c in calls] == [
+        (c["function"]["name"], c["function"]["arguments"]) for c in expected.tool_calls]
+    assert reply.choices[0].finish_reason == (
+        "tool_calls" if expected.tool_calls else "stop" if stopped else "length")
+    assert reply.usage is not None and reply.usage.prompt_tokens == prompt["input_ids"].shape[1]
+
+
+def test_an_assistant_turns_reasoning_reaches_the_template_under_either_name(url: str) -> None:
+    def prompt_tokens(assistant: dict[str, Any]) -> int:
+        body = {"model": "tiny", "max_tokens": 1, "tools": TOOL_SCHEMAS, "messages": [
+            *MESSAGES, {"role": "assistant", "content": "", **assistant, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "find_product",
+                                                              "arguments": '{"q": "red kettle"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "[]"}]}
+        answer = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=60)
+        assert answer.status_code == 200, answer.text
+        return int(answer.json()["usage"]["prompt_tokens"])
+
+    think = "Search for red kettles first, then compare prices and colours."
+    vllm_style = prompt_tokens({"reasoning": think})
+    assert vllm_style == prompt_tokens({"reasoning_content": think}) > prompt_tokens({}) + 10

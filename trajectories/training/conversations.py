@@ -26,7 +26,9 @@ import pyarrow.parquet as pq
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.dialogue import DialogueStep
+from shoppingbench.records import AttemptRecord
 from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)
@@ -46,7 +48,7 @@ class DataFilter(BaseModel):
     min_rule: float | None = Field(default=None, ge=0, le=1, description="Minimum rule score")
     min_judge_quality: float | None = Field(default=None, ge=0, le=1, description=(
         "Minimum judge quality; an unjudged attempt fails any minimum"))
-    max_tool_chars: int = Field(default=4000, ge=16, description=(
+    max_tool_chars: int = Field(default=MAX_TOOL_CHARS, ge=16, description=(
         "Tool results longer than this are cut (the model reads them, it is not trained on them)"))
 
 
@@ -66,6 +68,26 @@ class Selection:
     """The conversations kept and why the others were not."""
 
     conversations: list[Conversation]
+    dropped: Counter[str]
+    held_out_clusters: frozenset[str]
+
+
+@dataclass(frozen=True)
+class GradedConversation:
+    """A conversation with how its attempt went, for the stages that compare attempts of one problem (DPO)."""
+
+    conversation: Conversation
+    success: bool
+    rule: float | None
+    judge_quality: float | None
+    filter_label: str
+
+
+@dataclass
+class GradedSelection:
+    """The graded conversations kept and why the others were not."""
+
+    graded: list[GradedConversation]
     dropped: Counter[str]
     held_out_clusters: frozenset[str]
 
@@ -94,15 +116,6 @@ def _rows(files: list[Path]) -> Iterator[dict[str, Any]]:
             yield from batch.to_pylist()
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _tool_text(result: Any, limit: int) -> str:
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    return _clip(text, limit)
-
-
 def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int) -> list[dict[str, Any]]:
     """The Qwen3 conversation of one attempt (see the module docstring)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
@@ -121,7 +134,7 @@ def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int
                 for call in calls]
         messages.append(assistant)
         messages.extend(
-            {"role": "tool", "name": call.name, "content": _tool_text(call.result, max_tool_chars)}
+            {"role": "tool", "name": call.name, "content": tool_result_text(call.result, max_tool_chars)}
             for call in calls if call.result is not None)
     return messages
 
@@ -144,44 +157,73 @@ def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> 
     return None
 
 
-def _parse_steps(text: str | None) -> list[DialogueStep] | None:
+def parse_steps(raw: Any) -> list[DialogueStep] | None:
+    """Untrusted recorded steps as ``DialogueStep``s, or None when they are not a list of such steps."""
+    if not isinstance(raw, list):
+        return None
     try:
-        raw = orjson.loads(text or "null")
-        if not isinstance(raw, list):
-            return None
         return [DialogueStep.model_validate(step) for step in raw]
-    except (orjson.JSONDecodeError, ValidationError, TypeError, ValueError, RecursionError):
+    except (ValidationError, TypeError, ValueError, RecursionError):
         return None
 
 
-def _conversation(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> Conversation | str:
-    """The row's conversation, or why there is none."""
+def _parse_steps(text: str | None) -> list[DialogueStep] | None:
+    try:
+        return parse_steps(orjson.loads(text or "null"))
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+
+
+def _graded(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> GradedConversation | str:
+    """The row's conversation and grades, or why there is none."""
     reason = _reject(row, data, held_out)
     if reason is not None:
         return reason
     steps = _parse_steps(row["steps_json"])
     if not steps:
         return "unreadable_steps"
-    return Conversation(attempt_id=row["attempt_id"], problem_id=row["problem_id"],
-                        leak_cluster=row["leak_cluster"],
-                        messages=steps_to_messages(row["query"], steps, data.max_tool_chars))
+    conversation = Conversation(attempt_id=row["attempt_id"], problem_id=row["problem_id"],
+                                leak_cluster=row["leak_cluster"],
+                                messages=steps_to_messages(row["query"], steps, data.max_tool_chars))
+    return GradedConversation(conversation=conversation, success=bool(row["success"]), rule=row["rule"],
+                              judge_quality=row["judge_quality"], filter_label=row["filter_label"])
 
 
-def select_conversations(dumps: Iterable[Path], data: DataFilter | None = None, *,
-                         held_out_clusters: frozenset[str] = frozenset()) -> Selection:
-    """Training conversations of the dumps' ``train`` rows that pass ``data`` and the leak-cluster guard."""
+def select_graded(dumps: Iterable[Path], data: DataFilter | None = None, *,
+                  held_out_clusters: frozenset[str] = frozenset()) -> GradedSelection:
+    """Conversations with their grades of the dumps' ``train`` rows that pass ``data`` and the leak-cluster
+    guard."""
     data = data or DataFilter()
     files = dump_files(dumps)
     held_out = held_out_clusters | frozenset(
         row["leak_cluster"] for row in _rows(files) if row["split"] == "held_out" and row["leak_cluster"])
-    kept: list[Conversation] = []
+    kept: list[GradedConversation] = []
     dropped: Counter[str] = Counter()
     for row in _rows(files):
-        result = _conversation(row, data, held_out)
+        result = _graded(row, data, held_out)
         if isinstance(result, str):
             dropped[result] += 1
         else:
             kept.append(result)
     log.info("training.conversations_selected", kept=len(kept), dropped=dict(dropped),
              held_out_clusters=len(held_out), files=len(files))
-    return Selection(conversations=kept, dropped=dropped, held_out_clusters=held_out)
+    return GradedSelection(graded=kept, dropped=dropped, held_out_clusters=held_out)
+
+
+def select_conversations(dumps: Iterable[Path], data: DataFilter | None = None, *,
+                         held_out_clusters: frozenset[str] = frozenset()) -> Selection:
+    """Training conversations of the dumps' ``train`` rows that pass ``data`` and the leak-cluster guard."""
+    selection = select_graded(dumps, data, held_out_clusters=held_out_clusters)
+    return Selection(conversations=[graded.conversation for graded in selection.graded],
+                     dropped=selection.dropped, held_out_clusters=selection.held_out_clusters)
+
+
+def record_conversation(record: AttemptRecord, leak_cluster: str, max_tool_chars: int) -> Conversation | None:
+    """The conversation of a rolled-out attempt (``worker evaluate``, the sampling stages), identified as
+    ``run_id/problem_id``; None when its steps do not parse."""
+    steps = parse_steps(record.steps)
+    if not steps:
+        return None
+    return Conversation(attempt_id=f"{record.run_id}/{record.problem_id}", problem_id=record.problem_id,
+                        leak_cluster=leak_cluster,
+                        messages=steps_to_messages(record.query, steps, max_tool_chars))

@@ -9,7 +9,7 @@ score, and how often the agent named product ids no verified search had shown it
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,9 @@ log = structlog.get_logger(__name__)
 REACT_AGENT = Path(shoppingbench.agents.__file__).resolve().parent / "react_llm.py"
 """The ReAct reference agent, which drives the model with tagged text."""
 
-DEFAULT_AGENT = REACT_AGENT
-"""The agent evaluation and rollouts run unless told otherwise."""
+DEFAULT_AGENT = Path(shoppingbench.agents.__file__).resolve().parent / "tool_calling_llm.py"
+"""The agent evaluation and rollouts run unless told otherwise: the tool-calling reference agent, whose
+prompts render as the training conversations do (OpenAI tools protocol, Qwen3's tool format)."""
 
 ID_TOOLS = frozenset({"view_product_information", "recommend_product"})
 """Tools whose ``product_ids`` must come from an earlier search."""
@@ -55,7 +56,8 @@ class Hallucinations(BaseModel):
     per_step: list[int] = Field(default_factory=list, description="Unseen ids named in each step")
 
 
-def _product_ids(value: Any) -> list[str]:
+def named_product_ids(value: Any) -> list[str]:
+    """The ids a ``product_ids`` argument names, however it was sent."""
     # The tools take one id, a comma-separated string, or a list (the agent SDK accepts all three)
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -77,28 +79,38 @@ def _verified_searches(proxy_log: Sequence[ProxyCall]) -> Iterator[list[str]]:
             yield list(call.product_ids)
 
 
-def count_hallucinations(steps: Sequence[Any], proxy_log: Sequence[ProxyCall]) -> Hallucinations:
-    """Walk the steps in order; a ``find_product`` call reveals the ids its matching verified proxy
-    call returned (the n-th search of the steps is the n-th successful search in the log; the step's
-    own claimed result is never trusted), and every id a ``view_product_information`` or
-    ``recommend_product`` call names that was not revealed before counts as hallucinated."""
-    searches = _verified_searches(proxy_log)
+def count_unseen_ids(steps: Iterable[Sequence[tuple[str, Mapping[str, Any]]]],
+                     searches: Iterator[list[str]]) -> Hallucinations:
+    """The counting rule on its own: ``steps`` are each step's ``(tool name, parameters)`` calls in order, and
+    every ``find_product`` call reveals the next ids of ``searches`` (what that search really returned);
+    every id a ``view_product_information`` or ``recommend_product`` call names that no earlier search
+    revealed counts as hallucinated. Shared by the proxy-log check below and GRPO's in-process episodes."""
     seen: set[str] = set()
     per_step: list[int] = []
     checked = 0
-    for raw in steps:
-        step = _parse_step(raw)
+    for calls in steps:
         unseen = 0
-        for call in step.completion.message.tool_call if step is not None else []:
-            if call.name == "find_product":
+        for name, parameters in calls:
+            if name == "find_product":
                 seen.update(next(searches, []))
-            elif call.name in ID_TOOLS:
-                ids = _product_ids(call.parameters.get("product_ids"))
+            elif name in ID_TOOLS:
+                ids = named_product_ids(parameters.get("product_ids"))
                 checked += len(ids)
                 unseen += sum(1 for product_id in ids if product_id not in seen)
         per_step.append(unseen)
     return Hallucinations(steps=len(per_step), steps_hallucinated=sum(1 for n in per_step if n),
                           ids_checked=checked, ids_hallucinated=sum(per_step), per_step=per_step)
+
+
+def count_hallucinations(steps: Sequence[Any], proxy_log: Sequence[ProxyCall]) -> Hallucinations:
+    """Walk the steps in order; a ``find_product`` call reveals the ids its matching verified proxy
+    call returned (the n-th search of the steps is the n-th successful search in the log; the step's
+    own claimed result is never trusted), and every id a ``view_product_information`` or
+    ``recommend_product`` call names that was not revealed before counts as hallucinated."""
+    parsed = (_parse_step(raw) for raw in steps)
+    calls = ([(call.name, call.parameters) for call in step.completion.message.tool_call]
+             if step is not None else [] for step in parsed)
+    return count_unseen_ids(calls, _verified_searches(proxy_log))
 
 
 class ProblemResult(BaseModel):

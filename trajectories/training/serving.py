@@ -1,19 +1,24 @@
 """An OpenAI-compatible ``/v1/chat/completions`` server over a local Hugging Face causal LM (CPU or GPU).
 
-Production serves checkpoints with vLLM; this is the same interface over transformers' ``generate``, so
-the verified proxy's upstream can be either and the evaluation runs the same on a laptop. Messages are
-rendered with the tokenizer's chat template (tools included when the request has them); the answer is
-the generated text as ``content`` (``<think>``/``<tool_call>`` tags left in: the ReAct agent parses
-tagged text itself). One model, one generation at a time (a lock): CPU inference is not concurrent.
+Production serves checkpoints with vLLM (``--enable-auto-tool-choice --tool-call-parser hermes
+--reasoning-parser qwen3``); this is the same interface over transformers' ``generate``, so the verified
+proxy's upstream can be either and the evaluation runs the same on a laptop. Messages are rendered with the
+tokenizer's chat template (tools included when the request has them; an assistant message's ``reasoning``
+reaches the template as ``reasoning_content``, as vLLM hands it on). A request without ``tools`` gets the
+generated text as ``content``, tags left in (the ReAct agent parses tagged text itself); a request with
+``tools`` gets what vLLM's parsers make of it (:func:`parse_generated`). One model, one generation at a
+time (a lock): CPU inference is not concurrent.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +85,84 @@ class LocalModel:
         return int(getattr(self.model.config, "max_position_embeddings", 4096))
 
 
+_THINK_START, _THINK_END = "<think>", "</think>"
+_TOOL_CALL_START = "<tool_call>"
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+"""A closed block, or an unclosed last one running to the end (vLLM's hermes parser reads both)."""
+
+
+@dataclass(frozen=True)
+class GeneratedMessage:
+    """The assistant message of a tool-calling request, split out of the generated text."""
+
+    content: str | None
+    reasoning_content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}`` each."""
+
+
+def _split_reasoning(text: str) -> tuple[str, str | None]:
+    """vLLM's qwen3 reasoning parser: the text before ``</think>`` (a leading ``<think>`` dropped) is
+    reasoning, the rest content; without ``</think>`` the model never finished thinking, so it is all
+    reasoning."""
+    start, found, rest = text.partition(_THINK_START)
+    body = rest if found else start
+    if _THINK_END not in body:
+        return body, None
+    reasoning, _, content = body.partition(_THINK_END)
+    return reasoning, content or None
+
+
+def _tool_call(block: Any) -> dict[str, Any]:
+    if not isinstance(block, dict) or not isinstance(block.get("name"), str) or "arguments" not in block:
+        raise ValueError("a tool call must be a {\"name\": str, \"arguments\": ...} object")
+    return {"id": f"chatcmpl-tool-{uuid.uuid4().hex}", "type": "function", "function": {
+        "name": block["name"], "arguments": json.dumps(block["arguments"], ensure_ascii=False)}}
+
+
+def _extract_tool_calls(content: str) -> tuple[list[dict[str, Any]], str | None]:
+    """vLLM's hermes parser: every ``<tool_call>`` block must hold ``{"name": str, "arguments": ...}``
+    JSON, else nothing is a call and the whole text stays content; the content is what precedes the
+    first block."""
+    if _TOOL_CALL_START not in content:
+        return [], content
+    try:
+        calls = [_tool_call(json.loads(closed or unclosed))
+                 for closed, unclosed in _TOOL_CALL.findall(content)]
+    except (ValueError, RecursionError):  # json's errors are ValueErrors too
+        return [], content
+    return calls, content[:content.find(_TOOL_CALL_START)] or None
+
+
+def parse_generated(text: str) -> GeneratedMessage:
+    """What vLLM with ``--reasoning-parser qwen3 --tool-call-parser hermes`` answers for ``text``, the
+    generated completion of a request with ``tools`` (whitespace kept as generated, as vLLM does)."""
+    reasoning, content = _split_reasoning(text)
+    calls, content = _extract_tool_calls(content) if content is not None else ([], None)
+    return GeneratedMessage(content=content, reasoning_content=reasoning, tool_calls=calls)
+
+
+def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as vLLM gives them to the chat template: an assistant message's ``reasoning`` (the
+    field recent vLLM reads) as ``reasoning_content`` (the field Qwen3's template reads)."""
+    return [{**m, "reasoning_content": m["reasoning"]}
+            if m.get("role") == "assistant" and isinstance(m.get("reasoning"), str) else m for m in messages]
+
+
+def _message(text: str, tools: bool, finished: bool) -> tuple[dict[str, Any], str]:
+    """The assistant message and finish reason of one completion."""
+    finish = "stop" if finished else "length"
+    if not tools:
+        return {"role": "assistant", "content": text}, finish
+    parsed = parse_generated(text)
+    message: dict[str, Any] = {"role": "assistant", "content": parsed.content,
+                               "reasoning_content": parsed.reasoning_content}
+    if parsed.tool_calls:
+        message["tool_calls"] = parsed.tool_calls
+        finish = "tool_calls"
+    return message, finish
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     return JSONResponse(status_code=status,
                         content={"error": {"message": message, "type": kind, "code": status}})
@@ -107,7 +190,7 @@ def create_app(local: LocalModel, config: ServingConfig) -> FastAPI:
             None if request.tools is None else list(request.tools))
         try:
             prompt: Any = local.tokenizer.apply_chat_template(
-                request.messages, tools=tools, add_generation_prompt=True, tokenize=True,
+                _template_messages(request.messages), tools=tools, add_generation_prompt=True, tokenize=True,
                 return_dict=True, return_tensors="pt")
         except Exception as exc:  # a malformed conversation from an untrusted agent must not kill the server
             return _error(400, "cannot render the messages with the chat template: "
@@ -134,14 +217,14 @@ def create_app(local: LocalModel, config: ServingConfig) -> FastAPI:
         generated = output[0, prompt_tokens:].tolist()
         eos = local.tokenizer.eos_token_id
         finished = eos is not None and eos in generated
-        text = local.tokenizer.decode(generated, skip_special_tokens=True)
+        text = str(local.tokenizer.decode(generated, skip_special_tokens=True))
+        message, finish_reason = _message(text, bool(request.tools), finished)
         log.info("serving.completion", prompt_tokens=prompt_tokens, completion_tokens=len(generated),
                  temperature=temperature, seconds=round(time.perf_counter() - started, 3))
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
             "model": config.served_name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop" if finished else "length"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated),
                       "total_tokens": prompt_tokens + len(generated)},
         }

@@ -35,6 +35,10 @@ TINY_MODEL = "tiny"
 ADAPTER_CONFIG = "adapter_config.json"
 
 
+class NothingToTrain(ValueError):
+    """The stage's data selection left nothing to train on; the message says what was dropped and why."""
+
+
 class LoraSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -62,13 +66,22 @@ class StageConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Self:
-        """Read ``path``; relative paths in it (every ``Path`` field) are taken relative to its directory."""
+        """Read ``path``; relative paths in it (top-level ``Path`` and ``list[Path]`` fields) are taken
+        relative to its directory."""
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         if not isinstance(raw, dict):
             raise ValueError(f"{path} must hold a YAML mapping of stage settings")
         config = cls.model_validate(raw)
-        updates = {name: path.parent / value for name, value in config
-                   if isinstance(value, Path) and not value.is_absolute()}
+
+        def relative(value: Path) -> Path:
+            return value if value.is_absolute() else path.parent / value
+
+        updates: dict[str, Any] = {}
+        for name, value in config:
+            if isinstance(value, Path):
+                updates[name] = relative(value)
+            elif isinstance(value, list) and value and all(isinstance(item, Path) for item in value):
+                updates[name] = [relative(item) for item in value]
         return config.model_copy(update=updates)
 
     def held_out_clusters(self) -> frozenset[str]:
@@ -114,7 +127,9 @@ def load_causal_lm(source: str | Path) -> tuple[PreTrainedModel, PreTrainedToken
     if isinstance(source, Path) and (source / ADAPTER_CONFIG).exists():
         from peft import AutoPeftModelForCausalLM
 
+        # PEFT loads an adapter for inference, every weight frozen: after the merge they are the model's own
         model = AutoPeftModelForCausalLM.from_pretrained(source, dtype="auto").merge_and_unload()
+        model.requires_grad_(True)
     else:
         model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
     return model, tokenizer

@@ -30,15 +30,31 @@ class TokenizedExample:
     labels: list[int]
 
 
+@dataclass(frozen=True)
+class RenderedMessages:
+    """Token ids of rendered messages and, per token, 1 where the model generates it (an assistant turn)."""
+
+    input_ids: list[int]
+    assistant_mask: list[int]
+
+
+def render_messages(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, Any]],
+                    tools: list[dict[str, Any]]) -> RenderedMessages:
+    """``messages`` through the training chat template, uncut."""
+    schemas: list[Any] = tools
+    rendered: Any = tokenizer.apply_chat_template(
+        messages, tools=schemas, chat_template=qwen3_training_chat_template,
+        tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    return RenderedMessages(input_ids=list(rendered["input_ids"]),
+                            assistant_mask=[int(keep) for keep in rendered["assistant_masks"]])
+
+
 def tokenize_conversation(tokenizer: PreTrainedTokenizerBase, conversation: Conversation,
                           max_length: int) -> TokenizedExample | None:
     """Ids and labels of ``conversation`` cut to ``max_length`` tokens; None when nothing is left to learn."""
-    tools: list[Any] = conversation.tools
-    rendered: Any = tokenizer.apply_chat_template(
-        conversation.messages, tools=tools, chat_template=qwen3_training_chat_template,
-        tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    ids = list(rendered["input_ids"])[:max_length]
-    mask = list(rendered["assistant_masks"])[:max_length]
+    rendered = render_messages(tokenizer, conversation.messages, conversation.tools)
+    ids = rendered.input_ids[:max_length]
+    mask = rendered.assistant_mask[:max_length]
     labels = [token if keep else IGNORE_INDEX for token, keep in zip(ids, mask, strict=True)]
     if all(label == IGNORE_INDEX for label in labels):
         return None

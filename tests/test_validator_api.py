@@ -1,0 +1,67 @@
+"""The public API follows the race log another writer appends to: the real SQL log (instrumented to
+count what the API loads), the real race engine writing it, the API app on loopback."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+from sqlalchemy import Engine
+
+from arena.race import ManualClock, RaceEngine, RaceEvent, RaceRules, Rejection, SqlEventStore, replay
+from arena.storage import open_database
+from arena.submissions.store import FileStore
+from arena.validator.api import ArenaView, create_app
+from shoppingbench.submission_check import check_agent
+from shoppingbench.tools.serving import running_server
+from trajectories.store import TrajectoryStore
+
+T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
+
+
+class CountingEventStore(SqlEventStore):
+    """The SQL race log, recording how many events each ``load`` returned."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.loaded: list[int] = []
+
+    def load(self, start: int = 0) -> list[RaceEvent]:
+        events = super().load(start)
+        self.loaded.append(len(events))
+        return events
+
+
+def test_requests_fold_in_new_events_and_an_unchanged_log_is_not_reloaded(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    database = open_database(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
+    writer = RaceEngine(SqlEventStore(database), RaceRules(), clock)  # the work loop's engine
+    alice = writer.submit("alice", "ab" * 32).submission_id
+    assert alice is not None
+    read = CountingEventStore(database)
+    store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}")
+    view = ArenaView(events=read, store=store, files=FileStore(tmp_path / "agents"), clock=clock)
+
+    with running_server(create_app(view)) as url, httpx.Client(base_url=url) as http:
+        assert [s["submission_id"] for s in http.get("/submissions").json()] == [alice]
+        for path in ("/race", "/health", "/qualifiers", "/metrics", "/", "/submissions"):
+            assert http.get(path).status_code == 200
+        assert read.loaded == [1]  # one replay; every later request found the log unchanged
+
+        writer.record_qualifying(alice, 0.5)
+        clock.advance(timedelta(minutes=1))
+        report = check_agent(b"import socket\n\ndef agent_main(problem):\n    return []\n")
+        writer.submit("bob", report.sha256, Rejection.from_report(report))
+        submissions = {s["hotkey"]: s for s in http.get("/submissions").json()}
+        assert read.loaded == [1, 2]  # only the two new events
+        alice_now, bob = submissions["alice"], submissions["bob"]
+        assert (alice_now["status"], alice_now["qualifying_score"]) == ("qualified", 0.5)
+        assert bob["status"] == "rejected"
+        assert bob["rejection"]["findings"][0]["rule"] == report.findings[0].rule
+        assert "arena_race_events 3.0" in http.get("/metrics").text
+        assert 'arena_submissions{status="rejected"} 1.0' in http.get("/metrics").text
+        assert read.loaded == [1, 2]
+    assert view.state() == replay(SqlEventStore(database).load())  # folding equals a full replay
+    store.close()
+    database.dispose()

@@ -1,0 +1,238 @@
+"""The training stages by name, and the recipe as one resumable pipeline of them (SPEC 7).
+
+:func:`load_stage_config` reads a stage YAML into its config class by its ``stage`` key; :func:`run_stage`
+runs it. A pipeline YAML (``configs/pipeline.yaml``) lists stage files in order and runs them into
+``OUT/NN-<stage>/``, each starting from the previous stage's ``final`` model. Later stages also get what
+earlier ones produced: DPO the rejection-sampling rollouts (k samples per problem give successes and
+failures of one problem), GRPO the teacher's attempts (its per-step teacher reward). A stage whose
+``result.json`` is written is done and skipped when the pipeline runs again, so a preempted pipeline
+resumes at the stage it was in (which itself resumes from its newest checkpoint). After the last stage
+(or every stage) the model is evaluated on the dumps' held-out problems and entered in the registry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoppingbench.settings import HarnessSettings
+from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
+
+log = structlog.get_logger(__name__)
+
+STAGE_NAMES = ("sft", "rejection", "teacher", "dpo", "grpo")
+RESULT_FILE = "result.json"
+
+
+def _config_class(stage: str) -> type[StageConfig]:
+    # Imported on demand: each stage module pulls in its TRL trainer, which takes seconds to import
+    if stage == "sft":
+        from trajectories.training.sft import SFTStageConfig
+        return SFTStageConfig
+    if stage in ("rejection", "teacher"):
+        from trajectories.training.sampling import SamplingStageConfig
+        return SamplingStageConfig
+    if stage == "dpo":
+        from trajectories.training.dpo import DPOStageConfig
+        return DPOStageConfig
+    if stage == "grpo":
+        from trajectories.training.grpo import GRPOStageConfig
+        return GRPOStageConfig
+    raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGE_NAMES)}")
+
+
+def load_stage_config(path: Path) -> StageConfig:
+    """The stage config in ``path``, of the class its ``stage`` key names."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("stage"), str):
+        raise ValueError(f"{path} must be a YAML mapping with a `stage:` key ({', '.join(STAGE_NAMES)})")
+    return _config_class(raw["stage"]).load(path)
+
+
+def with_catalog(config: StageConfig, catalog: Path) -> StageConfig:
+    """``config`` rolling out on ``catalog`` (the stages that touch the tools have one)."""
+    from trajectories.training.sampling import SamplingStageConfig
+
+    if isinstance(config, SamplingStageConfig):
+        return config.model_copy(update={"rollouts": config.rollouts.model_copy(update={"catalog": catalog})})
+    if "catalog" in type(config).model_fields:
+        return config.model_copy(update={"catalog": catalog})
+    return config
+
+
+def catalog_of(config: StageConfig) -> Path | None:
+    """The catalog ``config`` rolls out on, if its stage has one."""
+    from trajectories.training.sampling import SamplingStageConfig
+
+    if isinstance(config, SamplingStageConfig):
+        return config.rollouts.catalog
+    found = getattr(config, "catalog", None)
+    return found if isinstance(found, Path) else None
+
+
+def needs_catalog(config: StageConfig) -> bool:
+    """Whether ``config``'s stage rolls out but has no catalog set."""
+    from trajectories.training.sampling import SamplingStageConfig
+
+    has_one = isinstance(config, SamplingStageConfig) or "catalog" in type(config).model_fields
+    return has_one and catalog_of(config) is None
+
+
+def with_teacher_endpoint(config: StageConfig, base_url: str, model_name: str) -> StageConfig:
+    """A teacher stage rolling out the model ``model_name`` at ``base_url`` (no key); others unchanged."""
+    from trajectories.training.sampling import SamplingStageConfig
+
+    if not isinstance(config, SamplingStageConfig) or config.stage != "teacher":
+        return config
+    endpoint = config.rollouts.serving.model_copy(update={
+        "backend": "endpoint", "base_url": base_url, "model_name": model_name, "api_key_env": None})
+    return config.model_copy(update={"rollouts": config.rollouts.model_copy(update={"serving": endpoint})})
+
+
+def run_stage(config: StageConfig, dumps: list[Path], out: Path, *, resume: bool = True,
+              settings: HarnessSettings | None = None) -> StageResult:
+    """Run one stage on the dumps into ``out`` (checkpoints; the model in ``out/final``)."""
+    runner: Callable[..., StageResult]
+    if config.stage == "sft":
+        from trajectories.training.sft import run_sft as runner
+    elif config.stage in ("rejection", "teacher"):
+        from trajectories.training.sampling import run_sampling_stage
+
+        def runner(config: Any, dumps: list[Path], out: Path, *, resume: bool) -> StageResult:
+            return run_sampling_stage(config, dumps, out, resume=resume, settings=settings)
+    elif config.stage == "dpo":
+        from trajectories.training.dpo import run_dpo as runner
+    elif config.stage == "grpo":
+        from trajectories.training.grpo import run_grpo
+
+        def runner(config: Any, dumps: list[Path], out: Path, *, resume: bool) -> StageResult:
+            return run_grpo(config, dumps, out, resume=resume, settings=settings)
+    else:
+        raise ValueError(f"unknown stage {config.stage!r}")
+    result = runner(config, dumps, out, resume=resume)
+    (out / RESULT_FILE).write_text(json.dumps(result.summary(), indent=2, default=str), encoding="utf-8")
+    return result
+
+
+class PipelineEvaluation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    after: Literal["last", "every", "none"] = Field(default="last", description=(
+        "Evaluate the final model only, every stage's model, or none"))
+    k: int = Field(default=4, ge=1, description="Attempts per held-out problem (pass@k)")
+    max_problems: int | None = Field(default=None, ge=1, description="The first N held-out problems")
+    temperature: float = Field(default=1.0, ge=0)
+    max_tokens: int = Field(default=2048, ge=1)
+
+
+class PipelineConfig(BaseModel):
+    """The recipe: stage files in order, the catalog their rollouts use, and the evaluation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stages: list[Path] = Field(min_length=1, description="Stage YAML files, relative to this file")
+    skip_empty_stages: bool = Field(default=True, description=(
+        "A stage left with nothing to train on (e.g. no rollout succeeded) passes the previous model on "
+        "and is recorded as skipped; false: the pipeline stops there"))
+    catalog: Path | None = Field(default=None, description=(
+        "Catalog the dumps' problems come from, for rollouts and evaluation (or --catalog)"))
+    evaluation: PipelineEvaluation = Field(default_factory=PipelineEvaluation)
+
+    @classmethod
+    def load(cls, path: Path) -> PipelineConfig:
+        config = cls.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        def relative(value: Path) -> Path:
+            return value if value.is_absolute() else path.parent / value
+
+        return config.model_copy(update={
+            "stages": [relative(stage) for stage in config.stages],
+            "catalog": None if config.catalog is None else relative(config.catalog)})
+
+
+def chain_stage(config: StageConfig, previous: Path | None, produced: dict[str, Path]) -> StageConfig:
+    """``config`` starting from the previous stage's model, with the rollouts earlier stages produced."""
+    updates: dict[str, Any] = {}
+    if previous is not None:
+        updates["model"] = str(previous)
+    if config.stage == "dpo" and "rejection" in produced:
+        updates["rollouts"] = [*getattr(config, "rollouts", []), produced["rejection"]]
+    if config.stage == "grpo" and "teacher" in produced:
+        updates["teacher_attempts"] = [*getattr(config, "teacher_attempts", []), produced["teacher"]]
+    return config.model_copy(update=updates)
+
+
+def _skipped(config: StageConfig, out: Path, previous: Path | None, reason: str) -> dict[str, Any]:
+    """The record of a stage that had nothing to train on: the model passes through unchanged."""
+    log.warning("training.pipeline_stage_skipped_empty", stage=config.stage, reason=reason)
+    summary = {"stage": config.stage, "skipped": reason, "final": None if previous is None else str(previous)}
+    attempts = out / "rollouts" / "attempts.jsonl"
+    if attempts.exists():  # failed rollouts still pair with other attempts of their problems in DPO
+        summary["attempts_file"] = str(attempts)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULT_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
+Evaluator = Callable[[Path, str, Path], dict[str, Any]]
+"""(model directory, stage name, evaluation output directory) -> summary; see :func:`run_pipeline`."""
+
+
+def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resume: bool = True,
+                 settings: HarnessSettings | None = None, evaluate: Evaluator | None = None,
+                 adjust: Callable[[StageConfig], StageConfig] | None = None) -> list[dict[str, Any]]:
+    """Run every stage in order (skipping those already done when ``resume``); returns their summaries.
+    ``adjust`` is applied to each stage's config last (the command line's overrides)."""
+    summaries: list[dict[str, Any]] = []
+    previous: Path | None = None
+    produced: dict[str, Path] = {}
+    configs = [load_stage_config(path) for path in pipeline.stages]  # refuse a bad file before training
+    for number, loaded in enumerate(configs, start=1):
+        stage_out = out / f"{number:02d}-{loaded.stage}"
+        config = chain_stage(loaded, previous, produced)
+        if pipeline.catalog is not None:
+            config = with_catalog(config, pipeline.catalog)
+        if adjust is not None:
+            config = adjust(config)
+        done = stage_out / RESULT_FILE
+        if resume and done.exists():
+            summary: dict[str, Any] = json.loads(done.read_text(encoding="utf-8"))
+            log.info("training.pipeline_stage_skipped", stage=config.stage, out=str(stage_out))
+        else:
+            log.info("training.pipeline_stage_started", stage=config.stage, number=number, out=str(stage_out))
+            try:
+                summary = run_stage(config, dumps, stage_out, resume=resume, settings=settings).summary()
+            except NothingToTrain as exc:
+                if not pipeline.skip_empty_stages:
+                    raise
+                summary = _skipped(config, stage_out, previous, str(exc))
+        attempts = summary.get("attempts_file")
+        if attempts:
+            produced[config.stage] = Path(attempts)
+        if summary.get("final") is None:
+            summaries.append(summary)
+            continue
+        previous = Path(summary["final"])
+        last = number == len(configs)
+        if evaluate is not None and (pipeline.evaluation.after == "every"
+                                     or (pipeline.evaluation.after == "last" and last)):
+            summary["evaluation"] = evaluate(previous, config.stage, stage_out / "eval")
+        summaries.append(summary)
+    (out / "pipeline.json").write_text(json.dumps(summaries, indent=2, default=str), encoding="utf-8")
+    return summaries
+
+
+def day_dumps(root: Path) -> list[Path]:
+    """Complete daily dumps under ``root`` (``YYYY-MM-DD/manifest.json``), oldest first."""
+    return sorted(path.parent for path in root.glob("????-??-??/manifest.json"))
+
+
+def window(dumps: Sequence[Path], newest: Path, days: int) -> list[Path]:
+    """The ``days`` dumps up to and including ``newest``."""
+    upto = [d for d in dumps if d.name <= newest.name]
+    return upto[-days:]
