@@ -179,3 +179,17 @@ def test_a_day_with_nothing_to_train_on_is_recorded_and_not_retried(tmp_path: Pa
     assert calls == ["2026-11-20"]
     assert WatchState.read(tmp_path / "out").skipped == {"2026-11-20": "no successful attempt"}
     store.close()
+
+
+@pytest.mark.parametrize(("name", "kind", "zero_stage"), [
+    ("multi_gpu", "MULTI_GPU", None), ("deepspeed_zero2", "DEEPSPEED", 2),
+    ("deepspeed_zero3", "DEEPSPEED", 3)])
+def test_the_multi_gpu_launch_configs_are_what_accelerate_reads(name: str, kind: str,
+                                                                zero_stage: int | None) -> None:
+    """No GPU here to launch them on: accelerate's own loader must at least read them as intended."""
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(CONFIGS / "accelerate" / f"{name}.yaml"))
+    assert config.distributed_type.name == kind and config.num_machines == 1
+    assert config.mixed_precision == "bf16" and not config.use_cpu
+    assert config.deepspeed_config.get("zero_stage") == zero_stage
