@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -145,7 +145,10 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
             console.rule(f"miner {name}: arena miner submit {sources / f'{name}.py'}")
             exit_codes[name] = _submit(sources / f"{name}.py", name, wallets_dir, root, settings.log_format)
 
-        race_tick = next_race_tick(clock.now(), settings.race_rules())
+        # The first tick set the burn-only weights in weights epoch 0 (one epoch per tempo); the race's
+        # weights can only follow in a later epoch, so the race tick is at least a tempo away.
+        race_tick = next_race_tick(clock.now(), settings.race_rules(),
+                                   wait=TEMPO * timedelta(seconds=chain.block_seconds()))
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
         clock.advance(race_tick - clock.now())
         _tick(opened, "the daily race, promotion, weights", chain, console)

@@ -5,7 +5,7 @@ scripted shopping policy (``shoppingbench.llm_stub``) and says so."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,9 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
         tmp_path: Path, small_world: SampleWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
     monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
+    # The nearest race slot falls inside the first weights epoch (a tempo is 20 min of blocks): the demo
+    # must skip it, or the race's weights are refused and the chain keeps the burn-only vector.
+    monkeypatch.setenv("ARENA_RACE_TIME_UTC", f"{datetime.now(UTC) + timedelta(minutes=10):%H:%M}")
     root = tmp_path / "demo"
     args = ["network-demo", "--home", str(tmp_path / "home"), "--root", str(root),
             "--catalog-dir", str(small_world.catalog_dir), "--problems-dir", str(small_world.problems_dir),
@@ -85,10 +88,16 @@ def test_a_rerun_wipes_its_own_root_and_refuses_anyone_elses(tmp_path: Path) -> 
     assert (foreign / "precious").read_text() == "keep"
 
 
-@pytest.mark.parametrize(("now", "expected"), [
-    (datetime(2026, 11, 19, 9, 0, tzinfo=UTC), datetime(2026, 11, 19, 16, 5, tzinfo=UTC)),
-    (datetime(2026, 11, 19, 16, 0, tzinfo=UTC), datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
-    (datetime(2026, 11, 19, 23, 59, tzinfo=UTC), datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
+@pytest.mark.parametrize(("now", "wait", "expected"), [
+    (datetime(2026, 11, 19, 9, 0, tzinfo=UTC), timedelta(0), datetime(2026, 11, 19, 16, 5, tzinfo=UTC)),
+    (datetime(2026, 11, 19, 16, 0, tzinfo=UTC), timedelta(0), datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
+    (datetime(2026, 11, 19, 23, 59, tzinfo=UTC), timedelta(0), datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
+    # a slot closer than the wait is skipped: the demo's race must land in a later weights epoch
+    (datetime(2026, 11, 19, 15, 50, tzinfo=UTC), timedelta(minutes=20),
+     datetime(2026, 11, 20, 16, 5, tzinfo=UTC)),
+    (datetime(2026, 11, 19, 15, 30, tzinfo=UTC), timedelta(minutes=20),
+     datetime(2026, 11, 19, 16, 5, tzinfo=UTC)),
 ])
-def test_the_race_tick_is_just_after_the_next_slot(now: datetime, expected: datetime) -> None:
-    assert next_race_tick(now, RaceRules()) == expected
+def test_the_race_tick_is_just_after_the_next_slot_beyond_the_wait(
+        now: datetime, wait: timedelta, expected: datetime) -> None:
+    assert next_race_tick(now, RaceRules(), wait=wait) == expected

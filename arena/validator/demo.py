@@ -19,11 +19,12 @@ AFTER_SLOT = timedelta(minutes=5)
 """How far past a race slot the demo ticks: the race is due then, as for a validator ticking each minute."""
 
 
-def next_race_tick(now: datetime, rules: RaceRules) -> datetime:
-    """A few minutes past the first race slot strictly after ``now``."""
-    slot = race_slot(now.date(), rules.race_time)
-    if slot <= now:
-        slot = race_slot(now.date() + timedelta(days=1), rules.race_time)
+def next_race_tick(now: datetime, rules: RaceRules, *, wait: timedelta = timedelta(0)) -> datetime:
+    """A few minutes past the first race slot strictly after ``now + wait``."""
+    earliest = now + wait
+    slot = race_slot(earliest.date(), rules.race_time)
+    if slot <= earliest:
+        slot = race_slot(earliest.date() + timedelta(days=1), rules.race_time)
     return slot + AFTER_SLOT
 
 
