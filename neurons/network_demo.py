@@ -148,7 +148,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         # The first tick set the burn-only weights in weights epoch 0 (one epoch per tempo); the race's
         # weights can only follow in a later epoch, so the race tick is at least a tempo away.
         race_tick = next_race_tick(clock.now(), settings.race_rules(),
-                                   wait=TEMPO * timedelta(seconds=chain.block_seconds()))
+                                   wait=chain.tempo() * timedelta(seconds=chain.block_seconds()))
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
         clock.advance(race_tick - clock.now())
         _tick(opened, "the daily race, promotion, weights", chain, console)

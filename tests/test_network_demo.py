@@ -31,7 +31,7 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
     monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
     monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
     # The nearest race slot falls inside the first weights epoch (a tempo is 20 min of blocks): the demo
-    # must skip it, or the race's weights are refused and the chain keeps the burn-only vector.
+    # must skip it, or the race's weights wait for the next epoch and the chain keeps the burn-only vector.
     monkeypatch.setenv("ARENA_RACE_TIME_UTC", f"{datetime.now(UTC) + timedelta(minutes=10):%H:%M}")
     root = tmp_path / "demo"
     args = ["network-demo", "--home", str(tmp_path / "home"), "--root", str(root),

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 
-from arena.race import race_slot
+from arena.race import latest_race_day, race_slot
 from arena.race.rules import RaceRules
 from arena.race.state import RaceState
 from trajectories.store import TrajectoryStore
@@ -21,11 +21,8 @@ AFTER_SLOT = timedelta(minutes=5)
 
 def next_race_tick(now: datetime, rules: RaceRules, *, wait: timedelta = timedelta(0)) -> datetime:
     """A few minutes past the first race slot strictly after ``now + wait``."""
-    earliest = now + wait
-    slot = race_slot(earliest.date(), rules.race_time)
-    if slot <= earliest:
-        slot = race_slot(earliest.date() + timedelta(days=1), rules.race_time)
-    return slot + AFTER_SLOT
+    day = latest_race_day(now + wait, rules.race_time) + timedelta(days=1)
+    return race_slot(day, rules.race_time) + AFTER_SLOT
 
 
 @dataclass(frozen=True)
