@@ -6,7 +6,8 @@ overrides these defaults. Each ``*_rules``/``*_config`` method hands the pure mo
 
 from __future__ import annotations
 
-from datetime import time, timedelta
+from datetime import date, time, timedelta
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
@@ -16,7 +17,7 @@ from arena.judge import FallbackJudge, Judge, JudgeCallConfig, JudgeModel, LLMJu
 from arena.race.calendar import MarginCurve
 from arena.race.rules import RaceRules
 from arena.suites.clusters import LeakConfig
-from arena.suites.rotation import RotationConfig
+from arena.suites.public import SuitePlan
 from arena.weights import WeightRules
 from shoppingbench.problems.models import CATEGORIES, Category
 from shoppingbench.settings import HarnessSettings
@@ -40,9 +41,18 @@ class ArenaSettings(HarnessSettings):
     leak_lsh_threshold: float = Field(default=0.6, gt=0, le=1)
     leak_num_perm: int = Field(default=128, ge=16, le=1024)
     leak_min_shared_targets: int = Field(default=1, ge=1)
-    held_out_share: float = Field(default=0.05, ge=0, lt=1)
+    catalog_dir: Path | None = Field(default=None, description="The catalog races are generated over and "
+                                                               "agents search (`arena catalog import`); "
+                                                               "default: the bundled sample world")
     race_suite_per_category: int = Field(default=20, ge=1)
     qualifying_suite_per_category: int = Field(default=20, ge=1)
+    race_epoch: date | None = Field(
+        default=None, description="The arena's first race day, shared by every validator of the subnet; "
+                                  "default: the first slot after the chain's first block")
+    race_burn_days: int = Field(default=365, ge=1, description="Days a public suite's target products stay "
+                                                               "out of race suites")
+    held_out_seed: SecretStr | None = Field(
+        default=None, description="Private seed of held-out suites; default: made once under ARENA_HOME")
     # race
     race_time_utc: time = Field(default=time(16, 0), description="Daily race slot, HH:MM UTC")
     cooldown_hours: float = Field(default=12.0, gt=0)
@@ -81,14 +91,16 @@ class ArenaSettings(HarnessSettings):
                           lsh_threshold=self.leak_lsh_threshold, num_perm=self.leak_num_perm,
                           min_shared_targets=self.leak_min_shared_targets)
 
-    def rotation_config(self) -> RotationConfig:
-        return RotationConfig(held_out_share=self.held_out_share)
-
     def race_suite_sizes(self) -> dict[Category, int]:
         return dict.fromkeys(CATEGORIES, self.race_suite_per_category)
 
     def qualifying_suite_sizes(self) -> dict[Category, int]:
         return dict.fromkeys(CATEGORIES, self.qualifying_suite_per_category)
+
+    def suite_plan(self, first_day: date) -> SuitePlan:
+        return SuitePlan(race_per_category=self.race_suite_sizes(),
+                         qualifying_per_category=self.qualifying_suite_sizes(), race_time=self.race_time_utc,
+                         first_day=first_day, burn_days=self.race_burn_days)
 
     def race_rules(self) -> RaceRules:
         return RaceRules(cooldown=timedelta(hours=self.cooldown_hours),

@@ -2,9 +2,11 @@
 
 A local chain with a manual clock, validators serving their API on loopback, and miners that upload
 the bundled agents with ``miner submit`` (real sr25519 wallets, commitments and signed uploads): the
-scripted baseline, the sub-task agent, the ReAct agent and a cheater whose hard-coded answer the
-validators' gate refuses. The clock then jumps to the next race slot, so qualifying, the race,
-promotion and weight setting happen in minutes. Wiring only; the validator's work is ``Validator.tick``.
+scripted baseline, the sub-task agent, the ReAct agent, a cheater whose hard-coded answer the
+validators' gate refuses, and a table cheater carrying the masked answers of every public problem (the
+sample world's bank and this week's qualifying suite), which the gate cannot see. The clock then jumps to
+the next race slot, so qualifying, the race (its problems generated from the chain's seed), promotion and
+weight setting happen in minutes. Wiring only; the validator's work is ``Validator.tick``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,11 +28,24 @@ from rich.table import Table
 from arena.chain import AxonInfo, LocalChain
 from arena.race import ManualClock
 from arena.settings import ArenaSettings
-from arena.validator import Validator, ValidatorStack, load_bank, open_agent_runner, open_validator_stack
-from arena.validator.demo import attempts_per_label, next_race_tick, standings
+from arena.validator import (
+    Validator,
+    ValidatorStack,
+    open_agent_runner,
+    open_suite_generator,
+    open_validator_stack,
+)
+from arena.validator.demo import (
+    attempts_per_label,
+    literal_cheater_source,
+    next_race_tick,
+    standings,
+    table_cheater_source,
+)
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
-from shoppingbench.problems.models import Problem
+from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import SCRIPTED_MODEL
 from shoppingbench.tools.serving import running_server
@@ -43,6 +58,7 @@ OWNER = "owner"  # registered first: uid 0, the burn uid
 AGENTS = {"baseline": Path(scripted_baseline.__file__), "subtask": Path(sub_task.__file__),
           "react": Path(react_llm.__file__)}
 CHEATER = "cheater"
+TABLE_CHEATER = "table-cheater"
 TEMPO = 100
 WEIGHTS_RATE_LIMIT = 50
 
@@ -76,14 +92,6 @@ def new_wallet(root: Path, name: str) -> Wallet:
     return wallet
 
 
-def cheater_source(bank: Sequence[Problem]) -> bytes:
-    """An agent that answers every problem with a product id copied from the answer key."""
-    answer = bank[0].targets[0].product_id
-    return (f'"""Answers with a hard-coded product id: the gate must refuse it."""\n\n\n'
-            f"def agent_main(problem):\n    return [{{\"role\": \"assistant\", \"content\": \"{answer}\"}}]\n"
-            ).encode()
-
-
 @contextmanager
 def serving(stack: ValidatorStack) -> Iterator[str]:
     """The validator's public API and upload endpoint on loopback, published as its axon."""
@@ -98,7 +106,6 @@ def serving(stack: ValidatorStack) -> Iterator[str]:
 def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *, validators: int,
                      console: Console) -> None:
     prepare_root(root)
-    bank = load_bank(world.problems_dir)
     # The gate checks signatures against real time: the manual clock starts now and is resynced before
     # each upload; only afterwards does it jump ahead.
     clock = ManualClock(datetime.now(UTC))
@@ -106,7 +113,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                        weights_rate_limit=WEIGHTS_RATE_LIMIT)
     wallets_dir = root / "wallets"
     validator_names = [f"validator-{n}" for n in range(1, validators + 1)]
-    miner_names = [*AGENTS, CHEATER]
+    miner_names = [*AGENTS, CHEATER, TABLE_CHEATER]
     wallets = {name: new_wallet(wallets_dir, name) for name in [OWNER, *validator_names, *miner_names]}
     for name, wallet in wallets.items():
         chain.register(wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
@@ -118,7 +125,6 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     sources.mkdir()
     for name, path in AGENTS.items():
         shutil.copyfile(path, sources / f"{name}.py")
-    (sources / f"{CHEATER}.py").write_bytes(cheater_source(bank))
 
     scripted = settings.inference_base_url is None
     if scripted:
@@ -128,15 +134,17 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     with ExitStack() as stack:
         stack.callback(chain.close)
         run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted))
+        generator = stack.enter_context(open_suite_generator(world.catalog_dir))
         opened = []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})
             validator_stack = stack.enter_context(open_validator_stack(
-                own, chain=chain, wallet=wallets[name], clock=clock, bank=bank,
-                bank_source=f"sample-world:{world.world_dir.name}", run_agent=run_agent))
+                own, chain=chain, wallet=wallets[name], clock=clock, generator=generator,
+                run_agent=run_agent))
             url = stack.enter_context(serving(validator_stack))
             console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")
             opened.append(validator_stack.validator)
+        write_cheaters(sources, world, opened[0], console)
 
         _tick(opened, "before any upload: an earlier slot passes without challengers", chain, console)
         exit_codes = {}
@@ -158,6 +166,17 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         print_summary(result, console)
 
 
+def write_cheaters(sources: Path, world: SampleWorld, validator: Validator, console: Console) -> None:
+    """The two cheaters' files: one writes an answer id in plain text; the other carries every public
+    problem's answers (the bundled bank and this week's qualifying suite), masked."""
+    qualifying = validator.qualifying_suite()
+    bank = [p for c in CATEGORIES for p in load_problems(world.problems_dir / f"{c}.jsonl", c)]
+    (sources / f"{CHEATER}.py").write_bytes(literal_cheater_source(qualifying[0].targets[0].product_id))
+    (sources / f"{TABLE_CHEATER}.py").write_bytes(table_cheater_source([*bank, *qualifying]))
+    console.print(f"{TABLE_CHEATER}: masked answers for {len(bank)} bank and {len(qualifying)} qualifying "
+                  "problems; the race's problems do not exist until its seed block")
+
+
 def _tick(validators: Sequence[Validator], what: str, chain: LocalChain, console: Console) -> None:
     console.rule(f"{chain.block_time(chain.block()):%Y-%m-%d %H:%M} UTC, block {chain.block()}: {what}")
     for validator in validators:
@@ -165,6 +184,13 @@ def _tick(validators: Sequence[Validator], what: str, chain: LocalChain, console
         console.print(f"{validator.hotkey[:8]}: ingested {report.ingested}, qualifying runs "
                       f"{report.qualifying_runs}, race {report.race_started or '-'}, weights set at block "
                       f"{report.weights_set_at}")
+        drawn = validator.suites.race_suite(date.fromisoformat(report.race_started)) \
+            if report.race_started else None
+        if drawn is not None:
+            counts = ", ".join(f"{c} {sum(p.category == c for p in drawn.problems)}" for c in CATEGORIES)
+            console.print(f"{validator.hotkey[:8]}: race {report.race_started}: {len(drawn.problems)} "
+                          f"problems generated from the seed {drawn.seed.hash[:16]}… of block "
+                          f"{drawn.seed.block} ({counts})")
 
 
 def _submit(agent: Path, name: str, wallets_dir: Path, root: Path, log_format: str) -> int:

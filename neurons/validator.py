@@ -7,9 +7,11 @@ and ``/health`` on ``--api-host:--api-port``, with ``POST /submissions`` for min
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,12 +25,12 @@ from arena.race import SystemClock
 from arena.settings import ArenaSettings
 from arena.validator import (
     ValidatorStack,
-    load_bank,
     open_agent_runner,
+    open_suite_generator,
     open_validator_stack,
     require_registration,
+    validator_catalog,
 )
-from neurons.demo import sample_world
 from shoppingbench.logs import configure_logging
 from shoppingbench.tools.serving import running_server
 
@@ -68,12 +70,12 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     clock = SystemClock()
     chain = open_chain(settings, clock=clock)
     require_registration(chain, str(wallet.hotkey.ss58_address))
-    world = sample_world(settings)
-    with open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted_llm) as run_agent, \
-            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock,
-                                 bank=load_bank(world.problems_dir), run_agent=run_agent,
-                                 bank_source=f"sample-world:{settings.world_products}:seed{settings.world_seed}"
-                                 ) as stack:
+    catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
+    log.info("validator_catalog", catalog_dir=str(catalog_dir))
+    with open_agent_runner(settings, catalog_dir, scripted_llm=scripted_llm) as run_agent, \
+            open_suite_generator(catalog_dir) as generator, \
+            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, generator=generator,
+                                 run_agent=run_agent) as stack:
         yield stack
 
 
@@ -101,6 +103,14 @@ def _commands() -> None:
 def run(
     home: Annotated[Path | None, typer.Option(help="Arena home: databases, agents (ARENA_HOME)")] = None,
     chain: Annotated[str | None, typer.Option(help="local, finney, test, ws(s):// (ARENA_CHAIN)")] = None,
+    netuid: Annotated[int | None, typer.Option(min=0, max=65_535, help="The subnet (ARENA_NETUID)")] = None,
+    catalog_dir: Annotated[Path | None, typer.Option(
+        "--catalog", help="Catalog directory from `arena catalog import` that suites are generated over and "
+                          "agents search (ARENA_CATALOG_DIR; default: the bundled sample world)")] = None,
+    race_epoch: Annotated[datetime | None, typer.Option(
+        formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the "
+                                   "subnet (ARENA_RACE_EPOCH; default: the first slot after the chain's "
+                                   "first block)")] = None,
     wallet_name: Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")] = None,
     wallet_hotkey: Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")] = None,
     wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")] = None,
@@ -115,7 +125,9 @@ def run(
                                "for demos without an inference endpoint")] = False,
 ) -> None:
     """Run the validator: work loop plus public API (leaderboard at /, /health, /metrics, /docs)."""
-    overrides: dict[str, Any] = {"home": home, "chain": chain, "wallet_name": wallet_name,
+    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
+                                 "race_epoch": race_epoch.date() if race_epoch else None,
+                                 "wallet_name": wallet_name,
                                  "wallet_hotkey": wallet_hotkey, "wallet_path": wallet_path,
                                  "tick_seconds": tick_seconds, "api_host": api_host, "api_port": api_port,
                                  "external_ip": external_ip}

@@ -36,19 +36,26 @@ from typer.testing import CliRunner
 
 from arena.chain import AxonInfo, LocalChain, SubtensorChain
 from arena.judge import Judge, JudgeInput, JudgeVerdict
-from arena.race import ManualClock
-from arena.race.events import QualifyingFinished, RaceStarted, SubmissionAccepted, SubmissionRejected
+from arena.race import ManualClock, SqlEventStore
+from arena.race.events import (
+    QualifyingFinished,
+    RaceSkipped,
+    RaceStarted,
+    SubmissionAccepted,
+    SubmissionRejected,
+)
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
 from arena.submissions.store import FileStore, VerdictStore
-from arena.validator import Validator, load_bank, open_validator, run_id_for, sandbox_runner
+from arena.validator import Validator, open_suite_generator, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
 from arena.validator.runs import RunAgent
 from neurons import validator as validator_cli
 from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.catalog.build import open_catalog
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.llm_stub import create_app
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.problems.models import CATEGORIES, Problem
@@ -71,8 +78,10 @@ SCRIPTED = Path(scripted_baseline.__file__).read_bytes()
 
 
 @pytest.fixture(scope="module")
-def bank(small_world: SampleWorld) -> list[Problem]:
-    return load_bank(small_world.problems_dir)
+def generator(small_world: SampleWorld) -> Iterator[ProblemGenerator]:
+    """The problem generator over the small world's catalog, as each validator opens its own."""
+    with open_suite_generator(small_world.catalog_dir) as opened:
+        yield opened
 
 
 @contextmanager
@@ -105,16 +114,15 @@ class Arena:
         return ArenaSettings(home=home, qualifying_suite_per_category=per_category,
                              race_suite_per_category=per_category)
 
-    def validator(self, name: str, bank: Sequence[Problem], run_agent: RunAgent, *,
+    def validator(self, name: str, generator: ProblemGenerator, run_agent: RunAgent, *,
                   per_category: int = 2, judge: Judge | None = None) -> Validator:
         wallet = make_wallet(self.root / "wallets", name) if not (self.root / "wallets" / name).exists() \
             else Wallet(name, "default", path=str(self.root / "wallets"))
         register(self.chain, wallet, validator_permit=True)
         settings = self.settings(self.root / name, per_category)
         store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
-        return open_validator(settings=settings, chain=self.chain, wallet=wallet, clock=self.clock, bank=bank,
-                              bank_source="sample-world:3000:seed0", run_agent=run_agent, store=store,
-                              judge=judge)
+        return open_validator(settings=settings, chain=self.chain, wallet=wallet, clock=self.clock,
+                              generator=generator, run_agent=run_agent, store=store, judge=judge)
 
     def upload(self, validator: Validator, miner: str, source: bytes) -> str:
         return accept_upload(validator.files, validator.arena_db, self.miners[miner], source,
@@ -143,9 +151,9 @@ def arena(tmp_path: Path) -> Arena:
     return Arena(root=tmp_path, clock=clock, chain=chain, miners=miners)
 
 
-def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, bank: list[Problem],
+def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, generator: ProblemGenerator,
                                                                  runner: RunAgent) -> None:
-    validator = arena.validator("validator", bank, runner)
+    validator = arena.validator("validator", generator, runner)
     first = validator.tick()
     assert first.weights_set_at is not None
     assert validator.last_weights is not None and validator.last_weights.uids == (0,)  # all to the burn uid
@@ -177,7 +185,7 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, b
     for submission_id in last.entrants:
         submission = validator.race.state.submissions[submission_id]
         assert submission.status == "raced"
-        runs: list[tuple[RunKind, list[str]]] = [("qualifying", [p.id for p in validator.qualifying_suite]),
+        runs: list[tuple[RunKind, list[str]]] = [("qualifying", [p.id for p in validator.qualifying_suite()]),
                                                  ("race", race_suite)]
         for kind, suite in runs:
             run_id = run_id_for(kind, submission_id, suite)
@@ -185,8 +193,8 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, b
                 key = AttemptKey(run_id, submission.code_hash, problem_id)
                 attempt = validator.runs.store.get_attempt(key)
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
-    assert validator.runs.store.count_attempts() == 2 * len(validator.qualifying_suite) + 2 * len(race_suite)
-    assert not set(race_suite) & {p.id for p in validator.qualifying_suite}
+    assert validator.runs.store.count_attempts() == 2 * len(validator.qualifying_suite()) + 2 * len(race_suite)
+    assert not set(race_suite) & {p.id for p in validator.qualifying_suite()}
 
     # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
     arena.clock.advance(timedelta(hours=17))  # Friday 09:05
@@ -203,14 +211,14 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, b
     assert again.to_bytes() == on_chain.to_bytes()
 
 
-def test_a_restart_within_the_epoch_does_not_set_weights_again(arena: Arena, bank: list[Problem],
+def test_a_restart_within_the_epoch_does_not_set_weights_again(arena: Arena, generator: ProblemGenerator,
                                                                 runner: RunAgent) -> None:
     """The epoch of the last weights is in the arena database: a validator restarted within it leaves the
     chain alone (its rate limit would refuse a second set), and sets them again in the next epoch."""
-    first = arena.validator("validator", bank, runner)
+    first = arena.validator("validator", generator, runner)
     assert first.tick().weights_set_at == 0 and arena.chain.calls["set_weights"] == 1
     arena.clock.advance(timedelta(minutes=2))  # block 10 of the 100-block epoch
-    restarted = arena.validator("validator", bank, runner)
+    restarted = arena.validator("validator", generator, runner)
     assert restarted.tick().weights_set_at is None and arena.chain.calls["set_weights"] == 1
     arena.clock.advance(timedelta(minutes=18))  # block 100: the next epoch
     assert restarted.tick().weights_set_at == 100 and arena.chain.calls["set_weights"] == 2
@@ -221,7 +229,7 @@ NETUID = 11
 
 
 def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
-        tmp_path: Path, bank: list[Problem], runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, generator: ProblemGenerator, runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same tick loop through the SDK adapter against ``FakeSubstrate`` (the chain's test double): the
     race seed is the hash of the first final block at or after the slot, the weights go through
     ``SetWeights``."""
@@ -239,8 +247,7 @@ def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
                              race_suite_per_category=1)
     store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'validator' / 'trajectories.sqlite3'}")
     validator = open_validator(settings=settings, chain=chain, wallet=wallets["validator"], clock=clock,
-                               bank=bank, bank_source="sample-world:3000:seed0", run_agent=runner,
-                               store=store)
+                               generator=generator, run_agent=runner, store=store)
 
     def until(when: datetime) -> None:
         clock.advance(when - clock.now())
@@ -284,22 +291,45 @@ def run_day(arena: Arena, validators: Sequence[Validator]) -> None:
             validator.tick()
 
 
-def test_two_validators_fed_the_same_uploads_set_byte_identical_weights(arena: Arena, bank: list[Problem],
+def test_two_validators_fed_the_same_uploads_set_byte_identical_weights(arena: Arena, generator: ProblemGenerator,
                                                                          runner: RunAgent) -> None:
-    first = arena.validator("first", bank, runner)
-    second = arena.validator("second", bank, runner)
+    first = arena.validator("first", generator, runner)
+    second = arena.validator("second", generator, runner)
     assert first.arena_db.url != second.arena_db.url
     run_day(arena, [first, second])
-    assert raced_suite(first) == raced_suite(second)  # the same seed from the same block, the same bank
+    assert raced_suite(first) == raced_suite(second)  # the same seed from the same block, the same catalog
     one, two = arena.chain.weights(first.hotkey), arena.chain.weights(second.hotkey)
     assert one is not None and two is not None
     assert one.to_bytes() == two.to_bytes()
     assert one.uids != (0,)  # not the burn-only vector of before the race
 
 
-def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Arena, bank: list[Problem],
+def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_weights(
+        arena: Arena, generator: ProblemGenerator, small_world: SampleWorld, runner: RunAgent) -> None:
+    """Race suites are a function of the chain's seeds, the catalog and the settings: a validator that
+    joined a day late, with none of the first one's history (race log, exposure ledger, suite cache),
+    regenerates the first race's suite and races the second day on the same problems, setting the same
+    weights."""
+    first = arena.validator("first", generator, runner)
+    run_day(arena, [first])
+    day_one = raced_suite(first)
+    arena.clock.advance(timedelta(hours=16, minutes=50))  # Friday 08:55
+    with open_suite_generator(small_world.catalog_dir) as own_generator:
+        late = arena.validator("late", own_generator, runner)
+        regenerated = late.suites.race_suite(date(2026, 11, 19))
+        assert regenerated is not None and [p.id for p in regenerated.problems] == day_one
+        arena.clock.advance(timedelta(minutes=5))  # 09:00: the cooldowns of Thursday's uploads are over
+        run_day(arena, [first, late])
+        day_two = raced_suite(first)
+        assert raced_suite(late) == day_two and not set(day_two) & set(day_one)
+        one, two = arena.chain.weights(first.hotkey), arena.chain.weights(late.hotkey)
+        assert one is not None and two is not None and one.uids != (0,)
+        assert one.to_bytes() == two.to_bytes()
+
+
+def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Arena, generator: ProblemGenerator,
                                                                      runner: RunAgent) -> None:
-    validator = arena.validator("validator", bank, runner)
+    validator = arena.validator("validator", generator, runner)
     arena.upload(validator, "bob", SCRIPTED)
     bad = Submission(hotkey=str(arena.miners["alice"].hotkey.ss58_address), sha256="ab" * 32, name="bad.py",
                      size_bytes=10, commitment_block=arena.chain.block(), commitment_time=arena.clock.now(),
@@ -307,15 +337,15 @@ def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Aren
     VerdictStore(validator.arena_db).record(bad, "security")
     assert validator.tick().ingested == 2
     assert validator.tick().ingested == 0
-    restarted = arena.validator("validator", bank, runner)
+    restarted = arena.validator("validator", generator, runner)
     assert restarted.tick().ingested == 0  # the race log says what was fed, across restarts
     kinds = [type(e).__name__ for e in restarted.race.store.load()]
     assert kinds.count("SubmissionAccepted") == 1 and kinds.count("SubmissionRejected") == 1
 
 
-def test_public_api_serves_race_state_scores_embargo_and_code_after_it(arena: Arena, bank: list[Problem],
+def test_public_api_serves_race_state_scores_embargo_and_code_after_it(arena: Arena, generator: ProblemGenerator,
                                                                       runner: RunAgent) -> None:
-    validator = arena.validator("validator", bank, runner)
+    validator = arena.validator("validator", generator, runner)
     validator.tick()  # 09:00: yesterday's slot passes without challengers
     run_day(arena, [validator])
     view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
@@ -377,18 +407,18 @@ def reopen(root: Path, at: datetime) -> Arena:
     return Arena(root=root, clock=clock, chain=chain, miners=miners)
 
 
-def child(root: Path, catalog_dir: Path, problems_dir: Path, at: str, marker: Path) -> None:
+def child(root: Path, catalog_dir: Path, at: str, marker: Path) -> None:
     arena = reopen(root, datetime.fromisoformat(at))
-    with serving_runner(catalog_dir, uid_base=CHILD_UID_BASE, workers=1) as run_agent:
-        validator = arena.validator("validator", load_bank(problems_dir),
-                                    pausing_after(2, run_agent, marker))
+    with serving_runner(catalog_dir, uid_base=CHILD_UID_BASE, workers=1) as run_agent, \
+            open_suite_generator(catalog_dir) as generator:
+        validator = arena.validator("validator", generator, pausing_after(2, run_agent, marker))
         validator.tick()
     raise SystemExit("the child was not killed")
 
 
 def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
-        arena: Arena, small_world: SampleWorld, bank: list[Problem], runner: RunAgent) -> None:
-    first = arena.validator("validator", bank, runner)
+        arena: Arena, small_world: SampleWorld, generator: ProblemGenerator, runner: RunAgent) -> None:
+    first = arena.validator("validator", generator, runner)
     first.tick()  # 09:00: nothing to do yet (yesterday's slot is skipped without challengers)
     arena.upload(first, "alice", REACT)
     arena.clock.advance(timedelta(minutes=5))
@@ -398,7 +428,7 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     marker = arena.root / "paused"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.test_validator", str(arena.root), str(small_world.catalog_dir),
-         str(small_world.problems_dir), arena.clock.now().isoformat(), str(marker)],
+         arena.clock.now().isoformat(), str(marker)],
         cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "HF_HUB_OFFLINE": "1"},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -416,11 +446,11 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
         if process.stderr:
             process.stderr.close()
 
-    restarted = arena.validator("validator", bank, runner)
+    restarted = arena.validator("validator", generator, runner)
     events = restarted.race.store.load()
     (accepted,) = [e for e in events if isinstance(e, SubmissionAccepted)]
     assert not [e for e in events if isinstance(e, QualifyingFinished)]  # killed before the score was in
-    suite = [p.id for p in restarted.qualifying_suite]
+    suite = [p.id for p in restarted.qualifying_suite()]
     run_id = run_id_for("qualifying", accepted.submission_id, suite)
     assert marker.read_text() == run_id
     store = restarted.runs.store
@@ -442,21 +472,21 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
 
 
 if __name__ == "__main__":
-    child(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], Path(sys.argv[5]))
+    child(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]))
 
 
 def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, small_world: SampleWorld,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """``validator run --once`` with the real embedder, sandbox and local chain (system clock): an upload
-    the gate accepted is qualified and raced, and weights are set."""
+    """``validator run --once --catalog DIR --netuid N`` with the real embedder, sandbox and local chain
+    (system clock): the imported catalog is served (no sample world is built), an upload the gate accepted
+    is qualified on the generated qualifying suite, the slot before the chain began is not raced, and the
+    burn-only weights are set."""
     home = tmp_path / "home"
-    (home / "worlds").mkdir(parents=True)
-    (home / "worlds" / "sample-3000-seed0").symlink_to(small_world.world_dir)
-    for name, value in {"ARENA_HOME": str(home), "ARENA_WORLD_PRODUCTS": "3000", "ARENA_WORLD_SEED": "0",
-                        "ARENA_QUALIFYING_SUITE_PER_CATEGORY": "1", "ARENA_RACE_SUITE_PER_CATEGORY": "1",
-                        "ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_WORKERS": "2"}.items():
+    for name, value in {"ARENA_HOME": str(home), "ARENA_QUALIFYING_SUITE_PER_CATEGORY": "1",
+                        "ARENA_RACE_SUITE_PER_CATEGORY": "1", "ARENA_SANDBOX_UID_BASE": str(UID_BASE),
+                        "ARENA_WORKERS": "2"}.items():
         monkeypatch.setenv(name, value)
-    chain = LocalChain(home / "local-chain.sqlite3")
+    chain = LocalChain(home / "local-chain.sqlite3", netuid=7)
     wallets = tmp_path / "wallets"
     for name in ("owner", "validator", "alice"):
         register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
@@ -465,15 +495,22 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
                   at=datetime.now(UTC))
 
     result = CliRunner().invoke(validator_cli.app, ["run", "--once", "--scripted-llm", "--wallet-name",
-                                                    "validator", "--wallet-path", str(wallets)])
+                                                    "validator", "--wallet-path", str(wallets), "--netuid", "7",
+                                                    "--catalog", str(small_world.catalog_dir)])
     assert result.exit_code == 0, result.output
+    assert not (home / "worlds").exists()
     validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
     weights = chain.weights(validator_hotkey)
-    assert weights is not None
-    alice_uid = 2
-    assert alice_uid in weights.uids  # the only entrant won the race its qualifying run led to
+    assert weights is not None and weights.uids == (0,)  # no race yet: everything to the burn uid
+    database = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
+    events = SqlEventStore(database).load()
+    database.dispose()
+    (qualified,) = [e for e in events if isinstance(e, QualifyingFinished)]
+    assert qualified.qualified
+    (skipped,) = [e for e in events if isinstance(e, RaceSkipped)]
+    assert "before the arena's first race day" in skipped.reason
     with TrajectoryStore.open(f"sqlite:///{home / 'trajectories.sqlite3'}") as store:
-        assert store.count_attempts() == 6  # 3 qualifying + 3 race attempts
+        assert store.count_attempts() == 3  # this week's generated qualifying suite, one per category
 
 
 def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(
@@ -503,12 +540,12 @@ def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(
     assert not (tmp_path / "home" / "worlds").exists()
 
 
-def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, bank: list[Problem], runner: RunAgent,
+def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, generator: ProblemGenerator, runner: RunAgent,
                                                        tmp_path: Path) -> None:
     """The page as a browser sees it (Debian ``chromium``: ``apt-get install -y chromium``)."""
     browser = shutil.which("chromium")
     assert browser is not None, "install the browser: apt-get install -y chromium"
-    validator = arena.validator("validator", bank, runner)
+    validator = arena.validator("validator", generator, runner)
     validator.tick()
     run_day(arena, [validator])
     view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
@@ -528,16 +565,15 @@ def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, bank: list[
     assert rows[0] in winner and "under embargo until" in winner
 
 
-def test_signed_uploads_through_the_validator_api_reach_qualifying(arena: Arena, bank: list[Problem],
+def test_signed_uploads_through_the_validator_api_reach_qualifying(arena: Arena, generator: ProblemGenerator,
                                                                    runner: RunAgent) -> None:
     """Miners commit on chain and upload over signed HTTP to the API the validator serves; the next tick
     qualifies the accepted agent and records the static-analysis rejection."""
     arena.clock.advance(datetime.now(UTC) - arena.clock.now())  # signed nonces carry the real time
-    validator = arena.validator("validator", bank, runner)
-    answers = frozenset(t.product_id for p in bank for t in p.targets)
+    validator = arena.validator("validator", generator, runner)
     gate = SubmissionGate(chain=arena.chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
                           files_dir=validator.files.root, rules=validator.race.rules, clock=arena.clock,
-                          known_product_ids=lambda: answers)
+                          known_product_ids=validator.known_answers)
     view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
                      clock=arena.clock)
     hostile = b"import subprocess\n\ndef agent_main(problem):\n    return []\n"
@@ -578,20 +614,20 @@ class DiesJudging:
         raise KilledWhileJudging
 
 
-def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(arena: Arena, bank: list[Problem],
+def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(arena: Arena, generator: ProblemGenerator,
                                                                          runner: RunAgent) -> None:
-    dying = arena.validator("validator", bank, runner, judge=DiesJudging())
+    dying = arena.validator("validator", generator, runner, judge=DiesJudging())
     arena.upload(dying, "bob", SCRIPTED)
     with pytest.raises(KilledWhileJudging):
         dying.tick()
     (submission,) = dying.race.state.submissions.values()
-    suite = [p.id for p in dying.qualifying_suite]
+    suite = [p.id for p in dying.qualifying_suite()]
     run_id = run_id_for("qualifying", submission.submission_id, suite)
     keys = [AttemptKey(run_id, submission.code_hash, pid) for pid in suite]
     (unjudged,) = [a for k in keys if (a := dying.runs.store.get_attempt(k)) is not None]
     assert unjudged.judge is None
 
-    restarted = arena.validator("validator", bank, runner)
+    restarted = arena.validator("validator", generator, runner)
     restarted.tick()
     attempts = [restarted.runs.store.get_attempt(k) for k in keys]
     assert all(a is not None and a.judge is not None and a.judge.model == "offline-rules" for a in attempts)

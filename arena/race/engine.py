@@ -140,6 +140,15 @@ class RaceEngine:
         self._emit(started)
         return started
 
+    def skip_race(self, reason: str) -> RaceSkipped:
+        """Settle the due race day without a race (e.g. no suite could be made): the next day races again."""
+        day = self.race_due()
+        if day is None:
+            raise RuntimeError("no race is due: check race_due() first")
+        skipped = RaceSkipped(at=self.clock.now(), day=day, reason=reason)
+        self._emit(skipped)
+        return skipped
+
     def pending_race_runs(self) -> list[str]:
         """Entrants of the running race still owing a result."""
         return list(self.state.running.pending) if self.state.running else []

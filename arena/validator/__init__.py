@@ -4,12 +4,14 @@ race suites through the sandbox, judges and records every attempt, and sets weig
 from arena.validator.assemble import (
     ValidatorStack,
     agent_files_dir,
-    load_bank,
+    first_race_day,
     open_agent_runner,
+    open_suite_generator,
     open_validator,
     open_validator_stack,
     require_registration,
     sandbox_runner,
+    validator_catalog,
 )
 from arena.validator.ingest import UploadVerdict, ingest_uploads, upload_verdicts
 from arena.validator.runs import SuiteRun, run_id_for
@@ -17,6 +19,6 @@ from arena.validator.seeds import ChainSeeds, first_block_at_or_after
 from arena.validator.service import Validator, ValidatorConfig
 
 __all__ = ["ChainSeeds", "SuiteRun", "UploadVerdict", "Validator", "ValidatorConfig", "ValidatorStack",
-           "agent_files_dir", "first_block_at_or_after", "ingest_uploads", "load_bank", "open_agent_runner",
-           "open_validator", "open_validator_stack", "require_registration", "run_id_for", "sandbox_runner",
-           "upload_verdicts"]
+           "agent_files_dir", "first_block_at_or_after", "first_race_day", "ingest_uploads",
+           "open_agent_runner", "open_suite_generator", "open_validator", "open_validator_stack",
+           "require_registration", "run_id_for", "sandbox_runner", "upload_verdicts", "validator_catalog"]

@@ -1,5 +1,6 @@
-"""Build a validator from settings: ``open_agent_runner`` (what runs agents: catalog, inference
-endpoint, grader, sandbox) and ``open_validator_stack`` (one validator: trajectory store, race log,
+"""Build a validator from settings: ``validator_catalog`` (the catalog it serves), ``open_agent_runner``
+(what runs agents: catalog, inference endpoint, grader, sandbox), ``open_suite_generator`` (what makes its
+suites) and ``open_validator_stack`` (one validator: trajectory store, race log, generated suites,
 submission gate, public API), shared by ``validator run`` and the local network demo, plus
 ``open_validator`` for the pieces that differ between a test and a deployment."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import structlog
@@ -17,22 +19,24 @@ from prometheus_client import CollectorRegistry
 
 from arena.chain import Chain, ChainError
 from arena.judge import Judge
-from arena.race import Clock, RaceEngine, SqlEventStore
+from arena.race import Clock, RaceEngine, SqlEventStore, race_slot
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import SubmissionGate
 from arena.submissions.store import FileStore
-from arena.suites import ProblemBank, Provenance, SqlExposureLedger, SuiteRotation, cluster_problems
+from arena.suites import SqlExposureLedger
+from arena.suites.public import PublicSuites, SuiteCache
 from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog.build import catalog_exists, open_catalog
 from shoppingbench.evaluation import Grader
-from shoppingbench.problems.loaders import load_problems
-from shoppingbench.problems.models import CATEGORIES, Problem
+from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
+from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
+from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts, run_inference
 from shoppingbench.search.base import SearchEngine
 from trajectories.settings import StoreSettings
@@ -46,9 +50,37 @@ def agent_files_dir(settings: ArenaSettings) -> Path:
     return settings.root / "agents"
 
 
-def load_bank(problems_dir: Path) -> list[Problem]:
-    """Every problem of a world's ``<category>.jsonl`` files, category by category."""
-    return [p for c in CATEGORIES for p in load_problems(problems_dir / f"{c}.jsonl", c)]
+def validator_catalog(settings: ArenaSettings, *, progress: bool = False) -> Path:
+    """The catalog a validator serves and generates its suites over: ``ARENA_CATALOG_DIR`` (an imported
+    ShoppingBench catalog), else the bundled sample world, built on first use."""
+    if settings.catalog_dir is not None:
+        catalog_dir = settings.catalog_dir.expanduser()
+        if not catalog_exists(catalog_dir):
+            raise FileNotFoundError(f"no catalog at {catalog_dir}: import one with `arena catalog import "
+                                    f"documents.jsonl.gz --catalog-dir {catalog_dir}`, or unset "
+                                    "ARENA_CATALOG_DIR to use the bundled sample world")
+        return catalog_dir
+    world = ensure_sample_world(settings.world_dir(), products=settings.world_products,
+                                seed=settings.world_seed, llm=settings.llm(), progress=progress)
+    return world.catalog_dir
+
+
+@contextmanager
+def open_suite_generator(catalog_dir: Path) -> Iterator[ProblemGenerator]:
+    """The problem generator over ``catalog_dir`` (its own read-only view of the catalog)."""
+    generator = ProblemGenerator.open(catalog_dir)
+    try:
+        yield generator
+    finally:
+        generator.close()
+
+
+def first_race_day(settings: ArenaSettings, genesis: datetime) -> date:
+    """``ARENA_RACE_EPOCH``, else the first day whose race slot comes after the chain's first block."""
+    if settings.race_epoch is not None:
+        return settings.race_epoch
+    day = genesis.date()
+    return day if race_slot(day, settings.race_time_utc) > genesis else day + timedelta(days=1)
 
 
 def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: InferenceConfig,
@@ -74,27 +106,21 @@ def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
 
 
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,
-                   bank: Sequence[Problem], bank_source: str, run_agent: RunAgent,
-                   store: TrajectoryStore, judge: Judge | None = None) -> Validator:
+                   generator: ProblemGenerator, run_agent: RunAgent, store: TrajectoryStore,
+                   judge: Judge | None = None) -> Validator:
     """A validator over the arena database and trajectory store named by ``settings`` (created on first
-    use, resumed after that), drawing race seeds from ``chain``."""
+    use, resumed after that), generating its suites with ``generator`` from ``chain``'s race seeds."""
     arena_db = open_database(settings.arena_database_url())
-    problems = ProblemBank()
-    problems.add(bank, Provenance(source=bank_source, added_at=clock.now()))
-    ordered = problems.problems()
-    clusters = cluster_problems(ordered, settings.leak_config())
+    seeds = ChainSeeds(chain)
+    plan = settings.suite_plan(first_race_day(settings, seeds.genesis_time()))
+    suites = PublicSuites(generator, source_key=f"{GENERATOR_VERSION}/{generator.fingerprint}", plan=plan,
+                          seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
     race = RaceEngine(SqlEventStore(arena_db), settings.race_rules(), clock)
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
-                    validator=str(wallet.hotkey.ss58_address), leak_clusters=clusters.cluster_of)
-    config = ValidatorConfig(bank_version=problems.version,
-                             qualifying_per_category=settings.qualifying_suite_sizes(),
-                             race_per_category=settings.race_suite_sizes(),
-                             weight_rules=settings.weight_rules())
+                    validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config())
     return Validator(chain=chain, wallet=wallet, race=race, ledger=SqlExposureLedger(arena_db),
-                     arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, bank=ordered,
-                     clusters=clusters,
-                     rotation=SuiteRotation(ordered, clusters, settings.rotation_config()),
-                     seeds=ChainSeeds(chain), config=config)
+                     arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, suites=suites,
+                     config=ValidatorConfig(weight_rules=settings.weight_rules()))
 
 
 def require_registration(chain: Chain, hotkey: str) -> None:
@@ -121,21 +147,19 @@ class ValidatorStack:
 
 @contextmanager
 def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
-                         bank: Sequence[Problem], bank_source: str,
-                         run_agent: RunAgent) -> Iterator[ValidatorStack]:
+                         generator: ProblemGenerator, run_agent: RunAgent) -> Iterator[ValidatorStack]:
     """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
-    ``$ARENA_HOME``), its gate checking uploads against every bank answer id."""
+    ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
     hotkey = str(wallet.hotkey.ss58_address)
     with ExitStack() as stack:
         store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
         stack.callback(store.close)
-        validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock, bank=bank,
-                                   bank_source=bank_source, run_agent=run_agent, store=store)
+        validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock,
+                                   generator=generator, run_agent=run_agent, store=store)
         stack.callback(validator.arena_db.dispose)
-        answers = frozenset(t.product_id for p in bank for t in p.targets)
         gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
                               files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
-                              known_product_ids=lambda: answers)
+                              known_product_ids=validator.known_answers)
         registry = CollectorRegistry()
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
         api = create_app(view, gate=gate, registry=registry)

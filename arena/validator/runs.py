@@ -8,12 +8,13 @@ problems still missing, judges only attempts still without a verdict, and scores
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import structlog
 
 from arena.judge import FinalScore, Judge, JudgeInput, JudgeVerdict, final_score
+from arena.suites.clusters import LeakConfig, cluster_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
@@ -55,7 +56,7 @@ class SuiteRun:
     run_agent: RunAgent
     judge: Judge
     validator: str
-    leak_clusters: Mapping[str, str]
+    leak_config: LeakConfig
 
     def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str,
               submitted_at: float, suite: Sequence[Problem]) -> FinalScore:
@@ -68,7 +69,8 @@ class SuiteRun:
                                validator=self.validator,
                                agent=AgentEntry(code_hash=agent.sha256, hotkey=hotkey, code=code,
                                                 submitted_at=submitted_at),
-                               problems=suite, leak_clusters=self.leak_clusters)
+                               problems=suite,
+                               leak_clusters=cluster_problems(suite, self.leak_config).cluster_of)
         stored = {p.id: self.store.get_attempt(AttemptKey(run_id, agent.sha256, p.id)) for p in suite}
         missing = [p for p in suite if stored[p.id] is None]
         log.info("suite_run_started", run_id=run_id, kind=kind, problems=len(suite),

@@ -1,7 +1,9 @@
 """Race seeds every honest validator agrees on and nobody knows before the race slot (SPEC 5).
 
 The seed is the hash of the first final block at or after the race slot, not of the block at which this
-validator happens to start the race, so a late or restarted validator draws the same hidden suite.
+validator happens to start the race, so a late or restarted validator generates the same hidden suite.
+There is no fallback: a seed the chain cannot give yet is asked for again on a later tick, never made up
+locally.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from arena.chain import Chain
+from arena.suites.public import RaceSeed
 
 log = structlog.get_logger(__name__)
 
@@ -69,11 +72,11 @@ class ChainSeeds:
 
     def __init__(self, chain: Chain) -> None:
         self.chain = chain
-        self._found: dict[datetime, str] = {}
+        self._found: dict[datetime, RaceSeed] = {}
 
-    def seed_at(self, slot: datetime) -> str | None:
-        """The seed of the race whose slot is ``slot``, or ``None`` while no final block has reached the
-        slot yet (ask again on a later tick)."""
+    def seed_at(self, slot: datetime) -> RaceSeed | None:
+        """The seed of the race whose slot is ``slot`` with its block, or ``None`` while no final block has
+        reached the slot yet (ask again on a later tick)."""
         if slot in self._found:
             return self._found[slot]
         finalized = self.chain.finalized_block()
@@ -81,7 +84,11 @@ class ChainSeeds:
         if block is None:
             log.info("race_seed_pending", slot=slot.isoformat(), finalized_block=finalized)
             return None
-        seed = self.chain.block_hash(block)
+        seed = RaceSeed(block=block, hash=self.chain.block_hash(block))
         self._found[slot] = seed
-        log.info("race_seed_found", slot=slot.isoformat(), block=block, seed=seed)
+        log.info("race_seed_found", slot=slot.isoformat(), block=block, seed=seed.hash)
         return seed
+
+    def genesis_time(self) -> datetime:
+        """When the chain began: no race slot before it has a seed."""
+        return self.chain.block_time(0)

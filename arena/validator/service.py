@@ -7,7 +7,7 @@ recorded: qualifying and race runs without a result event, and within a run the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -17,17 +17,17 @@ from sqlalchemy import Engine
 
 from arena.chain import Chain, ChainError, Metagraph
 from arena.judge import FinalScore
-from arena.race import RaceEngine, race_slot
+from arena.race import RaceEngine
 from arena.race.events import RaceStarted
 from arena.race.state import Submission
 from arena.submissions.store import FileStore
-from arena.suites import ExposureLedger, LeakClusters, SuiteRotation, exposures
+from arena.suites import ExposureLedger, exposures
+from arena.suites.public import PublicSuites, RaceSuite, qualifying_week
 from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
 from arena.validator.runs import SuiteRun, run_id_for
-from arena.validator.seeds import ChainSeeds
 from arena.weights import WeightRules, WeightVector, compute_weights
-from shoppingbench.problems.models import Category, Problem
+from shoppingbench.problems.models import Problem
 from shoppingbench.sandbox.runner import AgentFile
 from trajectories.store import RunKind
 
@@ -37,9 +37,6 @@ log = structlog.get_logger(__name__)
 class ValidatorConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    bank_version: str
-    qualifying_per_category: Mapping[Category, int]
-    race_per_category: Mapping[Category, int]
     weight_rules: WeightRules = WeightRules()
 
 
@@ -66,21 +63,15 @@ class Validator:
     arena_db: Engine
     files: FileStore
     runs: SuiteRun
-    bank: Sequence[Problem]
-    clusters: LeakClusters
-    rotation: SuiteRotation
-    seeds: ChainSeeds
+    suites: PublicSuites
     config: ValidatorConfig
     metagraph: Metagraph | None = field(default=None, init=False)
     last_weights: WeightVector | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._by_id = {p.id: p for p in self.bank}
         self._fed_at = fed_submissions(self.race.store.load())
         self._weights_epochs = WeightsEpochs(self.arena_db, self.hotkey, self.chain.netuid)
         self._weights_epoch = self._weights_epochs.last()
-        self.qualifying_suite = self.rotation.draw_qualifying_suite(self.config.bank_version,
-                                                                    self.config.qualifying_per_category)
 
     @property
     def hotkey(self) -> str:
@@ -92,7 +83,7 @@ class Validator:
         report = TickReport(block=self.metagraph.block)
         report.ingested = ingest_uploads(upload_verdicts(self.arena_db), self.race, self._fed_at)
         for submission in self.race.pending_qualifying():
-            score = self._score(submission, "qualifying", self.qualifying_suite)
+            score = self._score(submission, "qualifying", self.qualifying_suite())
             outcome = self.race.record_qualifying(submission.submission_id, score)
             report.qualifying_runs += 1
             if outcome.qualified:
@@ -102,7 +93,7 @@ class Validator:
         running = self.race.state.running
         if running is not None:
             self._expose_race(running.race_id, running.suite_ids)
-            suite = [self._problem(pid) for pid in running.suite_ids]
+            suite = self._running_suite()
             for submission_id in self.race.pending_race_runs():
                 submission = self.race.state.submissions[submission_id]
                 self.race.record_race_result(submission_id, self._score(submission, "race", suite))
@@ -111,24 +102,58 @@ class Validator:
         log.info("validator_tick", **report.model_dump())
         return report
 
-    def _problem(self, problem_id: str) -> Problem:
-        try:
-            return self._by_id[problem_id]
-        except KeyError:
-            raise RuntimeError(f"the running race uses problem {problem_id}, which is not in this "
-                               "validator's bank: start it with the bank the race was drawn from") from None
+    def known_answers(self) -> frozenset[str]:
+        """The target products of this week's qualifying suite and of every suite generated so far: what
+        the upload gate refuses to find written in a file."""
+        self.qualifying_suite()
+        return self.suites.known_targets()
+
+    def qualifying_suite(self) -> tuple[Problem, ...]:
+        """This week's public qualifying suite."""
+        return self.suites.qualifying_suite(self.race.clock.now().date())
+
+    def _running_suite(self) -> tuple[Problem, ...]:
+        running = self.race.state.running
+        assert running is not None
+        drawn = self.suites.race_suite(running.day)
+        if drawn is None or tuple(p.id for p in drawn.problems) != running.suite_ids:
+            raise RuntimeError(f"race {running.race_id} was started over other problems than this validator "
+                               "generates for its day: start it with the catalog and suite settings the race "
+                               "began with")
+        return drawn.problems
 
     def _start_race_if_due(self) -> str | None:
+        """Generate the due race's suite from its seed and start it; on no seed yet, wait for a later tick.
+
+        A day whose suite cannot be generated is skipped, loudly: no local fallback seed, and the weights
+        step still runs.
+        """
         day = self.race.race_due()
         if day is None:
             return None
-        seed = self.seeds.seed_at(race_slot(day, self.race.rules.race_time))
-        if seed is None:  # no final block has reached the slot yet: the next tick asks again
+        if day < self.suites.plan.first_day:
+            self.race.skip_race(f"before the arena's first race day {self.suites.plan.first_day}")
             return None
-        suite = self.rotation.draw_race_suite(seed, self.config.race_per_category, self.ledger.exposed_ids())
-        started = self.race.start_race(seed, [p.id for p in suite])
+        try:
+            drawn = self.suites.race_suite(day)
+        except ChainError as exc:  # an earlier day's seed could not be read: ask again on the next tick
+            log.error("race_seed_unreadable", day=day.isoformat(), error=str(exc))
+            return None
+        if drawn is None:  # no final block has reached the slot yet
+            return None
+        return self._start_race(drawn)
+
+    def _start_race(self, drawn: RaceSuite) -> str | None:
+        if not drawn.problems:
+            log.error("race_suite_empty", day=drawn.day.isoformat(), seed=drawn.seed.hash,
+                      hint="the catalog cannot supply unburnt solvable problems: import a larger catalog")
+            self.race.skip_race("no problems could be generated from the race seed")
+            return None
+        started = self.race.start_race(drawn.seed.hash, [p.id for p in drawn.problems])
         if not isinstance(started, RaceStarted):
             return None
+        log.info("race_suite_generated", race_id=started.race_id, seed=drawn.seed.hash,
+                 seed_block=drawn.seed.block, problems=len(drawn.problems))
         self._expose_race(started.race_id, started.suite_ids)
         return started.race_id
 
@@ -149,7 +174,7 @@ class Validator:
             self.ledger.record(exposures(ids, "qualifying", submission.submission_id, self.race.clock.now()))
         running = self.race.state.running
         suite_name = (f"race-{running.race_id}" if kind == "race" and running is not None
-                      else f"qualifying-{self.config.bank_version}")
+                      else f"qualifying-{qualifying_week(self.race.clock.now().date())}")
         result: FinalScore = self.runs.score(
             kind=kind, run_id=run_id_for(kind, submission.submission_id, ids), suite_name=suite_name,
             agent=AgentFile.read(path), hotkey=submission.hotkey,

@@ -1,0 +1,190 @@
+"""Public suites: the qualifying and race suites the arena generates, as a pure function of chain data,
+catalog and configuration (SPEC 5).
+
+- The **race suite** of a day is generated once its seed exists: the hash of the first final block at or
+  after the day's race slot. No race problem exists anywhere before that block, so nothing a miner
+  computes or tabulates in advance can hold its answers.
+- The **qualifying suite** of an ISO week is generated from the week's name: public on purpose, so every
+  miner can try it, and it rotates every Monday.
+- Whatever was public burns its target products: a race suite never uses a product that was a target of
+  an earlier race suite or of a qualifying suite within the last ``burn_days``. The earlier race suites
+  are generated from their own seeds in the same way, back to the arena's first race day, so the suite of
+  a day depends on block hashes, the catalog and this configuration only, never on what one validator
+  happened to see or run: a validator that joins late regenerates that history once (it is cached) and
+  arrives at the same suite as everyone else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Protocol
+
+import orjson
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Engine, LargeBinary, String, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from arena.race.calendar import race_slot
+from arena.storage import Base
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
+
+log = structlog.get_logger(__name__)
+
+
+class RaceSeed(BaseModel):
+    """The seed of one race: the hash of the first final block at or after its slot, and that block."""
+
+    model_config = ConfigDict(frozen=True)
+
+    block: int = Field(ge=0)
+    hash: str = Field(min_length=1)
+
+
+SeedLookup = Callable[[datetime], RaceSeed | None]
+"""The seed of the race whose slot is the argument, ``None`` while no final block has reached it."""
+
+
+class SuiteSource(Protocol):
+    """What makes problems: ``shoppingbench.generator.ProblemGenerator`` over the validator's catalog."""
+
+    def generate(self, seed: str, per_category: Mapping[Category, int], *,
+                 exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]: ...
+
+
+class SuitePlan(BaseModel):
+    """The configuration every validator of a subnet shares; any change gives other suites."""
+
+    model_config = ConfigDict(frozen=True)
+
+    race_per_category: Mapping[Category, int]
+    qualifying_per_category: Mapping[Category, int]
+    race_time: time
+    first_day: date = Field(description="The arena's first race day: earlier days have no race suite")
+    burn_days: int = Field(default=365, ge=1, description="How long a public suite's targets stay burnt")
+
+    def digest(self, source_key: str) -> str:
+        """Names every input of the suites besides the seeds: cached suites are reused only under it."""
+        text = orjson.dumps({"source": source_key, "plan": self.model_dump(mode="json")},
+                            option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(text).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RaceSuite:
+    """The hidden suite of one race day and the seed it was generated from."""
+
+    day: date
+    seed: RaceSeed
+    problems: tuple[Problem, ...]
+
+
+def qualifying_week(day: date) -> str:
+    """The ISO week a day belongs to: the qualifying suite's name (``2026-W48``)."""
+    year, week, _ = day.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def targets_of(problems: Iterator[Problem] | tuple[Problem, ...] | list[Problem]) -> frozenset[str]:
+    return frozenset(t.product_id for p in problems for t in p.targets)
+
+
+class PublicSuiteRow(Base):
+    __tablename__ = "public_suites"
+
+    key: Mapped[str] = mapped_column(String(256), primary_key=True)
+    seed: Mapped[str] = mapped_column(String(256))
+    problems: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class SuiteCache:
+    """Generated suites in the ``public_suites`` table: a cache (any validator can regenerate them), which
+    makes a restart or a late start cost one generation per day at most once."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def get(self, key: str) -> tuple[Problem, ...] | None:
+        with Session(self.engine) as session:
+            row = session.get(PublicSuiteRow, key)
+            if row is None:
+                return None
+            return tuple(Problem.model_validate(p) for p in orjson.loads(row.problems))
+
+    def put(self, key: str, seed: str, problems: tuple[Problem, ...]) -> None:
+        payload = orjson.dumps([p.model_dump(mode="json") for p in problems])
+        with Session(self.engine) as session, session.begin():
+            session.merge(PublicSuiteRow(key=key, seed=seed, problems=payload))
+
+    def keys(self) -> list[str]:
+        with Session(self.engine) as session:
+            return list(session.scalars(select(PublicSuiteRow.key)))
+
+
+class PublicSuites:
+    """The qualifying suite of any week and the race suite of any day, generated on demand and cached."""
+
+    def __init__(self, source: SuiteSource, *, source_key: str, plan: SuitePlan, seed_at: SeedLookup,
+                 cache: SuiteCache) -> None:
+        self.source = source
+        self.plan = plan
+        self.seed_at = seed_at
+        self.cache = cache
+        self.version = plan.digest(source_key)
+        self._suites: dict[str, tuple[Problem, ...]] = {}
+        self._races: dict[date, RaceSuite] = {}
+
+    def _generated(self, key: str, seed: str, per_category: Mapping[Category, int],
+                   exclude: AbstractSet[str]) -> tuple[Problem, ...]:
+        cache_key = f"{key}/{self.version}"
+        if cache_key not in self._suites:
+            cached = self.cache.get(cache_key)
+            if cached is None:
+                cached = tuple(self.source.generate(seed, per_category, exclude_products=exclude))
+                self.cache.put(cache_key, seed, cached)
+                counts = {c: sum(p.category == c for p in cached) for c in CATEGORIES}
+                log.info("suite_generated", suite=key, seed=seed, problems=len(cached), per_category=counts,
+                         excluded_products=len(exclude))
+            self._suites[cache_key] = cached
+        return self._suites[cache_key]
+
+    def qualifying_suite(self, day: date) -> tuple[Problem, ...]:
+        """The public qualifying suite of ``day``'s ISO week (the same for the whole week)."""
+        week = qualifying_week(day)
+        return self._generated(f"qualifying/{week}", f"qualifying/{week}", self.plan.qualifying_per_category,
+                               frozenset())
+
+    def race_suite(self, day: date) -> RaceSuite | None:
+        """The race suite of ``day``, or ``None`` while its seed (or an earlier day's) is not final yet.
+
+        Raises ``ValueError`` for a day before the arena's first race day.
+        """
+        if day < self.plan.first_day:
+            raise ValueError(f"{day} is before the arena's first race day {self.plan.first_day}")
+        current = max(self._races, default=self.plan.first_day - timedelta(days=1)) + timedelta(days=1)
+        while current <= day:
+            seed = self.seed_at(race_slot(current, self.plan.race_time))
+            if seed is None:
+                return None
+            problems = self._generated(f"race/{current.isoformat()}", f"race/{seed.hash}",
+                                       self.plan.race_per_category, self._burnt(current))
+            self._races[current] = RaceSuite(day=current, seed=seed, problems=problems)
+            current += timedelta(days=1)
+        return self._races[day]
+
+    def _burnt(self, day: date) -> frozenset[str]:
+        """Targets of the race suites of the ``burn_days`` before ``day`` and of the qualifying suites of
+        every week those days and ``day`` touch."""
+        window = [day - timedelta(days=n) for n in range(self.plan.burn_days, -1, -1)]
+        races = (targets_of(self._races[d].problems) for d in window if d in self._races)
+        weeks = {qualifying_week(d): d for d in window if d >= self.plan.first_day}
+        qualifying = (targets_of(self.qualifying_suite(d)) for d in weeks.values())
+        return frozenset().union(*races, *qualifying)
+
+    def known_targets(self) -> frozenset[str]:
+        """Every target product of a suite generated so far: the answers the upload gate looks for."""
+        return frozenset().union(*(targets_of(problems) for problems in self._suites.values()))
