@@ -85,7 +85,8 @@ def name_spans(title: str, category: str, lengths: tuple[int, int]) -> list[tupl
 
     The span ends at a title word that the product's category also uses (its last level, else the one
     above: "Water Bottles" heads "... water bottle"); a product whose category shares no word with its
-    title falls back to spans ending at any word with a letter. Punctuation in the title breaks spans.
+    title falls back to spans ending at a word of letters only, then at any word with a letter.
+    Punctuation in the title breaks spans.
     """
     segments = title_segments(title)
     levels = [level for level in category.lower().split(">") if level.strip()]
@@ -98,7 +99,9 @@ def name_spans(title: str, category: str, lengths: tuple[int, int]) -> list[tupl
         spans = _spans(segments, lengths, in_category)
         if spans:
             return spans
-    return _spans(segments, lengths, lambda word: any(c.isalpha() for c in word))
+    # No category word in the title: end at a plain word ("brick set"), a code ("q892") only if need be.
+    return (_spans(segments, lengths, lambda word: word.isalpha())
+            or _spans(segments, lengths, lambda word: any(c.isalpha() for c in word)))
 
 
 def usable_value(value: str, config: GeneratorConfig) -> bool:
