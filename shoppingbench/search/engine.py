@@ -83,6 +83,8 @@ class BM25SearchEngine:
         self._service = load("service")
         shops = json.loads((index_dir / "shops.json").read_text())
         self._shop_codes: dict[str, int] = {shop: code for code, shop in enumerate(shops)}
+        self._by_rank: npt.NDArray[np.int64] | None = None
+        """Document numbers in product id byte order, computed on first use."""
 
     def __len__(self) -> int:
         return self._meta.documents
@@ -124,6 +126,49 @@ class BM25SearchEngine:
         else:
             docs, scores = self._union(clauses)
         return {self._ids[int(doc)].decode(): float(score) for doc, score in zip(docs, scores, strict=True)}
+
+    def listing(self, query: FindProductQuery) -> list[str]:
+        """Every product id pages 1..5 of ``find_product`` list for ``query`` (its page ignored), in order."""
+        if not query.q.strip():
+            return []
+        return [self._ids[doc].decode() for doc in self._sorted(self._filtered_top(query), query.sort)]
+
+    # -- catalog order and shops (for problem generators) ------------------------------------
+
+    def product_id_at(self, rank: int) -> str:
+        """The product id that comes ``rank``-th (0-based) in byte order of all ids: an order that depends
+        on the catalog's content only, whatever order the index was built in."""
+        if not 0 <= rank < self._meta.documents:
+            raise IndexError(f"rank {rank} outside 0..{self._meta.documents - 1}")
+        return self._ids[int(self._documents_by_rank()[rank])].decode()
+
+    def _documents_by_rank(self) -> npt.NDArray[np.int64]:
+        order = self._by_rank
+        if order is None:
+            ranks = np.asarray(self._id_rank, dtype=np.int64)
+            order = np.empty(len(ranks), dtype=np.int64)
+            order[ranks] = np.arange(len(ranks), dtype=np.int64)
+            self._by_rank = order
+        return order
+
+    def shop_product_ids(self, shop_id: str) -> list[str]:
+        """The ids of every product of ``shop_id``, in byte order (empty for an unknown shop)."""
+        code = self._shop_codes.get(shop_id)
+        if code is None:
+            return []
+        docs = np.flatnonzero(np.asarray(self._shop) == code)
+        docs = docs[np.argsort(self._id_rank[docs], kind="stable")]
+        return [self._ids[int(doc)].decode() for doc in docs]
+
+    def shop_sizes(self) -> list[int]:
+        """How many products each shop has (one count per shop, in no meaningful order)."""
+        counts = np.bincount(np.asarray(self._shop), minlength=len(self._shop_codes))
+        return [int(c) for c in counts if c]
+
+    def document_frequency(self, term: str) -> int:
+        """How many products contain the analysed ``term`` (an output of ``search.analysis.analyze``)."""
+        span = self._postings(term)
+        return 0 if span is None else span[1] - span[0]
 
     # -- ranking -----------------------------------------------------------------------------
 

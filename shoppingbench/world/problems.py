@@ -11,64 +11,32 @@ re-described with more detail or replaced.
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from shoppingbench.catalog.models import Product, build_contents
 from shoppingbench.problems.models import CATEGORIES, Category, Problem, RewardTarget, Voucher
-from shoppingbench.search.base import MAX_PAGE, PAGE_SIZE, FindProductQuery, PriceRange, SearchHit
+from shoppingbench.problems.solvability import (
+    ProductFinder,
+    items_solvable,
+    reachable,
+    request_keywords,
+    target_filters,
+)
+from shoppingbench.problems.terms import make_voucher, price_condition
 from shoppingbench.world import queries
 from shoppingbench.world.vocabulary import LEAF_BY_PATH
 
 DEFAULT_COUNTS: Final[Mapping[str, int]] = {"product": 200, "shop": 100, "voucher": 100}
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.:-][a-z0-9]+)*")
 _CANDIDATES_PER_PROBLEM: Final = 12
 _DETAIL_LEVELS: Final = 3
 
-
-class ProductFinder(Protocol):
-    """The part of :class:`~shoppingbench.search.base.SearchEngine` problem checks use."""
-
-    def find_product(self, query: FindProductQuery) -> list[SearchHit]: ...
-
-
-def request_keywords(query: str, product: Product) -> str:
-    """The request's words that also occur in the product's indexed text, in request order.
-
-    This is how an agent turns a request into a search for one of its items: it keeps the words
-    that describe the item and drops the chatter ("looking for", prices, voucher rules).
-    """
-    vocabulary = set(_WORD.findall(build_contents(product).lower()))
-    return " ".join(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w in vocabulary))
-
-
-def target_filters(target: RewardTarget) -> tuple[PriceRange | None, tuple[str, ...]]:
-    """The ``find_product`` price and service filters a request states for ``target``."""
-    price = None
-    for condition in target.price_conditions():
-        price = PriceRange(low=condition.low, high=condition.high)
-    return price, tuple(target.service)
-
-
-def reachable(engine: ProductFinder, product_id: str, q: str, *, price: PriceRange | None = None,
-              services: tuple[str, ...] = (), shop_id: str | None = None) -> bool:
-    """Whether ``find_product`` lists ``product_id`` on one of pages 1..5 for this query and filters."""
-    if not q.strip():
-        return False
-    for page in range(1, MAX_PAGE + 1):
-        hits = engine.find_product(FindProductQuery(q=q, page=page, price=price, service=services,
-                                                    shop_id=shop_id))
-        if any(hit.product_id == product_id for hit in hits):
-            return True
-        if len(hits) < PAGE_SIZE:
-            return False
-    return False
+__all__ = ["DEFAULT_COUNTS", "ProductFinder", "generate_problems", "reachable", "request_keywords",
+           "target_filters"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +46,6 @@ class _Item:
     product: Product
     target: RewardTarget
     phrase: str
-
-
-def _price_condition(price: float, rng: random.Random) -> dict[str, list[float | None]]:
-    low = math.floor(price * rng.uniform(0.5, 0.95))
-    high = math.ceil(price * rng.uniform(1.05, 1.6))
-    roll = rng.random()
-    if roll < 0.35 and low >= 1:
-        return {"greater than": [float(low), None]}
-    if roll < 0.7:
-        return {"less than": [None, float(high)]}
-    return {"between": [float(max(low, 0)), float(high)]}
 
 
 def _describe(product: Product, rng: random.Random, detail: int, constraints: tuple[int, int]) -> _Item:
@@ -152,7 +109,7 @@ def _describe(product: Product, rng: random.Random, detail: int, constraints: tu
         clauses += [queries.service_phrase(s, rng) for s in services]
     prices: list[dict[str, list[float | None]]] = []
     if "price" in chosen:
-        condition = _price_condition(product.price, rng)
+        condition = price_condition(product.price, rng)
         prices.append(condition)
         relation, (low, high) = next(iter(condition.items()))
         clauses.append(queries.price_phrase(relation, low, high, rng))
@@ -195,20 +152,6 @@ class _Builder:
         self.by_shop = by_shop
         self.used: set[tuple[str, ...]] = set()
 
-    def _solvable(self, query: str, items: Sequence[_Item], shop_id: str | None) -> bool:
-        """Every item reachable from the request (shop-scoped if ``shop_id``), and one of them globally."""
-        found_globally = False
-        for item in items:
-            q = request_keywords(query, item.product)
-            price, services = target_filters(item.target)
-            if reachable(self.engine, item.product.product_id, q, price=price, services=services):
-                found_globally = True
-                continue
-            if shop_id is None or not reachable(self.engine, item.product.product_id, q, price=price,
-                                                services=services, shop_id=shop_id):
-                return False
-        return found_globally
-
     def _distinct_items(self, pool: Sequence[int], count: int) -> list[Product]:
         """Up to ``count`` products from ``pool``, one per leaf category, so answers pair up unambiguously."""
         picked: list[Product] = []
@@ -243,7 +186,8 @@ class _Builder:
             if category == "voucher" and voucher is None:
                 return None
             query = self._query(category, items, voucher)
-            if self._solvable(query, items, shop_id if len(items) > 1 else None):
+            pairs = [(item.product, item.target) for item in items]
+            if items_solvable(self.engine, query, pairs, shop_id if len(items) > 1 else None):
                 self.used.add(key)
                 return Problem(category=category, query=query, targets=[i.target for i in items],
                                voucher=voucher)
@@ -259,32 +203,8 @@ class _Builder:
         return f"{queries.voucher_items(phrases, self.rng)}\n\n{queries.voucher_rules(voucher)}"
 
     def _voucher(self, picks: Sequence[Product], shop_id: str | None) -> Voucher | None:
-        """A voucher the targets can use, with a budget that only fits after the discount.
-
-        ``None`` when no whole budget lies between the discounted and the full price (a discount of
-        cents): such picks cannot make a problem where the voucher matters.
-        """
-        rng = self.rng
-        total = round(sum(p.price for p in picks), 2)
-        threshold = max(1, math.floor(total * rng.uniform(0.4, 0.98)))
-        fields: dict[str, Any] = {"voucher_type": "shop" if shop_id else "platform", "threshold": threshold}
-        if rng.random() < 0.5:
-            face_value = max(1, round(total * rng.uniform(0.05, 0.35)))
-            after = total - face_value
-            fields |= {"discount_type": "fixed", "face_value": face_value, "discount": None, "cap": None}
-        else:
-            discount = rng.randint(5, 40) / 100
-            full = total * discount
-            cap = (rng.randint(max(1, math.ceil(full * 0.3)), max(1, math.floor(full))) if rng.random() < 0.4
-                   else math.ceil(full * rng.uniform(1.05, 3)))
-            after = max(total * (1 - discount), total - cap)
-            fields |= {"discount_type": "percentage", "face_value": None, "discount": discount, "cap": cap}
-        # Any whole budget in [after, total) makes the voucher necessary and sufficient; lean tight.
-        low, high = math.ceil(after - 1e-9), math.ceil(total) - 1
-        if low > high:
-            return None
-        budget = low + int((high - low) * rng.random() ** 2)
-        return Voucher.model_validate({**fields, "budget": budget, "price_after_voucher": round(after, 4)})
+        """A voucher the targets can use, with a budget that only fits after the discount (or ``None``)."""
+        return make_voucher([p.price for p in picks], shop=shop_id is not None, rng=self.rng)
 
     def product(self) -> Problem | None:
         for _ in range(_CANDIDATES_PER_PROBLEM):

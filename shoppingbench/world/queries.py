@@ -2,16 +2,17 @@
 
 Every phrase keeps the constrained value verbatim (``black``, ``750ml``, ``stainless steel``), so the
 request states each fact the reward checks and a keyword search built from the request can find the
-item. Template choice is driven by the caller's ``random.Random`` so problems stay deterministic.
+item. Template choice is driven by the caller's draws (``random.Random`` or the generator's hash-derived
+draws) so problems stay deterministic.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import Final
 
 from shoppingbench.problems.models import Voucher
+from shoppingbench.problems.terms import Draws
 
 SKU_PHRASES: Final[dict[str, tuple[str, ...]]] = {
     "color_family": ("in {v}", "in {v} color", "colored {v}", "in the {v} color"),
@@ -149,25 +150,25 @@ _PRICE_PHRASES: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-def price_phrase(relation: str, low: float | None, high: float | None, rng: random.Random) -> str:
+def price_phrase(relation: str, low: float | None, high: float | None, rng: Draws) -> str:
     """A price constraint in words; bounds are inclusive, as the reward checks them."""
     unit = rng.choice(_CURRENCY)
     template = rng.choice(_PRICE_PHRASES[relation])
     return template.format(lo=number(low or 0), hi=number(high or 0), unit=unit)
 
 
-def service_phrase(service: str, rng: random.Random) -> str:
+def service_phrase(service: str, rng: Draws) -> str:
     return rng.choice(SERVICE_PHRASES[service])
 
 
-def sku_phrase(key: str, value: str, rng: random.Random) -> str:
+def sku_phrase(key: str, value: str, rng: Draws) -> str:
     if value.startswith(("with ", "for ")):
         return value  # "with brake", "with 2 batteries" already read as a clause
     templates = SKU_PHRASES.get(key, ("with {k} {v}",))
     return rng.choice(templates).format(v=value, k=key.replace("_", " "))
 
 
-def attribute_phrase(key: str, value: str, rng: random.Random) -> str:
+def attribute_phrase(key: str, value: str, rng: Draws) -> str:
     templates = ATTRIBUTE_PHRASES.get(key, ("with {k} {v}",))
     return rng.choice(templates).format(v=value, k=key.replace("_", " "))
 
@@ -193,7 +194,7 @@ def article(noun_phrase: str) -> str:
     return ("an " if vowel_sound else "a ") + noun_phrase
 
 
-def join_clauses(clauses: Sequence[str], rng: random.Random) -> str:
+def join_clauses(clauses: Sequence[str], rng: Draws) -> str:
     """``"x"``, ``"x and y"`` or ``"x, y, and z"`` (the Oxford comma is a coin flip, as with people)."""
     if len(clauses) <= 1:
         return "".join(clauses)
@@ -210,14 +211,14 @@ _PRODUCT_OPENERS: Final = (
 )
 
 
-def product_query(item: str, rng: random.Random) -> str:
+def product_query(item: str, rng: Draws) -> str:
     return rng.choice(_PRODUCT_OPENERS).format(item=item)
 
 
 _ORDINALS: Final = ("First", "Second", "Third", "Fourth")
 
 
-def shop_query(items: Sequence[str], rng: random.Random) -> str:
+def shop_query(items: Sequence[str], rng: Draws) -> str:
     """A request for one shop that sells every item in ``items`` (2 to 4)."""
     roll = rng.random()
     if roll < 0.3:
@@ -240,7 +241,7 @@ def shop_query(items: Sequence[str], rng: random.Random) -> str:
     ))
 
 
-def voucher_items(items: Sequence[str], rng: random.Random) -> str:
+def voucher_items(items: Sequence[str], rng: Draws) -> str:
     joined = join_clauses(items, rng)
     return rng.choice((f"Show me {joined}.", f"I'm looking for {joined}.", f"I need {joined}.",
                        f"Looking for {joined}.", f"Help me buy {joined}.", f"I want to get {joined}."))

@@ -1,0 +1,154 @@
+"""Race-suite generation: time, solvability and overlap of generated suites over an N-product catalog.
+
+    python -m benchmarks.suites --products 1000000 [--pairs 3] [--space-products 50000] [--cache DIR]
+
+The catalog is the sample world's generator at ``--products`` (no problem bank), built once under
+``--cache`` and reused by later runs. One 60-problem suite (20 per category) is generated and every
+problem re-checked independently (a plain paged ``find_product`` search made of the query's words that
+occur in the target, with the stated filters: pages 1..5, shop-scoped for a shop's other items).
+Then ``--pairs`` pairs of suites from different seeds are generated and their shared target products
+counted. The last line printed is one JSON object: ``products``, ``suite_gen_s`` (generate + verify one
+suite), ``solvable_share``, ``shared_targets_mean``, ``space_per_category`` and, when
+``--space-products`` is given and differs, ``space_per_category_<N/1000>k`` for a second catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
+from shoppingbench.logs import configure_logging
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
+from shoppingbench.problems.solvability import reachable, request_keywords, target_filters
+from shoppingbench.sample_world import ensure_sample_world
+from shoppingbench.search.base import FindProductQuery, SearchHit
+from shoppingbench.search.engine import BM25SearchEngine
+
+PER_CATEGORY: dict[Category, int] = {"product": 20, "shop": 20, "voucher": 20}
+DEFAULT_CACHE = Path.home() / ".cache" / "shopping-arena" / "bench-worlds"
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class _Paged:
+    """Only the ``find_product`` tool, page by page, as an agent calls it (no generator shortcut)."""
+
+    def __init__(self, engine: BM25SearchEngine) -> None:
+        self._engine = engine
+
+    def find_product(self, query: FindProductQuery) -> list[SearchHit]:
+        return self._engine.find_product(query)
+
+
+def independently_solvable(engine: BM25SearchEngine, problem: Problem) -> bool:
+    """Every target reachable from the query's words with its stated filters (at least one globally)."""
+    paged = _Paged(engine)
+    products = engine.get_products([t.product_id for t in problem.targets])
+    shops = {p.shop_id for p in products.values()}
+    shop = next(iter(shops)) if len(problem.targets) > 1 and len(shops) == 1 else None
+    found_globally = False
+    for target in problem.targets:
+        product = products.get(target.product_id)
+        if product is None:
+            return False
+        q = request_keywords(problem.query, product)
+        price, services = target_filters(target)
+        if reachable(paged, product.product_id, q, price=price, services=services):
+            found_globally = True
+        elif shop is None or not reachable(paged, product.product_id, q, price=price, services=services,
+                                           shop_id=shop):
+            return False
+    return found_globally
+
+
+def catalog_dir(products: int, seed: int, cache: Path) -> Path:
+    """The sample-world catalog of ``products`` products (built on first use, then reused)."""
+    started = time.perf_counter()
+    world = ensure_sample_world(cache / f"sample-{products}-seed{seed}", products=products, seed=seed,
+                                counts={}, progress=True)
+    _say(f"catalog of {products:,} products ready in {time.perf_counter() - started:.1f}s: "
+         f"{world.catalog_dir}")
+    return world.catalog_dir
+
+
+def _targets(suite: Sequence[Problem]) -> set[str]:
+    return {t.product_id for p in suite for t in p.targets}
+
+
+def suite_figures(generator: ProblemGenerator, pairs: int) -> dict[str, Any]:
+    """Time, verify and compare generated suites."""
+    figures: dict[str, Any] = {}
+    started = time.perf_counter()
+    suite = generator.generate("bench-0", PER_CATEGORY)
+    generated = time.perf_counter()
+    solvable = [independently_solvable(generator.engine, p) for p in suite]
+    verified = time.perf_counter()
+    figures["suite_gen_s"] = round(verified - started, 2)
+    figures["suite_generate_only_s"] = round(generated - started, 2)
+    figures["suite_verify_s"] = round(verified - generated, 2)
+    figures["suite_problems"] = {c: sum(p.category == c for p in suite) for c in CATEGORIES}
+    figures["suite_targets"] = len(_targets(suite))
+    _say(f"suite: {len(suite)} problems {figures['suite_problems']} in {figures['suite_generate_only_s']}s, "
+         f"verified in {figures['suite_verify_s']}s")
+
+    shared: list[int] = []
+    for pair in range(pairs):
+        a = generator.generate(f"bench-pair-{pair}-a", PER_CATEGORY)
+        b = generator.generate(f"bench-pair-{pair}-b", PER_CATEGORY)
+        shared.append(len(_targets(a) & _targets(b)))
+        solvable += [independently_solvable(generator.engine, p) for p in (*a, *b)]
+        _say(f"pair {pair + 1}/{pairs}: {shared[-1]} shared target products")
+    figures["solvable_share"] = round(sum(solvable) / len(solvable), 4) if solvable else None
+    figures["problems_checked"] = len(solvable)
+    figures["shared_targets_mean"] = round(statistics.fmean(shared), 3) if shared else None
+    return figures
+
+
+def space_of(directory: Path) -> dict[str, int]:
+    with ProblemGenerator.open(directory) as generator:
+        return dict(generator.space())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--products", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=0, help="the sample world's seed (the catalog)")
+    parser.add_argument("--pairs", type=int, default=3, help="pairs of suites compared for shared targets")
+    parser.add_argument("--space-products", type=int, default=50_000,
+                        help="also count the space of a catalog of this size (0: skip)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where built catalogs are kept")
+    args = parser.parse_args(argv)
+    configure_logging("console", "warning")
+
+    figures: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "cpus": os.cpu_count()}
+    directory = catalog_dir(args.products, args.seed, args.cache)
+    started = time.perf_counter()
+    with ProblemGenerator.open(directory) as generator:
+        figures["open_s"] = round(time.perf_counter() - started, 2)
+        figures["products"] = len(generator.engine)
+        figures["fingerprint"] = generator.fingerprint[:16]
+        figures |= suite_figures(generator, args.pairs)
+        began = time.perf_counter()
+        figures["space_per_category"] = generator.space()
+        figures["space_s"] = round(time.perf_counter() - began, 2)
+    if args.space_products and args.space_products != args.products:
+        other = catalog_dir(args.space_products, args.seed, args.cache)
+        figures[f"space_per_category_{args.space_products // 1000}k"] = space_of(other)
+    figures["load_average_1m"] = round(os.getloadavg()[0], 2)
+    print(orjson.dumps(figures).decode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
