@@ -151,8 +151,8 @@ def arena(tmp_path: Path) -> Arena:
     return Arena(root=tmp_path, clock=clock, chain=chain, miners=miners)
 
 
-def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, generator: ProblemGenerator,
-                                                                 runner: RunAgent) -> None:
+def test_weights_burn_before_the_first_race_then_follow_the_race(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     validator = arena.validator("validator", generator, runner)
     first = validator.tick()
     assert first.weights_set_at is not None
@@ -193,7 +193,8 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, g
                 key = AttemptKey(run_id, submission.code_hash, problem_id)
                 attempt = validator.runs.store.get_attempt(key)
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
-    assert validator.runs.store.count_attempts() == 2 * len(validator.qualifying_suite()) + 2 * len(race_suite)
+    qualifying = validator.qualifying_suite()
+    assert validator.runs.store.count_attempts() == 2 * len(qualifying) + 2 * len(race_suite)
     assert not set(race_suite) & {p.id for p in validator.qualifying_suite()}
 
     # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
@@ -211,8 +212,8 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, g
     assert again.to_bytes() == on_chain.to_bytes()
 
 
-def test_a_restart_within_the_epoch_does_not_set_weights_again(arena: Arena, generator: ProblemGenerator,
-                                                                runner: RunAgent) -> None:
+def test_a_restart_within_the_epoch_does_not_set_weights_again(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     """The epoch of the last weights is in the arena database: a validator restarted within it leaves the
     chain alone (its rate limit would refuse a second set), and sets them again in the next epoch."""
     first = arena.validator("validator", generator, runner)
@@ -229,7 +230,8 @@ NETUID = 11
 
 
 def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
-        tmp_path: Path, generator: ProblemGenerator, runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, generator: ProblemGenerator, runner: RunAgent,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The same tick loop through the SDK adapter against ``FakeSubstrate`` (the chain's test double): the
     race seed is the hash of the first final block at or after the slot, the weights go through
     ``SetWeights``."""
@@ -291,8 +293,8 @@ def run_day(arena: Arena, validators: Sequence[Validator]) -> None:
             validator.tick()
 
 
-def test_two_validators_fed_the_same_uploads_set_byte_identical_weights(arena: Arena, generator: ProblemGenerator,
-                                                                         runner: RunAgent) -> None:
+def test_two_validators_fed_the_same_uploads_set_byte_identical_weights(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     first = arena.validator("first", generator, runner)
     second = arena.validator("second", generator, runner)
     assert first.arena_db.url != second.arena_db.url
@@ -327,8 +329,8 @@ def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_
         assert one.to_bytes() == two.to_bytes()
 
 
-def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Arena, generator: ProblemGenerator,
-                                                                     runner: RunAgent) -> None:
+def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     validator = arena.validator("validator", generator, runner)
     arena.upload(validator, "bob", SCRIPTED)
     bad = Submission(hotkey=str(arena.miners["alice"].hotkey.ss58_address), sha256="ab" * 32, name="bad.py",
@@ -343,8 +345,8 @@ def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Aren
     assert kinds.count("SubmissionAccepted") == 1 and kinds.count("SubmissionRejected") == 1
 
 
-def test_public_api_serves_race_state_scores_embargo_and_code_after_it(arena: Arena, generator: ProblemGenerator,
-                                                                      runner: RunAgent) -> None:
+def test_public_api_serves_race_state_scores_embargo_and_code_after_it(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     validator = arena.validator("validator", generator, runner)
     validator.tick()  # 09:00: yesterday's slot passes without challengers
     run_day(arena, [validator])
@@ -494,9 +496,9 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
                   Wallet("alice", "default", path=str(wallets)), REACT, block=chain.block(),
                   at=datetime.now(UTC))
 
-    result = CliRunner().invoke(validator_cli.app, ["run", "--once", "--scripted-llm", "--wallet-name",
-                                                    "validator", "--wallet-path", str(wallets), "--netuid", "7",
-                                                    "--catalog", str(small_world.catalog_dir)])
+    result = CliRunner().invoke(validator_cli.app, [
+        "run", "--once", "--scripted-llm", "--wallet-name", "validator", "--wallet-path", str(wallets),
+        "--netuid", "7", "--catalog", str(small_world.catalog_dir)])
     assert result.exit_code == 0, result.output
     assert not (home / "worlds").exists()
     validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
@@ -540,8 +542,8 @@ def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(
     assert not (tmp_path / "home" / "worlds").exists()
 
 
-def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, generator: ProblemGenerator, runner: RunAgent,
-                                                       tmp_path: Path) -> None:
+def test_leaderboard_page_renders_in_headless_chromium(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent, tmp_path: Path) -> None:
     """The page as a browser sees it (Debian ``chromium``: ``apt-get install -y chromium``)."""
     browser = shutil.which("chromium")
     assert browser is not None, "install the browser: apt-get install -y chromium"
@@ -565,8 +567,8 @@ def test_leaderboard_page_renders_in_headless_chromium(arena: Arena, generator: 
     assert rows[0] in winner and "under embargo until" in winner
 
 
-def test_signed_uploads_through_the_validator_api_reach_qualifying(arena: Arena, generator: ProblemGenerator,
-                                                                   runner: RunAgent) -> None:
+def test_signed_uploads_through_the_validator_api_reach_qualifying(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     """Miners commit on chain and upload over signed HTTP to the API the validator serves; the next tick
     qualifies the accepted agent and records the static-analysis rejection."""
     arena.clock.advance(datetime.now(UTC) - arena.clock.now())  # signed nonces carry the real time
@@ -614,8 +616,8 @@ class DiesJudging:
         raise KilledWhileJudging
 
 
-def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(arena: Arena, generator: ProblemGenerator,
-                                                                         runner: RunAgent) -> None:
+def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     dying = arena.validator("validator", generator, runner, judge=DiesJudging())
     arena.upload(dying, "bob", SCRIPTED)
     with pytest.raises(KilledWhileJudging):
