@@ -46,8 +46,9 @@ def race(engine: RaceEngine, scores: dict[str, float], seed: str = "0xblock") ->
     return started
 
 
-def enter(engine: RaceEngine, clock: ManualClock, hotkey: str, qualifying: float) -> str:
-    outcome = engine.submit(hotkey, f"code-of-{hotkey}-{clock.now().isoformat()}")
+def enter(engine: RaceEngine, clock: ManualClock, hotkey: str, qualifying: float,
+          block: int | None = None) -> str:
+    outcome = engine.submit(hotkey, f"code-of-{hotkey}-{clock.now().isoformat()}", commitment_block=block)
     assert outcome.status == "accepted" and outcome.submission_id
     engine.record_qualifying(outcome.submission_id, qualifying)
     clock.advance(timedelta(minutes=5))
@@ -120,15 +121,34 @@ def test_the_margin_shrinks_as_the_reign_ages() -> None:
     assert engine.state.reign is not None and engine.state.reign.submission_id == b
 
 
-def test_ties_rank_the_earlier_submission_first() -> None:
+def test_ties_rank_the_earlier_commitment_first_not_the_earlier_local_record() -> None:
     clock = ManualClock(T0)
     engine = RaceEngine(MemoryEventStore(), RULES, clock)
-    first = enter(engine, clock, "zed", 0.5)
-    second = enter(engine, clock, "amy", 0.5)
+    recorded_first = enter(engine, clock, "zed", 0.5, block=120)
+    committed_first = enter(engine, clock, "amy", 0.5, block=110)
+    same_block = enter(engine, clock, "bea", 0.5, block=120)
+    unknown_block = enter(engine, clock, "abe", 0.5)  # from a log written before blocks were kept
     until_race(clock)
-    race(engine, {"zed": 0.5, "amy": 0.5})
-    assert engine.state.last_race is not None and engine.state.last_race.standings == (first, second)
-    assert engine.state.reign is not None and engine.state.reign.submission_id == first
+    race(engine, {"zed": 0.5, "amy": 0.5, "bea": 0.5, "abe": 0.5})
+    assert engine.state.last_race is not None
+    assert engine.state.last_race.standings == (committed_first, same_block, recorded_first, unknown_block)
+    assert engine.state.reign is not None and engine.state.reign.submission_id == committed_first
+    finishers, _ = engine.weights_input()
+    assert [f.commitment_block for f in finishers] == [110, 120, 120, None]
+
+
+def test_among_equal_challengers_the_earlier_commitment_is_the_one_promoted() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    enter(engine, clock, "alice", 0.8, block=1)
+    until_race(clock)
+    race(engine, {"alice": 0.5})
+    late = enter(engine, clock, "bob", 0.8, block=900)
+    early = enter(engine, clock, "carol", 0.8, block=800)
+    until_race(clock)
+    race(engine, {"alice": 0.5, "bob": 0.7, "carol": 0.7})
+    assert engine.state.reign is not None and engine.state.reign.submission_id == early
+    assert engine.state.last_race is not None and engine.state.last_race.standings[:2] == (early, late)
 
 
 def test_a_day_without_challengers_is_skipped_once() -> None:
