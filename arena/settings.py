@@ -52,6 +52,10 @@ class ArenaSettings(HarnessSettings):
     margin_initial: float = Field(default=0.05, ge=0, le=1)
     margin_floor: float = Field(default=0.01, ge=0, le=1)
     margin_half_life_days: float = Field(default=7.0, gt=0)
+    promotion_resamples: int = Field(default=2000, ge=100, description="Paired bootstrap resamples of the "
+                                                                       "promotion test")
+    promotion_confidence: float = Field(default=0.95, gt=0.5, lt=1,
+                                        description="One-sided confidence that a promoted lead is real")
     # weights
     winner_share: float = Field(default=0.6, ge=0, le=1)
     taper_share: float = Field(default=0.2, ge=0, le=1)
@@ -96,7 +100,9 @@ class ArenaSettings(HarnessSettings):
                          qualify_ratio=self.qualify_ratio, qualify_min_score=self.qualify_min_score,
                          race_time=self.race_time_utc,
                          margin=MarginCurve(initial=self.margin_initial, floor=self.margin_floor,
-                                            half_life_days=self.margin_half_life_days))
+                                            half_life_days=self.margin_half_life_days),
+                         promotion_resamples=self.promotion_resamples,
+                         promotion_confidence=self.promotion_confidence)
 
     def weight_rules(self) -> WeightRules:
         return WeightRules(winner_share=self.winner_share, taper_share=self.taper_share,
