@@ -13,8 +13,8 @@ Model: each race draws a fresh suite. On problem ``i`` the defender succeeds wit
 b)``; every attempt is an independent draw (sampled LLM calls), and both agents reason equally well
 (quality 0.9 everywhere, coefficient 1), so the final-score lead is the success-rate lead. ``s`` is
 set so that two runs of one agent disagree on ``--disagreement`` of the problems (``2 E[p(1-p)]``,
-at most 0.5; 0.25 by default: problems of middling difficulty flip between runs, easy and hard ones do
-not. Published agent benchmarks that rerun each task (tau-bench's pass^k) show 0.2-0.3 at this rate), and
+at most 0.5; 0.25 by default, an assumption: problems of middling difficulty flip between runs, easy and
+hard ones do not; docs/arena-rules.md also gives 0.15 and 0.35), and
 ``b`` so that the expected lead is the lead tested. Leads are scanned upwards in steps of 0.005.
 
 Progress lines go to stderr; the last line printed is one JSON object with

@@ -36,8 +36,14 @@ from typer.testing import CliRunner
 
 from arena.chain import AxonInfo, LocalChain, SubtensorChain
 from arena.judge import Judge, JudgeInput, JudgeVerdict
-from arena.race import ManualClock
-from arena.race.events import QualifyingFinished, RaceStarted, SubmissionAccepted, SubmissionRejected
+from arena.race import ManualClock, RaceEngine, RaceRules, SqlEventStore
+from arena.race.events import (
+    QualifyingFinished,
+    RaceResultRecorded,
+    RaceStarted,
+    SubmissionAccepted,
+    SubmissionRejected,
+)
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
@@ -186,6 +192,9 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(arena: Arena, b
                 attempt = validator.runs.store.get_attempt(key)
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
     assert validator.runs.store.count_attempts() == 2 * len(validator.qualifying_suite) + 2 * len(race_suite)
+    # Each race result carries its per-problem outcomes in suite order, for the promotion test.
+    results = [e for e in validator.race.store.load() if isinstance(e, RaceResultRecorded)]
+    assert len(results) == 2 and all([o.problem_id for o in e.outcomes] == race_suite for e in results)
     assert not set(race_suite) & {p.id for p in validator.qualifying_suite}
 
     # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
@@ -300,6 +309,7 @@ def test_two_validators_fed_the_same_uploads_set_byte_identical_weights(arena: A
 def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Arena, bank: list[Problem],
                                                                      runner: RunAgent) -> None:
     validator = arena.validator("validator", bank, runner)
+    committed_at = arena.chain.block()
     arena.upload(validator, "bob", SCRIPTED)
     bad = Submission(hotkey=str(arena.miners["alice"].hotkey.ss58_address), sha256="ab" * 32, name="bad.py",
                      size_bytes=10, commitment_block=arena.chain.block(), commitment_time=arena.clock.now(),
@@ -311,6 +321,8 @@ def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(arena: Aren
     assert restarted.tick().ingested == 0  # the race log says what was fed, across restarts
     kinds = [type(e).__name__ for e in restarted.race.store.load()]
     assert kinds.count("SubmissionAccepted") == 1 and kinds.count("SubmissionRejected") == 1
+    (accepted,) = [e for e in restarted.race.store.load() if isinstance(e, SubmissionAccepted)]
+    assert accepted.commitment_block == committed_at  # the chain's order breaks ties, not ingest time
 
 
 def test_public_api_serves_race_state_scores_embargo_and_code_after_it(arena: Arena, bank: list[Problem],
@@ -448,7 +460,8 @@ if __name__ == "__main__":
 def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, small_world: SampleWorld,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """``validator run --once`` with the real embedder, sandbox and local chain (system clock): an upload
-    the gate accepted is qualified and raced, and weights are set."""
+    the gate accepted is qualified but waits (the latest slot passed before it qualified), an agent that
+    qualified two days ago races the slot and wins, and weights are set."""
     home = tmp_path / "home"
     (home / "worlds").mkdir(parents=True)
     (home / "worlds" / "sample-3000-seed0").symlink_to(small_world.world_dir)
@@ -458,11 +471,17 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
         monkeypatch.setenv(name, value)
     chain = LocalChain(home / "local-chain.sqlite3")
     wallets = tmp_path / "wallets"
-    for name in ("owner", "validator", "alice"):
+    for name in ("owner", "validator", "alice", "bob"):
         register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
     accept_upload(FileStore(home / "agents"), open_database(f"sqlite:///{home / 'arena.sqlite3'}"),
                   Wallet("alice", "default", path=str(wallets)), REACT, block=chain.block(),
                   at=datetime.now(UTC))
+    bob = str(Wallet("bob", "default", path=str(wallets)).hotkey.ss58_address)
+    FileStore(home / "agents").put(hashlib.sha256(SCRIPTED).hexdigest(), SCRIPTED)
+    earlier = RaceEngine(SqlEventStore.open(f"sqlite:///{home / 'arena.sqlite3'}"), RaceRules(),
+                         ManualClock(datetime.now(UTC) - timedelta(days=2)))
+    waiting = earlier.submit(bob, hashlib.sha256(SCRIPTED).hexdigest(), commitment_block=0).submission_id
+    assert waiting and earlier.record_qualifying(waiting, 0.5).qualified
 
     result = CliRunner().invoke(validator_cli.app, ["run", "--once", "--scripted-llm", "--wallet-name",
                                                     "validator", "--wallet-path", str(wallets)])
@@ -470,10 +489,10 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
     validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
     weights = chain.weights(validator_hotkey)
     assert weights is not None
-    alice_uid = 2
-    assert alice_uid in weights.uids  # the only entrant won the race its qualifying run led to
+    alice_uid, bob_uid = 2, 3
+    assert bob_uid in weights.uids and alice_uid not in weights.uids  # bob, the only entrant, won
     with TrajectoryStore.open(f"sqlite:///{home / 'trajectories.sqlite3'}") as store:
-        assert store.count_attempts() == 6  # 3 qualifying + 3 race attempts
+        assert store.count_attempts() == 6  # alice's 3 qualifying + bob's 3 race attempts
 
 
 def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(
