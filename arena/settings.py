@@ -41,7 +41,9 @@ class ArenaSettings(HarnessSettings):
     leak_num_perm: int = Field(default=128, ge=16, le=1024)
     leak_min_shared_targets: int = Field(default=1, ge=1)
     held_out_share: float = Field(default=0.05, ge=0, lt=1)
-    race_suite_per_category: int = Field(default=20, ge=1)
+    race_suite_per_category: int = Field(
+        default=50, ge=1, description="150 race problems: the promotion test then sees a lead of about 0.1 "
+                                      "(benchmarks/promotion.py; docs/arena-rules.md)")
     qualifying_suite_per_category: int = Field(default=20, ge=1)
     # race
     race_time_utc: time = Field(default=time(16, 0), description="Daily race slot, HH:MM UTC")

@@ -15,7 +15,7 @@ b)``; every attempt is an independent draw (sampled LLM calls), and both agents 
 set so that two runs of one agent disagree on ``--disagreement`` of the problems (``2 E[p(1-p)]``,
 at most 0.5; 0.25 by default, an assumption: problems of middling difficulty flip between runs, easy and
 hard ones do not; docs/arena-rules.md also gives 0.15 and 0.35), and
-``b`` so that the expected lead is the lead tested. Leads are scanned upwards in steps of 0.005.
+``b`` so that the expected lead is the lead tested. Leads are multiples of 0.005.
 
 Progress lines go to stderr; the last line printed is one JSON object with
 ``min_detectable_lead_<n>`` (margin floor) and ``min_detectable_lead_<n>_fresh_reign`` per size,
@@ -26,6 +26,7 @@ next to ``false_promotions_<n>_margin_only`` (without the bound), and the settin
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from arena.race.rules import RaceRules
 
 POWER: Final = 0.8
 LEAD_STEP: Final = 0.005
+COARSE_STEPS: Final = 4
 MAX_LEAD: Final = 0.4
 _QUADRATURE: Final = np.polynomial.hermite_e.hermegauss(80)
 """Nodes and weights for expectations over a standard normal difficulty (Gauss-Hermite)."""
@@ -115,21 +117,26 @@ class Simulation:
 
 
 def min_detectable_leads(simulation: Simulation, races: int, margins: Sequence[float]) -> list[float | None]:
-    """Per margin, the smallest scanned lead promoted in at least :data:`POWER` of the races."""
-    found: list[float | None] = [None] * len(margins)
-    steps = round(MAX_LEAD / LEAD_STEP)
-    for step in range(1, steps + 1):
-        lead = round(step * LEAD_STEP, 3)
-        rates = simulation.promotion_rates(lead, races, margins)
-        print(f"  {simulation.problems} problems, lead {lead:.3f}: power "
-              + ", ".join(f"{rate:.3f} at margin {margin}" for (rate, _), margin in zip(rates, margins,
-                                                                                          strict=True)),
-              file=sys.stderr)
-        for index, (rate, _) in enumerate(rates):
-            if found[index] is None and rate >= POWER:
-                found[index] = lead
-        if all(value is not None for value in found):
-            break
+    """Per margin, the smallest lead (a multiple of :data:`LEAD_STEP`) promoted in at least :data:`POWER`
+    of the races: leads are scanned upwards :data:`COARSE_STEPS` steps at a time, then step by step
+    below the first coarse lead that reaches it."""
+
+    @functools.cache
+    def powers(steps: int) -> list[float]:
+        lead = round(steps * LEAD_STEP, 3)
+        rates = [rule for rule, _ in simulation.promotion_rates(lead, races, margins)]
+        shown = ", ".join(f"{r:.3f} at margin {m}" for r, m in zip(rates, margins, strict=True))
+        print(f"  {simulation.problems} problems, lead {lead:.3f}: power {shown}", file=sys.stderr)
+        return rates
+
+    def first_powered(candidates: range, index: int) -> int | None:
+        return next((steps for steps in candidates if powers(steps)[index] >= POWER), None)
+
+    found: list[float | None] = []
+    for index in range(len(margins)):
+        coarse = first_powered(range(COARSE_STEPS, round(MAX_LEAD / LEAD_STEP) + 1, COARSE_STEPS), index)
+        fine = None if coarse is None else first_powered(range(coarse - COARSE_STEPS + 1, coarse + 1), index)
+        found.append(None if fine is None else round(fine * LEAD_STEP, 3))
     return found
 
 

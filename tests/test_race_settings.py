@@ -22,7 +22,7 @@ def test_defaults_need_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert (rules.promotion_resamples, rules.promotion_confidence) == (2000, 0.95)
     assert settings.weight_rules().winner_share == 0.6
     assert settings.arena_database_url() == f"sqlite:///{tmp_path / 'arena.sqlite3'}"
-    assert settings.race_suite_sizes() == {"product": 20, "shop": 20, "voucher": 20}
+    assert settings.race_suite_sizes() == {"product": 50, "shop": 50, "voucher": 50}
 
 
 def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
