@@ -44,7 +44,9 @@ class ArenaSettings(HarnessSettings):
     catalog_dir: Path | None = Field(default=None, description="The catalog races are generated over and "
                                                                "agents search (`arena catalog import`); "
                                                                "default: the bundled sample world")
-    race_suite_per_category: int = Field(default=20, ge=1)
+    race_suite_per_category: int = Field(
+        default=50, ge=1, description="150 race problems: the promotion test then sees a lead of about 0.1 "
+                                      "(benchmarks/promotion.py; docs/arena-rules.md)")
     qualifying_suite_per_category: int = Field(default=20, ge=1)
     race_epoch: date | None = Field(
         default=None, description="The arena's first race day, shared by every validator of the subnet; "
@@ -62,6 +64,10 @@ class ArenaSettings(HarnessSettings):
     margin_initial: float = Field(default=0.05, ge=0, le=1)
     margin_floor: float = Field(default=0.01, ge=0, le=1)
     margin_half_life_days: float = Field(default=7.0, gt=0)
+    promotion_resamples: int = Field(default=2000, ge=100, description="Paired bootstrap resamples of the "
+                                                                       "promotion test")
+    promotion_confidence: float = Field(default=0.95, gt=0.5, lt=1,
+                                        description="One-sided confidence that a promoted lead is real")
     # weights
     winner_share: float = Field(default=0.6, ge=0, le=1)
     taper_share: float = Field(default=0.2, ge=0, le=1)
@@ -108,7 +114,9 @@ class ArenaSettings(HarnessSettings):
                          qualify_ratio=self.qualify_ratio, qualify_min_score=self.qualify_min_score,
                          race_time=self.race_time_utc,
                          margin=MarginCurve(initial=self.margin_initial, floor=self.margin_floor,
-                                            half_life_days=self.margin_half_life_days))
+                                            half_life_days=self.margin_half_life_days),
+                         promotion_resamples=self.promotion_resamples,
+                         promotion_confidence=self.promotion_confidence)
 
     def weight_rules(self) -> WeightRules:
         return WeightRules(winner_share=self.winner_share, taper_share=self.taper_share,

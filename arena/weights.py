@@ -5,8 +5,8 @@ The reigning winner gets ``winner_share``; the rest of the top half of finishers
 A hotkey missing from the metagraph is dropped and its share burnt, so nobody else's share moves when
 someone deregisters. Before the first race everything burns.
 
-Shares are exact fractions and the tie-break is total (score, then submission time, then hotkey), so
-the same race results give the same bytes on every validator, in any input order.
+Shares are exact fractions and the tie-break is total and from chain data (score, then commitment
+block, then hotkey), so the same race results give the same bytes on every validator, in any input order.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from fractions import Fraction
 from typing import Final
 
@@ -44,7 +43,8 @@ class Finisher(BaseModel):
 
     hotkey: str = Field(min_length=1)
     score: float = Field(ge=0, le=1, allow_inf_nan=False)
-    submitted_at: datetime
+    commitment_block: int | None = Field(description="Chain block of the agent's commitment (None: unknown, "
+                                                     "from an old log; ranks after any block)")
 
 
 class WeightVector(BaseModel):
@@ -74,8 +74,9 @@ def _exact(value: float) -> Fraction:
 
 
 def ranking(finishers: Sequence[Finisher]) -> list[Finisher]:
-    """Best first: higher score, then earlier submission, then hotkey."""
-    return sorted(finishers, key=lambda f: (-f.score, f.submitted_at, f.hotkey))
+    """Best first: higher score, then earlier commitment block, then hotkey."""
+    return sorted(finishers, key=lambda f: (-f.score, f.commitment_block is None, f.commitment_block or 0,
+                                            f.hotkey))
 
 
 def race_shares(finishers: Sequence[Finisher], winner: str | None, rules: WeightRules) -> dict[str, Fraction]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from arena.judge import ProblemOutcome
 from arena.race import (
     EVENT_ADAPTER,
     ManualClock,
@@ -46,8 +47,9 @@ def race(engine: RaceEngine, scores: dict[str, float], seed: str = "0xblock") ->
     return started
 
 
-def enter(engine: RaceEngine, clock: ManualClock, hotkey: str, qualifying: float) -> str:
-    outcome = engine.submit(hotkey, f"code-of-{hotkey}-{clock.now().isoformat()}")
+def enter(engine: RaceEngine, clock: ManualClock, hotkey: str, qualifying: float,
+          block: int | None = None) -> str:
+    outcome = engine.submit(hotkey, f"code-of-{hotkey}-{clock.now().isoformat()}", commitment_block=block)
     assert outcome.status == "accepted" and outcome.submission_id
     engine.record_qualifying(outcome.submission_id, qualifying)
     clock.advance(timedelta(minutes=5))
@@ -120,15 +122,34 @@ def test_the_margin_shrinks_as_the_reign_ages() -> None:
     assert engine.state.reign is not None and engine.state.reign.submission_id == b
 
 
-def test_ties_rank_the_earlier_submission_first() -> None:
+def test_ties_rank_the_earlier_commitment_first_not_the_earlier_local_record() -> None:
     clock = ManualClock(T0)
     engine = RaceEngine(MemoryEventStore(), RULES, clock)
-    first = enter(engine, clock, "zed", 0.5)
-    second = enter(engine, clock, "amy", 0.5)
+    recorded_first = enter(engine, clock, "zed", 0.5, block=120)
+    committed_first = enter(engine, clock, "amy", 0.5, block=110)
+    same_block = enter(engine, clock, "bea", 0.5, block=120)
+    unknown_block = enter(engine, clock, "abe", 0.5)  # from a log written before blocks were kept
     until_race(clock)
-    race(engine, {"zed": 0.5, "amy": 0.5})
-    assert engine.state.last_race is not None and engine.state.last_race.standings == (first, second)
-    assert engine.state.reign is not None and engine.state.reign.submission_id == first
+    race(engine, {"zed": 0.5, "amy": 0.5, "bea": 0.5, "abe": 0.5})
+    assert engine.state.last_race is not None
+    assert engine.state.last_race.standings == (committed_first, same_block, recorded_first, unknown_block)
+    assert engine.state.reign is not None and engine.state.reign.submission_id == committed_first
+    finishers, _ = engine.weights_input()
+    assert [f.commitment_block for f in finishers] == [110, 120, 120, None]
+
+
+def test_among_equal_challengers_the_earlier_commitment_is_the_one_promoted() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    enter(engine, clock, "alice", 0.8, block=1)
+    until_race(clock)
+    race(engine, {"alice": 0.5})
+    late = enter(engine, clock, "bob", 0.8, block=900)
+    early = enter(engine, clock, "carol", 0.8, block=800)
+    until_race(clock)
+    race(engine, {"alice": 0.5, "bob": 0.7, "carol": 0.7})
+    assert engine.state.reign is not None and engine.state.reign.submission_id == early
+    assert engine.state.last_race is not None and engine.state.last_race.standings[:2] == (early, late)
 
 
 def test_a_day_without_challengers_is_skipped_once() -> None:
@@ -273,3 +294,131 @@ def test_postgres_log_replays_the_same_state(scratch_postgres_url: str) -> None:
         types = connection.execute(text("SELECT type FROM race_events ORDER BY seq")).scalars().all()
     assert types[-1] == "code_published" and "race_finished" in types
     assert open_database(scratch_postgres_url).dialect.name == "postgresql"
+
+
+def decided_outcomes(successes: str) -> tuple[ProblemOutcome, ...]:
+    return tuple(ProblemOutcome(problem_id=f"q{i}", success=c == "1", quality=0.9)
+                 for i, c in enumerate(successes))
+
+
+def race_on_outcomes(engine: RaceEngine, successes: dict[str, str], without_outcomes: str = "") -> None:
+    """Race over problems q0..qn; each hotkey scores its success rate (quality 0.9) and records its
+    outcomes, but for the hotkey ``without_outcomes`` (a result from before outcomes were kept)."""
+    suite = [f"q{i}" for i in range(len(next(iter(successes.values()))))]
+    started = engine.start_race("0xrace", suite)
+    assert isinstance(started, RaceStarted)
+    for sid in engine.pending_race_runs():
+        hotkey = engine.state.submissions[sid].hotkey
+        record = successes[hotkey]
+        engine.record_race_result(sid, record.count("1") / len(record),
+                                  decided_outcomes(record) if hotkey != without_outcomes else ())
+
+
+NOISE = ("1" * 24 + "1" * 12 + "0" * 9 + "0" * 15,  # 36/60 against 33/60: a 0.05 lead, from 21 split problems
+         "1" * 24 + "0" * 12 + "1" * 9 + "0" * 15)
+
+
+def reigning(engine: RaceEngine, clock: ManualClock) -> str:
+    """Alice wins the first race and defends from the next day on (margin 0.0462 then)."""
+    alice = enter(engine, clock, "alice", 0.8, block=1)
+    until_race(clock)
+    race(engine, {"alice": 0.5})
+    return alice
+
+
+def test_a_lead_above_the_margin_made_of_noise_keeps_the_winner() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    alice = reigning(engine, clock)
+    enter(engine, clock, "bob", 0.8, block=50)
+    until_race(clock)
+    race_on_outcomes(engine, {"bob": NOISE[0], "alice": NOISE[1]})
+    last = engine.state.last_race
+    assert last is not None and not last.promoted and last.winner == alice
+    assert last.required_margin < 0.05 and last.lead_lower_bound is not None and last.lead_lower_bound < 0
+    finished = engine.store.load()[-1]  # the log says why
+    assert isinstance(finished, RaceFinished) and finished.lead_lower_bound == last.lead_lower_bound
+
+
+def test_a_large_consistent_lead_is_promoted() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    reigning(engine, clock)
+    bob = enter(engine, clock, "bob", 0.8, block=50)
+    until_race(clock)
+    race_on_outcomes(engine, {"bob": "1" * 45 + "0" * 15,  # 45/60 against 27/60
+                              "alice": "1" * 25 + "0" * 20 + "1" * 2 + "0" * 13})
+    last = engine.state.last_race
+    assert last is not None and last.promoted and last.winner == bob
+    assert last.lead_lower_bound is not None and last.lead_lower_bound > 0.15
+
+
+def test_without_the_defenders_outcomes_the_margin_alone_decides() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    reigning(engine, clock)
+    bob = enter(engine, clock, "bob", 0.8, block=50)
+    until_race(clock)
+    race_on_outcomes(engine, {"bob": NOISE[0], "alice": NOISE[1]}, without_outcomes="alice")
+    last = engine.state.last_race
+    assert last is not None and last.promoted and last.winner == bob and last.lead_lower_bound is None
+
+
+def test_entrants_were_committed_a_tempo_before_the_seed_block_and_the_defender_always_races() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    alice = enter(engine, clock, "alice", 0.8)  # committed at an unknown block (an old log)
+    until_race(clock)
+    race(engine, {"alice": 0.6})
+    in_time = enter(engine, clock, "bob", 0.8, block=900)
+    a_block_late = enter(engine, clock, "carol", 0.8, block=901)
+    unknown = enter(engine, clock, "dave", 0.8)
+    until_race(clock)
+    started = engine.start_race("0xseed", ["p1"], seed_block=1_000, tempo=100)
+    assert isinstance(started, RaceStarted) and started.seed_block == 1_000
+    assert started.entrants == (alice, in_time) and started.defender == alice
+    for sid in engine.pending_race_runs():
+        engine.record_race_result(sid, 0.5)
+    assert [s.submission_id for s in engine.challengers()] == [a_block_late, unknown]  # they wait
+    until_race(clock)
+    later = engine.start_race("0xseed2", ["p2"], seed_block=2_000, tempo=100)
+    assert isinstance(later, RaceStarted) and later.entrants == (alice, a_block_late)
+    assert engine.state.submissions[unknown].status == "qualified"  # never races on a chain-seeded race
+
+
+def test_a_challenger_qualified_after_the_slot_waits_for_the_next_race() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    late = engine.submit("bob", "b", commitment_block=10).submission_id
+    assert late
+    until_race(clock)
+    clock.advance(timedelta(minutes=5))  # the validator was busy: qualifying ends after the slot
+    engine.record_qualifying(late, 0.7)
+    skipped = engine.start_race("0xseed", ["p1"], seed_block=400, tempo=100)
+    assert isinstance(skipped, RaceSkipped) and engine.state.submissions[late].status == "qualified"
+    until_race(clock)
+    started = engine.start_race("0xseed2", ["p1"], seed_block=8_000, tempo=100)
+    assert isinstance(started, RaceStarted) and started.entrants == (late,)
+
+
+def test_logs_written_before_blocks_outcomes_and_bounds_still_replay() -> None:
+    day = "2026-11-18"
+    payloads = [
+        {"type": "submission_accepted", "at": "2026-11-18T09:00:00Z", "submission_id": "s1", "hotkey": "ann",
+         "code_hash": "c1", "cooldown_until": "2026-11-18T21:00:00Z"},
+        {"type": "qualifying_finished", "at": "2026-11-18T09:05:00Z", "submission_id": "s1", "score": 0.5,
+         "threshold": 0.01, "qualified": True},
+        {"type": "race_started", "at": "2026-11-18T16:00:00Z", "race_id": day, "day": day,
+         "slot": "2026-11-18T16:00:00Z", "seed": "0x1", "suite_ids": ["p1"], "entrants": ["s1"],
+         "defender": None},
+        {"type": "race_result_recorded", "at": "2026-11-18T16:10:00Z", "race_id": day, "submission_id": "s1",
+         "score": 0.5},
+        {"type": "race_finished", "at": "2026-11-18T16:10:00Z", "race_id": day, "standings": ["s1"],
+         "winner": "s1", "promoted": True, "required_margin": 0.0, "embargo_until": "2026-11-19T00:00:00Z"},
+    ]
+    state = replay(EVENT_ADAPTER.validate_python(p) for p in payloads)
+    submission = state.submissions["s1"]
+    assert submission.commitment_block is None and submission.status == "raced"
+    assert submission.qualified_at == datetime(2026, 11, 18, 9, 5, tzinfo=UTC)
+    assert state.last_race is not None and state.last_race.lead_lower_bound is None
+    assert state.reign is not None and state.reign.submission_id == "s1"

@@ -8,8 +8,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from arena.judge import ProblemOutcome
 from arena.race import ManualClock, MarginCurve, MemoryEventStore, RaceEngine, RaceRules, Rejection
-from arena.race.calendar import embargo_until
+from arena.race.calendar import embargo_until, race_slot
 from arena.race.events import (
     CodePublished,
     QualifyingFinished,
@@ -19,6 +20,7 @@ from arena.race.events import (
     SubmissionAccepted,
     SubmissionRejected,
 )
+from arena.race.promotion import lead_lower_bound
 from arena.race.rules import qualifying_threshold
 from arena.race.state import RaceState, apply
 
@@ -26,6 +28,12 @@ RULES = RaceRules(race_time=time(16), qualify_ratio=0.95, qualify_min_score=0.05
                   margin=MarginCurve(initial=0.1, floor=0.02, half_life_days=3))
 HOTKEYS = st.sampled_from(["ann", "ben", "cat", "dan"])
 SCORES = st.sampled_from([0.0, 0.2, 0.5, 0.55, 0.6, 0.62, 0.7, 0.9, 1.0])
+BLOCKS = st.one_of(st.none(), st.integers(0, 3_000))
+SUITE = ("p1", "p2", "p3", "p4")
+TEMPO = 100
+OUTCOME = {p: st.builds(ProblemOutcome, problem_id=st.just(p), success=st.booleans(),
+                        quality=st.sampled_from([0.1, 0.9])) for p in SUITE}
+OUTCOMES = st.one_of(st.just(()), st.tuples(*(OUTCOME[p] for p in SUITE)))  # () as in logs before outcomes
 
 
 class RaceMachine(RuleBasedStateMachine):
@@ -37,10 +45,10 @@ class RaceMachine(RuleBasedStateMachine):
         self.checked = RaceState()
 
     @rule(hotkey=HOTKEYS, code=st.integers(0, 3),
-          rejection=st.sampled_from([None, None, None, "security", "integrity"]))
-    def submit(self, hotkey: str, code: int, rejection: str | None) -> None:
+          rejection=st.sampled_from([None, None, None, "security", "integrity"]), block=BLOCKS)
+    def submit(self, hotkey: str, code: int, rejection: str | None, block: int | None) -> None:
         refusal = Rejection(kind=rejection, reason="static analysis") if rejection else None  # type: ignore[arg-type]
-        self.engine.submit(hotkey, f"code-{code}", refusal)
+        self.engine.submit(hotkey, f"code-{code}", refusal, commitment_block=block)
 
     @rule(hours=st.integers(0, 80), minutes=st.integers(0, 59))
     def wait(self, hours: int, minutes: int) -> None:
@@ -54,20 +62,29 @@ class RaceMachine(RuleBasedStateMachine):
         self.engine.record_qualifying(pending.submission_id, score)
 
     @precondition(lambda self: self.engine.race_due() is not None)
-    @rule(seed=st.text("0123456789abcdef", min_size=4, max_size=8))
-    def start_race(self, seed: str) -> None:
-        waiting = {s.submission_id for s in self.engine.challengers()}
-        started = self.engine.start_race(seed, ["p1", "p2"])
+    @rule(seed=st.text("0123456789abcdef", min_size=4, max_size=8), seed_block=BLOCKS)
+    def start_race(self, seed: str, seed_block: int | None) -> None:
+        day = self.engine.race_due()
+        assert day is not None
+        slot = race_slot(day, RULES.race_time)
+        # Exactly the qualifiers of before the slot committed a tempo before the seed block race.
+        waiting = {s.submission_id for s in self.engine.challengers()
+                   if s.qualified_at is not None and s.qualified_at < slot
+                   and (seed_block is None
+                        or (s.commitment_block is not None and s.commitment_block <= seed_block - TEMPO))}
+        started = self.engine.start_race(seed, SUITE, seed_block=seed_block, tempo=TEMPO)
         if isinstance(started, RaceStarted):
-            # No qualifier is left behind and nobody unqualified gets in.
             assert set(started.entrants) - {started.defender} == waiting
+            assert started.defender == (self.engine.state.reign.submission_id if self.engine.state.reign
+                                        else None)
         else:
             assert not waiting
 
     @precondition(lambda self: bool(self.engine.pending_race_runs()))
-    @rule(data=st.data(), score=SCORES)
-    def race_result(self, data: st.DataObject, score: float) -> None:
-        self.engine.record_race_result(data.draw(st.sampled_from(self.engine.pending_race_runs())), score)
+    @rule(data=st.data(), score=SCORES, outcomes=OUTCOMES)
+    def race_result(self, data: st.DataObject, score: float, outcomes: tuple[ProblemOutcome, ...]) -> None:
+        self.engine.record_race_result(data.draw(st.sampled_from(self.engine.pending_race_runs())), score,
+                                       outcomes)
 
     @rule(data=st.data())
     def a_whole_day(self, data: st.DataObject) -> None:
@@ -81,9 +98,9 @@ class RaceMachine(RuleBasedStateMachine):
         self.clock.advance((slot if slot > now else slot + timedelta(days=1)) - now)
         self.engine.settle()
         if self.engine.race_due() is not None:
-            self.start_race("feed")
+            self.start_race("feed", None)
         for sid in self.engine.pending_race_runs():
-            self.engine.record_race_result(sid, data.draw(SCORES))
+            self.engine.record_race_result(sid, data.draw(SCORES), data.draw(OUTCOMES))
 
     @rule()
     def restart(self) -> None:
@@ -122,9 +139,15 @@ class RaceMachine(RuleBasedStateMachine):
                 if race.defender is not None and state.reign is not None:
                     margin = RULES.margin.margin(race.slot - state.reign.since)
                     assert event.required_margin == margin
-                    best = max((s for s in race.entrants if s != race.defender), key=lambda s: scores[s])
-                    # Never promotes without beating the margin, always promotes when it is beaten.
-                    assert event.promoted == (scores[best] - scores[race.defender] > margin)
+                    best = next(s for s in event.standings if s != race.defender)
+                    assert scores[best] == max(scores[s] for s in race.entrants if s != race.defender)
+                    paired = race.outcomes.get(best, ()), race.outcomes.get(race.defender, ())
+                    bound = lead_lower_bound(*paired, race.seed, resamples=RULES.promotion_resamples,
+                                             confidence=RULES.promotion_confidence)
+                    assert event.lead_lower_bound == bound
+                    # Never promotes without beating the margin and the bound, always when both are beaten.
+                    beaten = scores[best] - scores[race.defender] > margin
+                    assert event.promoted == (beaten and (bound is None or bound > 0))
                 if event.promoted:
                     assert event.embargo_until == embargo_until(race.day)
             case CodePublished():

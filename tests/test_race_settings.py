@@ -19,9 +19,10 @@ def test_defaults_need_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     rules = settings.race_rules()
     assert rules.cooldown == timedelta(hours=12) and rules.race_time == time(16)
     assert rules.qualify_ratio == 0.95
+    assert (rules.promotion_resamples, rules.promotion_confidence) == (2000, 0.95)
     assert settings.weight_rules().winner_share == 0.6
     assert settings.arena_database_url() == f"sqlite:///{tmp_path / 'arena.sqlite3'}"
-    assert settings.race_suite_sizes() == {"product": 20, "shop": 20, "voucher": 20}
+    assert settings.race_suite_sizes() == {"product": 50, "shop": 50, "voucher": 50}
 
 
 def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,7 +30,8 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     for key, value in {"JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "JUDGE_MODELS": "model-a, model-b",
                        "RACE_TIME_UTC": "09:30", "COOLDOWN_HOURS": "6", "MARGIN_HALF_LIFE_DAYS": "3",
                        "WINNER_SHARE": "0.5", "BURN_UID": "7", "LEAK_SAME_REWARD_JACCARD": "0.7",
-                       "HELD_OUT_SHARE": "0.1", "DATABASE_URL": "postgresql+psycopg://x@h/db"}.items():
+                       "HELD_OUT_SHARE": "0.1", "DATABASE_URL": "postgresql+psycopg://x@h/db",
+                       "PROMOTION_RESAMPLES": "500", "PROMOTION_CONFIDENCE": "0.9"}.items():
         monkeypatch.setenv(f"ARENA_{key}", value)
     settings = ArenaSettings()
     judge = settings.judge()
@@ -38,6 +40,7 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     rules = settings.race_rules()
     assert rules.race_time == time(9, 30) and rules.cooldown == timedelta(hours=6)
     assert rules.margin.half_life_days == 3
+    assert (rules.promotion_resamples, rules.promotion_confidence) == (500, 0.9)
     assert settings.weight_rules().burn_uid == 7 and settings.weight_rules().winner_share == 0.5
     assert settings.leak_config().same_reward_jaccard == 0.7
     assert settings.rotation_config().held_out_share == 0.1

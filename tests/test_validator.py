@@ -36,10 +36,10 @@ from typer.testing import CliRunner
 
 from arena.chain import AxonInfo, LocalChain, SubtensorChain
 from arena.judge import Judge, JudgeInput, JudgeVerdict
-from arena.race import ManualClock, SqlEventStore
+from arena.race import ManualClock, RaceEngine, RaceRules, SqlEventStore
 from arena.race.events import (
     QualifyingFinished,
-    RaceSkipped,
+    RaceResultRecorded,
     RaceStarted,
     SubmissionAccepted,
     SubmissionRejected,
@@ -195,7 +195,10 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
     qualifying = validator.qualifying_suite()
     assert validator.runs.store.count_attempts() == 2 * len(qualifying) + 2 * len(race_suite)
-    assert not set(race_suite) & {p.id for p in validator.qualifying_suite()}
+    # Each race result carries its per-problem outcomes in suite order, for the promotion test.
+    results = [e for e in validator.race.store.load() if isinstance(e, RaceResultRecorded)]
+    assert len(results) == 2 and all([o.problem_id for o in e.outcomes] == race_suite for e in results)
+    assert not set(race_suite) & {p.id for p in qualifying}
 
     # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
     arena.clock.advance(timedelta(hours=17))  # Friday 09:05
@@ -332,6 +335,7 @@ def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_
 def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(
         arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     validator = arena.validator("validator", generator, runner)
+    committed_at = arena.chain.block()
     arena.upload(validator, "bob", SCRIPTED)
     bad = Submission(hotkey=str(arena.miners["alice"].hotkey.ss58_address), sha256="ab" * 32, name="bad.py",
                      size_bytes=10, commitment_block=arena.chain.block(), commitment_time=arena.clock.now(),
@@ -343,6 +347,8 @@ def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(
     assert restarted.tick().ingested == 0  # the race log says what was fed, across restarts
     kinds = [type(e).__name__ for e in restarted.race.store.load()]
     assert kinds.count("SubmissionAccepted") == 1 and kinds.count("SubmissionRejected") == 1
+    (accepted,) = [e for e in restarted.race.store.load() if isinstance(e, SubmissionAccepted)]
+    assert accepted.commitment_block == committed_at  # the chain's order breaks ties, not ingest time
 
 
 def test_public_api_serves_race_state_scores_embargo_and_code_after_it(
@@ -480,21 +486,30 @@ if __name__ == "__main__":
 def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, small_world: SampleWorld,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """``validator run --once --catalog DIR --netuid N`` with the real embedder, sandbox and local chain
-    (system clock): the imported catalog is served (no sample world is built), an upload the gate accepted
-    is qualified on the generated qualifying suite, the slot before the chain began is not raced, and the
-    burn-only weights are set."""
+    (system clock): the imported catalog is served (no sample world is built); an upload the gate accepted
+    is qualified on the generated qualifying suite but waits (the latest slot passed before it qualified);
+    an agent committed and qualified two days ago races that slot's generated suite and wins; weights are
+    set."""
     home = tmp_path / "home"
     for name, value in {"ARENA_HOME": str(home), "ARENA_QUALIFYING_SUITE_PER_CATEGORY": "1",
                         "ARENA_RACE_SUITE_PER_CATEGORY": "1", "ARENA_SANDBOX_UID_BASE": str(UID_BASE),
                         "ARENA_WORKERS": "2"}.items():
         monkeypatch.setenv(name, value)
-    chain = LocalChain(home / "local-chain.sqlite3", netuid=7)
+    # A chain three days old: the latest slot's seed block comes long after bob's commitment at block 0.
+    chain = LocalChain(home / "local-chain.sqlite3", netuid=7,
+                       clock=ManualClock(datetime.now(UTC) - timedelta(days=3)))
     wallets = tmp_path / "wallets"
-    for name in ("owner", "validator", "alice"):
+    for name in ("owner", "validator", "alice", "bob"):
         register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
     accept_upload(FileStore(home / "agents"), open_database(f"sqlite:///{home / 'arena.sqlite3'}"),
                   Wallet("alice", "default", path=str(wallets)), REACT, block=chain.block(),
                   at=datetime.now(UTC))
+    bob = str(Wallet("bob", "default", path=str(wallets)).hotkey.ss58_address)
+    FileStore(home / "agents").put(hashlib.sha256(SCRIPTED).hexdigest(), SCRIPTED)
+    earlier = RaceEngine(SqlEventStore.open(f"sqlite:///{home / 'arena.sqlite3'}"), RaceRules(),
+                         ManualClock(datetime.now(UTC) - timedelta(days=2)))
+    waiting = earlier.submit(bob, hashlib.sha256(SCRIPTED).hexdigest(), commitment_block=0).submission_id
+    assert waiting and earlier.record_qualifying(waiting, 0.5).qualified
 
     result = CliRunner().invoke(validator_cli.app, [
         "run", "--once", "--scripted-llm", "--wallet-name", "validator", "--wallet-path", str(wallets),
@@ -503,16 +518,17 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
     assert not (home / "worlds").exists()
     validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
     weights = chain.weights(validator_hotkey)
-    assert weights is not None and weights.uids == (0,)  # no race yet: everything to the burn uid
+    assert weights is not None
+    alice_uid, bob_uid = 2, 3
+    assert bob_uid in weights.uids and alice_uid not in weights.uids  # bob, the only entrant, won
     database = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
     events = SqlEventStore(database).load()
     database.dispose()
-    (qualified,) = [e for e in events if isinstance(e, QualifyingFinished)]
-    assert qualified.qualified
-    (skipped,) = [e for e in events if isinstance(e, RaceSkipped)]
-    assert "before the arena's first race day" in skipped.reason
+    assert [e.qualified for e in events if isinstance(e, QualifyingFinished)] == [True, True]
+    (started,) = [e for e in events if isinstance(e, RaceStarted)]
+    assert started.entrants == (waiting,) and started.seed_block is not None and started.seed_block > 0
     with TrajectoryStore.open(f"sqlite:///{home / 'trajectories.sqlite3'}") as store:
-        assert store.count_attempts() == 3  # this week's generated qualifying suite, one per category
+        assert store.count_attempts() == 6  # alice's 3 qualifying + bob's 3 race attempts
 
 
 def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(

@@ -3,12 +3,13 @@ count what the API loads), the real race engine writing it, the API app on loopb
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
 import httpx
 from sqlalchemy import Engine
 
+from arena.judge import ProblemOutcome
 from arena.race import ManualClock, RaceEngine, RaceEvent, RaceRules, Rejection, SqlEventStore, replay
 from arena.storage import open_database
 from arena.submissions.store import FileStore
@@ -63,5 +64,33 @@ def test_requests_fold_in_new_events_and_an_unchanged_log_is_not_reloaded(tmp_pa
         assert 'arena_submissions{status="rejected"} 1.0' in http.get("/metrics").text
         assert read.loaded == [1, 2]
     assert view.state() == replay(SqlEventStore(database).load())  # folding equals a full replay
+    store.close()
+    database.dispose()
+
+
+def test_the_race_and_the_leaderboard_show_why_a_challenger_was_not_promoted(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    database = open_database(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
+    engine = RaceEngine(SqlEventStore(database), RaceRules(), clock)
+    runs = {"alice": "1" * 33 + "0" * 27, "bob": "1" * 24 + "0" * 9 + "1" * 12 + "0" * 15}  # 33 vs 36 of 60
+    for day, hotkeys in enumerate((["alice"], ["bob"])):
+        for hotkey in hotkeys:
+            sid = engine.submit(hotkey, f"{hotkey}-code", commitment_block=day).submission_id
+            assert sid is not None and engine.record_qualifying(sid, 0.5).qualified
+        clock.advance(datetime.combine(clock.now().date(), time(16), tzinfo=UTC) - clock.now())
+        engine.start_race(f"0xseed{day}", [f"p{i}" for i in range(60)])
+        for sid in engine.pending_race_runs():
+            run = runs[engine.state.submissions[sid].hotkey]
+            engine.record_race_result(sid, run.count("1") / 60,
+                                      [ProblemOutcome(problem_id=f"p{i}", success=c == "1", quality=0.9)
+                                       for i, c in enumerate(run)])
+        clock.advance(timedelta(hours=17))
+    store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}")
+    view = ArenaView(events=SqlEventStore(database), store=store, files=FileStore(tmp_path / "agents"),
+                     clock=clock)
+    with running_server(create_app(view)) as url, httpx.Client(base_url=url) as http:
+        last = http.get("/race").json()["last_race"]
+        assert last["promoted"] is False and last["lead_lower_bound"] < 0 < 0.05 - last["required_margin"]
+        assert "lower bound on the best challenger's lead -0.0667" in http.get("/").text
     store.close()
     database.dispose()

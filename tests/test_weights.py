@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 import pytest
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 from arena.weights import U16_MAX, Finisher, WeightRules, compute_weights, race_shares, ranking, weight_vector
 
 RULES = WeightRules(winner_share=0.6, taper_share=0.2, burn_uid=0)
-T0 = datetime(2026, 11, 20, tzinfo=UTC)
 
 hotkeys = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_size=12, unique=True)
 
@@ -23,7 +21,7 @@ hotkeys = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_
 def races(draw: st.DrawFn) -> tuple[list[Finisher], str, list[str]]:
     keys = draw(hotkeys)
     finishers = [Finisher(hotkey=k, score=draw(st.sampled_from([0.0, 0.25, 0.5, 0.5, 0.75, 1.0])),
-                          submitted_at=T0 + timedelta(hours=draw(st.integers(0, 3)))) for k in keys]
+                          commitment_block=draw(st.one_of(st.none(), st.integers(0, 3)))) for k in keys]
     winner = draw(st.sampled_from(keys))
     extra = draw(st.lists(st.text("xyz", min_size=1, max_size=3), max_size=5, unique=True))
     metagraph = ["burn", *draw(st.permutations([*keys, *extra]))]
@@ -82,7 +80,7 @@ def test_before_the_first_race_everything_burns() -> None:
 
 
 def test_a_worked_example() -> None:
-    finishers = [Finisher(hotkey=h, score=s, submitted_at=T0) for h, s in
+    finishers = [Finisher(hotkey=h, score=s, commitment_block=7) for h, s in
                  [("w", 0.5), ("a", 0.9), ("b", 0.7), ("c", 0.7), ("d", 0.1)]]
     shares = race_shares(finishers, "w", RULES)
     # 5 finishers: top half is 3, so the winner plus the best two others; taper 2:1 over 0.2.
@@ -91,8 +89,17 @@ def test_a_worked_example() -> None:
     assert vector.uids == (0, 1, 2, 3) and vector.weights == (21845, 65535, 14563, 7282)  # burn 0.2
 
 
+def test_equal_scores_rank_by_commitment_block_then_hotkey_and_unknown_blocks_last() -> None:
+    finishers = [Finisher(hotkey="a", score=0.7, commitment_block=None),
+                 Finisher(hotkey="b", score=0.7, commitment_block=9),
+                 Finisher(hotkey="c", score=0.7, commitment_block=3),
+                 Finisher(hotkey="d", score=0.7, commitment_block=9),
+                 Finisher(hotkey="e", score=0.8, commitment_block=None)]
+    assert [f.hotkey for f in ranking(finishers)] == ["e", "c", "b", "d", "a"]
+
+
 def test_bad_inputs_are_refused() -> None:
-    one = Finisher(hotkey="a", score=1.0, submitted_at=T0)
+    one = Finisher(hotkey="a", score=1.0, commitment_block=7)
     with pytest.raises(ValueError, match="twice"):
         race_shares([one, one], "a", RULES)
     with pytest.raises(ValueError, match="burn uid"):
@@ -102,4 +109,4 @@ def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match="exceed"):
         WeightRules(winner_share=0.9, taper_share=0.2)
     with pytest.raises(ValueError):
-        Finisher(hotkey="a", score=float("nan"), submitted_at=T0)
+        Finisher(hotkey="a", score=float("nan"), commitment_block=7)

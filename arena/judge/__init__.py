@@ -4,7 +4,7 @@ from arena.judge.evidence import JudgeInput
 from arena.judge.fallback import FallbackJudge
 from arena.judge.llm import JudgeAuthError, JudgeCallConfig, JudgeModel, JudgeUnavailable, LLMJudge
 from arena.judge.offline import OfflineJudge, judge_offline
-from arena.judge.score import FinalScore, final_score, quality_coefficient
+from arena.judge.score import FinalScore, ProblemOutcome, final_score, quality_coefficient, suite_score
 from arena.judge.verdict import OFFLINE_JUDGE, QUALITY_LEVELS, Judge, JudgeVerdict
 
 __all__ = [
@@ -21,7 +21,9 @@ __all__ = [
     "JudgeVerdict",
     "LLMJudge",
     "OfflineJudge",
+    "ProblemOutcome",
     "final_score",
     "judge_offline",
     "quality_coefficient",
+    "suite_score",
 ]

@@ -2,7 +2,8 @@
 
 The coefficient is 0.3 + q x 0.7 / 0.8 for a mean quality q below 0.8, and 1.0 from 0.8 up. The
 levels bottom out at 0.1, so the lowest coefficient is 0.3875: an agent that never reasons keeps at
-most 38.75% of its success rate.
+most 38.75% of its success rate. A score keeps its per-problem outcomes, so two agents run on the
+same suite can be compared problem by problem (the race's promotion test).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from arena.judge.verdict import QUALITY_LEVELS, JudgeVerdict
@@ -17,10 +20,26 @@ from arena.judge.verdict import QUALITY_LEVELS, JudgeVerdict
 FULL_CREDIT_QUALITY: Final = 0.8
 
 
+def quality_coefficients(mean_qualities: ArrayLike) -> NDArray[np.float64]:
+    """:func:`quality_coefficient` elementwise, unchecked (for many resampled means at once)."""
+    means = np.asarray(mean_qualities, dtype=np.float64)
+    return np.where(means >= FULL_CREDIT_QUALITY, 1.0, 0.3 + means * 0.7 / FULL_CREDIT_QUALITY)
+
+
 def quality_coefficient(mean_quality: float) -> float:
     if not 0.0 <= mean_quality <= 1.0:
         raise ValueError(f"mean quality must lie in [0, 1], got {mean_quality}")
-    return 1.0 if mean_quality >= FULL_CREDIT_QUALITY else 0.3 + mean_quality * 0.7 / FULL_CREDIT_QUALITY
+    return float(quality_coefficients(mean_quality))
+
+
+class ProblemOutcome(BaseModel):
+    """One problem of a suite run: did the attempt succeed, and the judged quality of its reasoning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    problem_id: str
+    success: bool
+    quality: float = Field(ge=0, le=1, allow_inf_nan=False)
 
 
 class FinalScore(BaseModel):
@@ -35,6 +54,8 @@ class FinalScore(BaseModel):
     verdicts: int = Field(ge=0)
     offline_verdicts: int = Field(ge=0, description="Verdicts from the offline rules (embedded or fallback)")
     judges: tuple[str, ...] = Field(description="Every judge that gave a verdict, sorted")
+    outcomes: tuple[ProblemOutcome, ...] = Field(default=(), description="Per problem, in suite order, when "
+                                                                          "the score was made from them")
 
     @property
     def judge_label(self) -> str:
@@ -52,3 +73,15 @@ def final_score(success_rate: float, verdicts: Sequence[JudgeVerdict]) -> FinalS
                       score=success_rate * coefficient, verdicts=len(verdicts),
                       offline_verdicts=sum(v.offline for v in verdicts),
                       judges=tuple(sorted({v.judge for v in verdicts})))
+
+
+def suite_score(successes: Sequence[bool], verdicts: Sequence[JudgeVerdict],
+                problem_ids: Sequence[str]) -> FinalScore:
+    """The final score of a suite run from each problem's success and verdict (all in suite order),
+    keeping the per-problem outcomes."""
+    if not len(successes) == len(verdicts) == len(problem_ids) > 0:
+        raise ValueError("a suite score needs one success and one verdict for each of its problems")
+    outcomes = tuple(ProblemOutcome(problem_id=pid, success=success, quality=verdict.quality)
+                     for pid, success, verdict in zip(problem_ids, successes, verdicts, strict=True))
+    score = final_score(sum(successes) / len(successes), verdicts)
+    return score.model_copy(update={"outcomes": outcomes})

@@ -3,10 +3,10 @@
 The validator drives it in a loop::
 
     engine = RaceEngine(store, rules, clock)          # replays the log, then settles
-    engine.submit(hotkey, code_hash)                   # or with a static-analysis Rejection
+    engine.submit(hotkey, code_hash, commitment_block=block)   # or with a static-analysis Rejection
     for s in engine.pending_qualifying(): engine.record_qualifying(s.submission_id, run_qualifying(s))
-    if engine.race_due() and engine.challengers(): engine.start_race(block_hash, draw_suite(block_hash))
-    for sid in engine.pending_race_runs(): engine.record_race_result(sid, run_race(sid))
+    if engine.race_due(): engine.start_race(block_hash, draw_suite(block_hash), seed_block=n, tempo=tempo)
+    for sid in engine.pending_race_runs(): engine.record_race_result(sid, score, outcomes)
     engine.settle()                                    # publishes code whose embargo has ended
 
 Work is resumable at any point: qualifying and race runs still owed are exactly those without a
@@ -23,6 +23,7 @@ from typing import Literal
 import structlog
 from pydantic import BaseModel, ConfigDict
 
+from arena.judge.score import ProblemOutcome
 from arena.race.calendar import latest_race_day, race_slot
 from arena.race.clock import Clock
 from arena.race.events import (
@@ -36,7 +37,7 @@ from arena.race.events import (
     SubmissionAccepted,
     SubmissionRejected,
 )
-from arena.race.rules import RaceRules, decide_race, qualifying_threshold
+from arena.race.rules import RaceRules, chain_order, decide_race, may_race, qualifying_threshold
 from arena.race.state import RaceState, Submission, apply, replay, submission_id
 from arena.race.store import EventStore
 from arena.weights import Finisher
@@ -70,10 +71,12 @@ class RaceEngine:
         self.store.append(events, expected=self.state.events)
         self.state = state
         for event in events:
-            log.info("race_event", **event.model_dump(mode="json", exclude={"suite_ids"}))
+            log.info("race_event", **event.model_dump(mode="json", exclude={"suite_ids", "outcomes"}))
 
-    def submit(self, hotkey: str, code_hash: str, rejection: Rejection | None = None) -> SubmitOutcome:
-        """Accept or reject an agent file, unless the hotkey is still cooling down (no event then)."""
+    def submit(self, hotkey: str, code_hash: str, rejection: Rejection | None = None, *,
+               commitment_block: int | None = None) -> SubmitOutcome:
+        """Accept or reject an agent file committed on chain at ``commitment_block``, unless the hotkey is
+        still cooling down (no event then)."""
         now = self.clock.now()
         until = self.state.cooldown_until.get(hotkey)
         if until is not None and now < until:
@@ -89,7 +92,8 @@ class RaceEngine:
             return SubmitOutcome(status="rejected", retry_at=now + cooldown, reason=rejection.reason)
         sid = submission_id(hotkey, code_hash, now)
         self._emit(SubmissionAccepted(at=now, submission_id=sid, hotkey=hotkey, code_hash=code_hash,
-                                      cooldown_until=now + self.rules.cooldown))
+                                      cooldown_until=now + self.rules.cooldown,
+                                      commitment_block=commitment_block))
         return SubmitOutcome(status="accepted", submission_id=sid, retry_at=now + self.rules.cooldown)
 
     def pending_qualifying(self) -> list[Submission]:
@@ -104,9 +108,9 @@ class RaceEngine:
         return event
 
     def challengers(self) -> list[Submission]:
-        """Qualified submissions waiting for the next race."""
-        return sorted((s for s in self.state.submissions.values() if s.status == "qualified"),
-                      key=lambda s: (s.submitted_at, s.submission_id))
+        """Qualified submissions waiting for a race, earliest commitment first."""
+        qualified = (s for s in self.state.submissions.values() if s.status == "qualified")
+        return sorted(qualified, key=chain_order)
 
     def race_due(self) -> date | None:
         """The day whose race should start now, if any: the latest slot passed and not yet settled.
@@ -119,24 +123,32 @@ class RaceEngine:
         last = self.state.last_settled_day
         return day if last is None or day > last else None
 
-    def start_race(self, seed: str, suite_ids: Sequence[str]) -> RaceStarted | RaceSkipped:
-        """Start the due race over ``suite_ids`` (drawn from ``seed``), or skip it without challengers."""
+    def start_race(self, seed: str, suite_ids: Sequence[str], *, seed_block: int | None = None,
+                   tempo: int = 0) -> RaceStarted | RaceSkipped:
+        """Start the due race over ``suite_ids`` (drawn from ``seed``, the hash of block ``seed_block``), or
+        skip it when no challenger may race.
+
+        Challengers race when they qualified before the slot and, given ``seed_block``, were committed at
+        least ``tempo`` blocks before it (:func:`~arena.race.rules.may_race`); the others wait for a later
+        race. The reigning winner always defends.
+        """
         day = self.race_due()
         if day is None:
             raise RuntimeError("no race is due: check race_due() first")
         now = self.clock.now()
-        challengers = [s.submission_id for s in self.challengers()]
+        slot = race_slot(day, self.rules.race_time)
+        challengers = [s.submission_id for s in self.challengers() if may_race(s, slot, seed_block, tempo)]
         if not challengers:
-            skipped = RaceSkipped(at=now, day=day, reason="no qualified challengers")
+            skipped = RaceSkipped(at=now, day=day, reason="no qualified challenger committed in time")
             self._emit(skipped)
             return skipped
         if not suite_ids:
             raise ValueError("a race needs a non-empty hidden suite")
         defender = self.state.reign.submission_id if self.state.reign else None
         entrants = (*([defender] if defender else []), *challengers)
-        started = RaceStarted(at=now, race_id=day.isoformat(), day=day,
-                              slot=race_slot(day, self.rules.race_time), seed=seed,
-                              suite_ids=tuple(suite_ids), entrants=entrants, defender=defender)
+        started = RaceStarted(at=now, race_id=day.isoformat(), day=day, slot=slot, seed=seed,
+                              seed_block=seed_block, suite_ids=tuple(suite_ids), entrants=entrants,
+                              defender=defender)
         self._emit(started)
         return started
 
@@ -153,12 +165,15 @@ class RaceEngine:
         """Entrants of the running race still owing a result."""
         return list(self.state.running.pending) if self.state.running else []
 
-    def record_race_result(self, submission_id: str, score: float) -> None:
+    def record_race_result(self, submission_id: str, score: float,
+                           outcomes: Sequence[ProblemOutcome] = ()) -> None:
+        """Record an entrant's race score with its per-problem outcomes in suite order (the promotion
+        test pairs them with the defender's); the last result finishes the race."""
         race = self.state.running
         if race is None:
             raise RuntimeError("no race is running")
         self._emit(RaceResultRecorded(at=self.clock.now(), race_id=race.race_id, submission_id=submission_id,
-                                      score=score))
+                                      score=score, outcomes=tuple(outcomes)))
         self.settle()
 
     def settle(self) -> list[RaceEvent]:
@@ -189,5 +204,5 @@ class RaceEngine:
         for sid in race.standings:
             submission = self.state.submissions[sid]
             best.setdefault(submission.hotkey, Finisher(hotkey=submission.hotkey, score=race.results[sid],
-                                                        submitted_at=submission.submitted_at))
+                                                        commitment_block=submission.commitment_block))
         return list(best.values()), self.state.reign.hotkey

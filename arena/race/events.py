@@ -1,8 +1,9 @@
 """Every race transition is one of these events; the ordered log of them IS the race's state.
 
 Decisions are recorded, not re-derived: an event carries its outcome (qualified or not and the
-threshold used, the winner and the margin required, the embargo date), so replaying the log rebuilds
-the same state even after the rules have been reconfigured.
+threshold used, the winner, the margin required and the promotion test's bound, the embargo date), so
+replaying the log rebuilds the same state even after the rules have been reconfigured. Fields added
+after logs were first written have defaults, so those logs still replay.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from arena.judge.score import ProblemOutcome
 from arena.race.clock import UtcDatetime
 from shoppingbench.submission_check import CheckReport
 from shoppingbench.submission_check.models import Category, Finding
@@ -63,6 +65,9 @@ class SubmissionAccepted(_Event):
     hotkey: str
     code_hash: str
     cooldown_until: UtcDatetime
+    commitment_block: int | None = Field(
+        default=None, ge=0, description="Chain block of the hotkey's commitment of this file: ties break to "
+                                        "the earlier one; absent from logs written before it was recorded")
 
 
 class SubmissionRejected(_Event):
@@ -90,6 +95,8 @@ class RaceStarted(_Event):
     day: date
     slot: UtcDatetime = Field(description="The day's scheduled race instant: reign ages count from it")
     seed: str
+    seed_block: int | None = Field(default=None, ge=0, description="The block whose hash is the seed, when "
+                                                                   "the entrants were chosen by it")
     suite_ids: tuple[str, ...]
     entrants: tuple[str, ...] = Field(min_length=1)
     defender: str | None
@@ -106,6 +113,8 @@ class RaceResultRecorded(_Event):
     race_id: str
     submission_id: str
     score: Score
+    outcomes: tuple[ProblemOutcome, ...] = Field(default=(), description="Per problem, in suite order; "
+                                                                          "absent from older logs")
 
 
 class RaceFinished(_Event):
@@ -115,6 +124,10 @@ class RaceFinished(_Event):
     winner: str = Field(description="The reigning winner after this race")
     promoted: bool
     required_margin: float
+    lead_lower_bound: float | None = Field(
+        default=None, description="One-sided lower confidence bound on the best challenger's lead over the "
+                                  "defender (paired bootstrap over problems); None when not computed "
+                                  "(no defender, or a result without per-problem outcomes)")
     embargo_until: UtcDatetime | None
 
 

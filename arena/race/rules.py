@@ -1,4 +1,8 @@
-"""The race's decisions as pure functions: who qualifies, who ranks where, who is promoted."""
+"""The race's decisions as pure functions: who qualifies, who may race, who ranks where, who is promoted.
+
+Every tie breaks on chain data (the commitment block, then the hotkey), never on when this validator
+happened to record something, so every honest validator decides alike.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arena.race.calendar import MarginCurve, embargo_until
 from arena.race.events import RaceFinished
-from arena.race.state import RaceState, RunningRace
-
-PROMOTION_EPSILON = 1e-9
-"""Scores are means of a few hundred 0/1 outcomes; a difference this small is float noise, not a win."""
+from arena.race.promotion import clears, lead_lower_bound
+from arena.race.state import RaceState, RunningRace, Submission
 
 
 class RaceRules(BaseModel):
@@ -27,6 +29,10 @@ class RaceRules(BaseModel):
                                      description="Absolute floor, also when there is no winner")
     race_time: time = Field(default=time(16, 0), description="Daily race slot, UTC")
     margin: MarginCurve = MarginCurve()
+    promotion_resamples: int = Field(default=2000, ge=100,
+                                     description="Bootstrap resamples of the promotion test")
+    promotion_confidence: float = Field(default=0.95, gt=0.5, lt=1,
+                                        description="One-sided confidence that a promoted lead is real")
 
 
 def qualifying_threshold(state: RaceState, rules: RaceRules) -> float:
@@ -36,29 +42,46 @@ def qualifying_threshold(state: RaceState, rules: RaceRules) -> float:
     return max(rules.qualify_min_score, rules.qualify_ratio * (winner_score or 0.0))
 
 
-def standings(race: RunningRace, state: RaceState) -> tuple[str, ...]:
-    """Entrants best first: higher race score, then earlier submission, then submission id."""
-    def key(sid: str) -> tuple[float, datetime, str]:
-        return -race.results[sid], state.submissions[sid].submitted_at, sid
+def chain_order(submission: Submission) -> tuple[bool, int, str, str]:
+    """Earlier commitment block first (unknown blocks, from old logs, last), then hotkey, then id."""
+    block = submission.commitment_block
+    return block is None, block or 0, submission.hotkey, submission.submission_id
 
-    return tuple(sorted(race.entrants, key=key))
+
+def may_race(submission: Submission, slot: datetime, seed_block: int | None, tempo: int) -> bool:
+    """Whether a qualified challenger enters the race of ``slot``: it qualified before the slot and, when
+    the seed's block is known, was committed at least ``tempo`` blocks before it (so nobody can commit
+    after seeing, or while able to influence, the seed)."""
+    if submission.status != "qualified" or submission.qualified_at is None or submission.qualified_at >= slot:
+        return False
+    block = submission.commitment_block
+    return seed_block is None or (block is not None and block <= seed_block - tempo)
+
+
+def standings(race: RunningRace, state: RaceState) -> tuple[str, ...]:
+    """Entrants best first: higher race score, then :func:`chain_order`."""
+    return tuple(sorted(race.entrants,
+                        key=lambda sid: (-race.results[sid], *chain_order(state.submissions[sid]))))
 
 
 def decide_race(race: RunningRace, state: RaceState, rules: RaceRules, now: datetime) -> RaceFinished:
     """The outcome of a race with every result in.
 
-    The best challenger takes over when there is no winner yet, or when it beats the reigning winner's
-    race score by more than the margin for the reign's age at this race's slot. Ties rank the earlier
-    submission first and never unseat the winner.
+    The best challenger (the first in the standings: among equal scores the earlier commitment) takes
+    over when there is no winner yet, or when its race score beats the reigning winner's by more than
+    the margin for the reign's age at this race's slot and the paired bootstrap's lower bound on that
+    lead is above zero (margin alone when either result lacks per-problem outcomes). Ties never unseat
+    the winner.
     """
     ranked = standings(race, state)
-    challengers = [sid for sid in ranked if sid != race.defender]
-    best = challengers[0]
+    best = next(sid for sid in ranked if sid != race.defender)
     if race.defender is None or state.reign is None:
         return RaceFinished(at=now, race_id=race.race_id, standings=ranked, winner=best, promoted=True,
                             required_margin=0.0, embargo_until=embargo_until(race.day))
     margin = rules.margin.margin(race.slot - state.reign.since)
-    promoted = race.results[best] - race.results[race.defender] > margin + PROMOTION_EPSILON
+    bound = lead_lower_bound(race.outcomes.get(best, ()), race.outcomes.get(race.defender, ()), race.seed,
+                             resamples=rules.promotion_resamples, confidence=rules.promotion_confidence)
+    promoted = clears(race.results[best] - race.results[race.defender], margin, bound)
     return RaceFinished(at=now, race_id=race.race_id, standings=ranked,
                         winner=best if promoted else race.defender, promoted=promoted, required_margin=margin,
-                        embargo_until=embargo_until(race.day) if promoted else None)
+                        lead_lower_bound=bound, embargo_until=embargo_until(race.day) if promoted else None)

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from arena.judge.score import ProblemOutcome
 from arena.race.clock import UtcDatetime
 from arena.race.events import (
     CodePublished,
@@ -46,9 +47,13 @@ class Submission(BaseModel):
     submission_id: str
     hotkey: str
     code_hash: str
-    submitted_at: UtcDatetime
+    submitted_at: UtcDatetime = Field(description="When this validator recorded it (local time: never a "
+                                                  "tie-break, validators differ on it)")
+    commitment_block: int | None = Field(default=None, description="Chain block of its commitment; None "
+                                                                   "only in logs written before it was kept")
     status: SubmissionStatus = "qualifying"
     qualifying_score: float | None = None
+    qualified_at: UtcDatetime | None = Field(default=None, description="When it qualified (None: it has not)")
     races: tuple[str, ...] = ()
     rejection: Rejection | None = Field(default=None, description="Why static analysis refused the file "
                                                                   "(status rejected): it never races")
@@ -75,6 +80,8 @@ class RunningRace(BaseModel):
     defender: str | None
     started_at: UtcDatetime
     results: dict[str, float] = Field(default_factory=dict)
+    outcomes: dict[str, tuple[ProblemOutcome, ...]] = Field(
+        default_factory=dict, description="Per-problem outcomes of each result that carried them")
 
     @property
     def pending(self) -> tuple[str, ...]:
@@ -92,6 +99,7 @@ class CompletedRace(BaseModel):
     winner: str
     promoted: bool
     required_margin: float
+    lead_lower_bound: float | None = None
     finished_at: UtcDatetime
 
 
@@ -135,7 +143,8 @@ def _accepted(state: RaceState, event: SubmissionAccepted) -> RaceState:
                    if s.hotkey == event.hotkey and s.status in ("qualifying", "qualified") else s
                    for sid, s in state.submissions.items()}
     submissions[event.submission_id] = Submission(submission_id=event.submission_id, hotkey=event.hotkey,
-                                                  code_hash=event.code_hash, submitted_at=event.at)
+                                                  code_hash=event.code_hash, submitted_at=event.at,
+                                                  commitment_block=event.commitment_block)
     cooldowns = {**state.cooldown_until, event.hotkey: event.cooldown_until}
     return state.model_copy(update={"submissions": submissions, "cooldown_until": cooldowns})
 
@@ -156,8 +165,9 @@ def _qualifying(state: RaceState, event: QualifyingFinished) -> RaceState:
     _require(submission is not None and submission.status == "qualifying",
              f"submission {event.submission_id} is not waiting for qualifying")
     status: SubmissionStatus = "qualified" if event.qualified else "not_qualified"
-    return state.model_copy(update={"submissions": _set_status(state, event.submission_id, status,
-                                                               qualifying_score=event.score)})
+    return state.model_copy(update={"submissions": _set_status(
+        state, event.submission_id, status, qualifying_score=event.score,
+        qualified_at=event.at if event.qualified else None)})
 
 
 def _started(state: RaceState, event: RaceStarted) -> RaceState:
@@ -194,7 +204,9 @@ def _result(state: RaceState, event: RaceResultRecorded) -> RaceState:
     assert race is not None
     _require(event.submission_id in race.pending,
              f"{event.submission_id} has no pending run in {race.race_id}")
-    running = race.model_copy(update={"results": {**race.results, event.submission_id: event.score}})
+    outcomes = {**race.outcomes, event.submission_id: event.outcomes} if event.outcomes else race.outcomes
+    running = race.model_copy(update={"results": {**race.results, event.submission_id: event.score},
+                                      "outcomes": outcomes})
     return state.model_copy(update={"running": running})
 
 
@@ -224,7 +236,7 @@ def _finished(state: RaceState, event: RaceFinished) -> RaceState:
     completed = CompletedRace(race_id=race.race_id, day=race.day, entrants=race.entrants,
                               results=race.results, standings=event.standings, winner=event.winner,
                               promoted=event.promoted, required_margin=event.required_margin,
-                              finished_at=event.at)
+                              lead_lower_bound=event.lead_lower_bound, finished_at=event.at)
     return state.model_copy(update={"submissions": submissions, "running": None, "last_race": completed,
                                     "reign": reign, "embargoed": embargoed})
 

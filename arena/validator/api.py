@@ -141,7 +141,8 @@ since race {{ winner.race_id }}; code
 {% for sid in last.standings %}<tr><td>{{ loop.index }}</td><td>{{ sid }}</td>
 <td>{{ submissions[sid].hotkey }}</td><td>{{ "%.4f"|format(last.results[sid]) }}</td></tr>{% endfor %}
 </table><p>Race {{ last.race_id }}: winner {{ last.winner }}{% if last.promoted %} (promoted){% endif %},
-required margin {{ "%.4f"|format(last.required_margin) }}.</p>
+required margin {{ "%.4f"|format(last.required_margin) }}{% if last.lead_lower_bound is not none %},
+lower bound on the best challenger's lead {{ "%.4f"|format(last.lead_lower_bound) }}{% endif %}.</p>
 {% else %}<p>No race finished yet.</p>{% endif %}</section>
 <section id="submissions"><h2>Submissions</h2>
 <table><tr><th>submission</th><th>hotkey</th><th>submitted</th><th>status</th><th>qualifying score</th></tr>

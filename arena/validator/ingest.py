@@ -82,7 +82,8 @@ def ingest_uploads(verdicts: Iterable[UploadVerdict], race: RaceEngine,
             continue
         rejection = None if verdict.outcome == "accepted" else Rejection.of(
             "integrity" if verdict.outcome == "integrity" else "security", verdict.findings)
-        outcome = race.submit(verdict.hotkey, verdict.sha256, rejection)
+        outcome = race.submit(verdict.hotkey, verdict.sha256, rejection,
+                              commitment_block=verdict.commitment_block)
         if outcome.status == "cooling_down":
             log.info("upload_waits_for_cooldown", hotkey=verdict.hotkey, retry_at=str(outcome.retry_at))
             continue

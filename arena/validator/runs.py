@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from arena.judge import FinalScore, Judge, JudgeInput, JudgeVerdict, final_score
+from arena.judge import FinalScore, Judge, JudgeInput, JudgeVerdict, suite_score
 from arena.suites.clusters import LeakConfig, cluster_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
@@ -60,7 +60,8 @@ class SuiteRun:
 
     def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str,
               submitted_at: float, suite: Sequence[Problem]) -> FinalScore:
-        """Run what is missing of ``suite``, judge what is unjudged, and score the whole suite."""
+        """Run what is missing of ``suite``, judge what is unjudged, and score the whole suite (with each
+        problem's outcome, in suite order)."""
         try:
             code: str | None = agent.source.decode("utf-8")
         except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
@@ -92,7 +93,8 @@ class SuiteRun:
         if lost:  # the runner yields every problem or raises; a silent gap must not score as a failure
             raise RuntimeError(f"run {run_id} ended without attempts for {len(lost)} problems: {lost[:3]}")
         recorder.finish()
-        result = final_score(sum(successes.values()) / len(suite), [verdicts[p.id] for p in suite])
+        result = suite_score([successes[p.id] for p in suite], [verdicts[p.id] for p in suite],
+                             [p.id for p in suite])
         log.info("suite_run_scored", run_id=run_id, kind=kind, success_rate=result.success_rate,
                  mean_quality=result.mean_quality, score=result.score, judges=result.judge_label)
         return result

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine
 
 from arena.chain import Chain, ChainError, Metagraph
-from arena.judge import FinalScore
+from arena.judge import FinalScore, final_score
 from arena.race import RaceEngine
 from arena.race.events import RaceStarted
 from arena.race.state import Submission
@@ -84,7 +84,7 @@ class Validator:
         report.ingested = ingest_uploads(upload_verdicts(self.arena_db), self.race, self._fed_at)
         for submission in self.race.pending_qualifying():
             score = self._score(submission, "qualifying", self.qualifying_suite())
-            outcome = self.race.record_qualifying(submission.submission_id, score)
+            outcome = self.race.record_qualifying(submission.submission_id, score.score)
             report.qualifying_runs += 1
             if outcome.qualified:
                 report.qualified.append(submission.submission_id)
@@ -95,8 +95,8 @@ class Validator:
             self._expose_race(running.race_id, running.suite_ids)
             suite = self._running_suite()
             for submission_id in self.race.pending_race_runs():
-                submission = self.race.state.submissions[submission_id]
-                self.race.record_race_result(submission_id, self._score(submission, "race", suite))
+                result = self._score(self.race.state.submissions[submission_id], "race", suite)
+                self.race.record_race_result(submission_id, result.score, result.outcomes)
                 report.race_results.append(submission_id)
         report.weights_set_at = self._set_weights_each_tempo(self.metagraph)
         log.info("validator_tick", **report.model_dump())
@@ -149,7 +149,8 @@ class Validator:
                       hint="the catalog cannot supply unburnt solvable problems: import a larger catalog")
             self.race.skip_race("no problems could be generated from the race seed")
             return None
-        started = self.race.start_race(drawn.seed.hash, [p.id for p in drawn.problems])
+        started = self.race.start_race(drawn.seed.hash, [p.id for p in drawn.problems],
+                                       seed_block=drawn.seed.block, tempo=self.chain.tempo())
         if not isinstance(started, RaceStarted):
             return None
         log.info("race_suite_generated", race_id=started.race_id, seed=drawn.seed.hash,
@@ -163,23 +164,22 @@ class Validator:
         if missing:
             self.ledger.record(exposures(sorted(missing), "race", race_id, self.race.clock.now()))
 
-    def _score(self, submission: Submission, kind: RunKind, suite: Sequence[Problem]) -> float:
+    def _score(self, submission: Submission, kind: RunKind, suite: Sequence[Problem]) -> FinalScore:
         path = self.files.path(submission.code_hash)
         if not path.exists():
             # Our gate stores every accepted file before recording it; a missing one is lost storage.
             log.error("agent_file_missing", submission_id=submission.submission_id, path=str(path))
-            return 0.0
+            return final_score(0.0, [])
         ids = [p.id for p in suite]
         if kind == "qualifying":
             self.ledger.record(exposures(ids, "qualifying", submission.submission_id, self.race.clock.now()))
         running = self.race.state.running
         suite_name = (f"race-{running.race_id}" if kind == "race" and running is not None
                       else f"qualifying-{qualifying_week(self.race.clock.now().date())}")
-        result: FinalScore = self.runs.score(
+        return self.runs.score(
             kind=kind, run_id=run_id_for(kind, submission.submission_id, ids), suite_name=suite_name,
             agent=AgentFile.read(path), hotkey=submission.hotkey,
             submitted_at=submission.submitted_at.timestamp(), suite=suite)
-        return result.score
 
     def _set_weights_each_tempo(self, metagraph: Metagraph) -> int | None:
         epoch = metagraph.block // self.chain.tempo()
