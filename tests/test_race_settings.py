@@ -1,8 +1,8 @@
-"""ARENA_* settings build the arena's rules (race, weights, judge, leak clusters, rotation)."""
+"""ARENA_* settings build the arena's rules (race, weights, judge, leak clusters, suites)."""
 
 from __future__ import annotations
 
-from datetime import time, timedelta
+from datetime import date, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     for key, value in {"JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "JUDGE_MODELS": "model-a, model-b",
                        "RACE_TIME_UTC": "09:30", "COOLDOWN_HOURS": "6", "MARGIN_HALF_LIFE_DAYS": "3",
                        "WINNER_SHARE": "0.5", "BURN_UID": "7", "LEAK_SAME_REWARD_JACCARD": "0.7",
-                       "HELD_OUT_SHARE": "0.1", "DATABASE_URL": "postgresql+psycopg://x@h/db",
+                       "RACE_EPOCH": "2026-12-01", "RACE_BURN_DAYS": "90", "DATABASE_URL": "postgresql+psycopg://x@h/db",
                        "PROMOTION_RESAMPLES": "500", "PROMOTION_CONFIDENCE": "0.9"}.items():
         monkeypatch.setenv(f"ARENA_{key}", value)
     settings = ArenaSettings()
@@ -43,7 +43,8 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert (rules.promotion_resamples, rules.promotion_confidence) == (500, 0.9)
     assert settings.weight_rules().burn_uid == 7 and settings.weight_rules().winner_share == 0.5
     assert settings.leak_config().same_reward_jaccard == 0.7
-    assert settings.rotation_config().held_out_share == 0.1
+    plan = settings.suite_plan(settings.race_epoch or date.min)
+    assert plan.first_day == date(2026, 12, 1) and plan.burn_days == 90 and plan.race_time == time(9, 30)
     assert settings.arena_database_url() == "postgresql+psycopg://x@h/db"
 
 

@@ -313,7 +313,8 @@ def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_
         arena: Arena, generator: ProblemGenerator, small_world: SampleWorld, runner: RunAgent) -> None:
     """Race suites are a function of the chain's seeds, the catalog and the settings: a validator that
     joined a day late, with none of the first one's history (race log, exposure ledger, suite cache),
-    regenerates the first race's suite and races the second day on the same problems, setting the same
+    regenerates the first race's suite and races the second day on the same problems. With the same
+    agent racing there (Alice's, defending on the first validator, new on the late one), both set the same
     weights."""
     first = arena.validator("first", generator, runner)
     run_day(arena, [first])
@@ -323,8 +324,13 @@ def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_
         late = arena.validator("late", own_generator, runner)
         regenerated = late.suites.race_suite(date(2026, 11, 19))
         assert regenerated is not None and [p.id for p in regenerated.problems] == day_one
-        arena.clock.advance(timedelta(minutes=5))  # 09:00: the cooldowns of Thursday's uploads are over
-        run_day(arena, [first, late])
+        arena.clock.advance(timedelta(minutes=5))  # 09:00: the cooldown of Thursday's upload is over
+        for validator in (first, late):
+            arena.upload(validator, "alice", REACT)
+        for step in (timedelta(minutes=5), timedelta(hours=7)):
+            arena.clock.advance(step)
+            for validator in (first, late):
+                validator.tick()
         day_two = raced_suite(first)
         assert raced_suite(late) == day_two and not set(day_two) & set(day_one)
         one, two = arena.chain.weights(first.hotkey), arena.chain.weights(late.hotkey)
