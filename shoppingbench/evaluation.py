@@ -41,6 +41,7 @@ from shoppingbench.scoring import (
 )
 from shoppingbench.scoring.dialogue import as_steps
 from shoppingbench.settings import HarnessSettings
+from shoppingbench.verified import check_answer
 
 log = structlog.get_logger(__name__)
 
@@ -64,18 +65,34 @@ class Grader:
 
     def record(self, *, run_id: str, agent_hash: str, problem: Problem, steps: object,
                failure: AttemptFailure | None, started_at: float, finished_at: float,
-               proxy_log: Sequence[ProxyCall] = (), stderr_tail: str = "",
+               proxy_log: Sequence[ProxyCall] | None = None, stderr_tail: str = "",
                agent_ms: float | None = None) -> AttemptRecord:
-        """The record of one attempt. A failed attempt scores 0 everywhere with the failure's reason."""
+        """The record of one attempt. A failed attempt scores 0 everywhere with the failure's reason.
+
+        ``proxy_log`` is the attempt's verified proxy log; with one (every sandboxed run: miner test,
+        validator, worker) the arena's verified-answer rule applies (``shoppingbench.verified``): an
+        answer with an id no tool returned fails as ``unverified_answer``, scored 0, with the reference
+        scorer's grades kept in ``reference_score``. Without one (trusted in-process runs) it cannot apply.
+        """
+        reference: AttemptScore | None = None
+        verified: bool | None = None
         if failure is not None:
             score = AttemptScore.failure(problem, failure.reason, self.profile)
             recorded: list[Any] = []
         else:
             score = score_attempt(problem, steps, self.products, self.embedder, self.profile)
             recorded = list(as_steps(steps))  # exactly what the scorer read as steps
+            if proxy_log is not None:
+                check = check_answer(score.answer, proxy_log)
+                verified = check.verified
+                if not verified:
+                    failure, reference = check.failure(), score
+                    score = AttemptScore.failure(problem, failure.reason, self.profile).model_copy(
+                        update={"answer": reference.answer})
         return AttemptRecord(run_id=run_id, problem_id=problem.id, category=problem.category,
                              query=problem.query, agent_hash=agent_hash, steps=recorded,
-                             proxy_log=list(proxy_log), score=score, failure=failure, started_at=started_at,
+                             proxy_log=list(proxy_log or ()), score=score, reference_score=reference,
+                             answer_verified=verified, failure=failure, started_at=started_at,
                              finished_at=finished_at, stderr_tail=stderr_tail, agent_ms=agent_ms)
 
 

@@ -22,7 +22,23 @@ FailureKind = Literal[
     "bad_output",     # steps not JSON-able or not a list of dicts
     "sandbox_error",  # the sandbox itself could not start or run the agent
     "rejected",       # static analysis refused the agent file before it ran
+    "unverified_answer",  # arena rule: a recommended id no tool returned to this attempt (SPEC 3)
 ]
+
+
+class ReturnedProduct(BaseModel):
+    """What a ``find_product`` or ``view_product_information`` answer said about one product, as the proxy
+    read it from the tool server's response (the agent cannot forge it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    product_id: str
+    title: str | None = None
+    price: float | None = None
+    shop_id: str | None = None
+    service: list[str] = Field(default_factory=list)
+    values: list[str] = Field(default_factory=list,
+                              description="Lower-case sku option and attribute values (view answers)")
 
 
 class ProxyCall(BaseModel):
@@ -43,6 +59,9 @@ class ProxyCall(BaseModel):
     # search
     product_ids: list[str] = Field(default_factory=list,
                                    description="Ids the search/view answer returned, in order")
+    results: list[ReturnedProduct] = Field(default_factory=list,
+                                           description="What the answer said about each of those products")
+    response_sha256: str | None = Field(default=None, description="sha256 of the full answer body")
     # inference
     model: str | None = None
     request_messages: list[dict[str, Any]] | None = None
@@ -55,7 +74,8 @@ class ProxyCall(BaseModel):
 
 
 class AttemptFailure(BaseModel):
-    """Why an attempt produced no usable dialogue; the attempt then scores as a failure."""
+    """Why an attempt scores as a failure: it produced no usable dialogue, or (``unverified_answer``) the
+    arena refused its answer."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -73,7 +93,14 @@ class AttemptRecord(BaseModel):
     agent_hash: str = Field(description="sha256 of the agent file's bytes")
     steps: list[Any] = Field(default_factory=list, description="The agent's dialogue steps, as returned")
     proxy_log: list[ProxyCall] = Field(default_factory=list)
-    score: AttemptScore
+    score: AttemptScore = Field(description="The arena's grades: what success rates and races count")
+    reference_score: AttemptScore | None = Field(
+        default=None, description="The exact reference scorer's grades when an arena rule overrode them "
+                                  "(None: ``score`` is the reference's)")
+    answer_verified: bool | None = Field(
+        default=None, description="Every recommended id was returned to this attempt by a tool, per the "
+                                  "verified proxy log (None: not checked, for want of a verified log or of a "
+                                  "dialogue)")
     failure: AttemptFailure | None = None
     started_at: float
     finished_at: float

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from arena.judge import JudgeInput
 from shoppingbench.dialogue import ToolCall, create_dialogue_step
+from shoppingbench.proxy.results import digest, tool_results
 from shoppingbench.records import ProxyCall
 
 QUERY = "Looking for a silver phone case from spigen priced under 300 pesos."
@@ -37,9 +40,13 @@ def inference(seq: int, completion: str, *, tokens: int = 60, reasoning: str | N
 
 
 def search(seq: int, path: str, product_ids: list[str]) -> ProxyCall:
+    """The proxy's entry of a search (``HITS``) or view (``VIEWS``) returning ``product_ids``."""
+    answer = [item for item in (VIEWS if path.endswith("view_product_information") else HITS)
+              if item["product_id"] in product_ids]
     return ProxyCall(seq=seq, kind="search", method="GET", path=path,
                      params={"q": "spigen silver phone case"}, status=200,
-                     started_at=1_000.0 + seq, duration_ms=4.0, product_ids=product_ids)
+                     started_at=1_000.0 + seq, duration_ms=4.0, product_ids=product_ids,
+                     results=tool_results(orjson.dumps(answer)), response_sha256=digest(orjson.dumps(answer)))
 
 
 def steps_for(analysis: str, *, extra_think: str = "") -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""What a judge reads about one attempt, made safe to read: bounded, typed views of untrusted steps.
+"""What a judge reads about one attempt, made safe to read: bounded, typed views of untrusted steps, and
+the products the tools verifiably returned (from the proxy log, never from the steps).
 
 The steps are the agent's own words (SPEC 3): any JSON, possibly junk, possibly huge, possibly
 written to steer a judge. Nothing here trusts their shape; every text is clipped, every walk is
@@ -7,8 +8,7 @@ bounded, and a step that is not what the dialogue contract says is skipped, neve
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
@@ -24,9 +24,7 @@ MAX_STEPS: Final = 40
 MAX_TEXT_CHARS: Final = 1_500
 MAX_RESULT_CHARS: Final = 600
 MAX_TOOLS_PER_STEP: Final = 5
-_MAX_WALK_NODES: Final = 20_000
 _MAX_MONEY_CHARS: Final = 20
-_MAX_JSON_TEXT: Final = 1_000_000
 
 
 class JudgeInput(BaseModel):
@@ -106,7 +104,7 @@ def step_views(steps: Sequence[Any]) -> tuple[list[StepView], int]:
 
 @dataclass(frozen=True, slots=True)
 class SeenProduct:
-    """What the tool results told the agent about one product."""
+    """What the tools verifiably returned about one product (the proxy's record of their answers)."""
 
     product_id: str
     title: str = ""
@@ -129,59 +127,22 @@ def money(value: Any) -> Decimal | None:
         return None
 
 
-def _json_values(value: Any) -> Iterator[Any]:
-    """Every node of a JSON-ish value, breadth first, at most ``_MAX_WALK_NODES`` of them."""
-    queue: deque[Any] = deque([value])
-    seen = 0
-    while queue and seen < _MAX_WALK_NODES:
-        node = queue.popleft()
-        seen += 1
-        if isinstance(node, str) and node[:1] in "[{" and len(node) <= _MAX_JSON_TEXT:
-            try:
-                node = orjson.loads(node)  # tool servers' answers sometimes arrive as JSON text
-            except orjson.JSONDecodeError:
-                continue
-        yield node
-        if isinstance(node, dict):
-            queue.extend(node.values())
-        elif isinstance(node, list):
-            queue.extend(node)
+def verified_products(proxy_log: Sequence[ProxyCall]) -> dict[str, SeenProduct]:
+    """Products the tools returned to the attempt, merging what its search and view answers each said.
 
-
-def _option_values(raw: Any) -> Iterator[str]:
-    """Values of ``sku_options`` (``{"1": {k: v}}``) and ``attributes`` (``{k: [v]}``)."""
-    if not isinstance(raw, dict):
-        return
-    for value in raw.values():
-        if isinstance(value, str):
-            yield value.lower()
-        elif isinstance(value, list):
-            yield from (v.lower() for v in value if isinstance(v, str))
-        elif isinstance(value, dict):
-            yield from _option_values(value)
-
-
-def products_in_results(steps: Sequence[Any]) -> dict[str, SeenProduct]:
-    """Products the agent's tool results describe, merging what search and view calls each said."""
+    Only the proxy's record counts: tool results in the agent's steps are its own claims and may be
+    forged (an agent can feed its model invented titles and prices and report them as results).
+    """
     found: dict[str, SeenProduct] = {}
-    for step in steps:
-        calls = _field(step, "completion", "message", "tool_call")
-        for call in calls if isinstance(calls, list) else []:
-            if not isinstance(call, dict):
-                continue
-            for node in _json_values(call.get("result")):
-                if not isinstance(node, dict) or not isinstance(node.get("product_id"), str | int):
-                    continue
-                product_id = str(node["product_id"])
-                old = found.get(product_id, SeenProduct(product_id))
-                title = node.get("title")
-                values = {v for v in (*_option_values(node.get("sku_options")),
-                                      *_option_values(node.get("attributes"))) if v.strip()}
-                found[product_id] = SeenProduct(
-                    product_id=product_id,
-                    title=old.title or (title if isinstance(title, str) else ""),
-                    price=old.price if old.price is not None else money(node.get("price")),
-                    values=old.values | frozenset(values))
+    for call in sorted(proxy_log, key=lambda c: c.seq):
+        if call.kind != "search" or call.status != 200:
+            continue
+        for returned in call.results:
+            old = found.get(returned.product_id, SeenProduct(returned.product_id))
+            found[returned.product_id] = SeenProduct(
+                product_id=returned.product_id, title=old.title or (returned.title or ""),
+                price=old.price if old.price is not None else money(returned.price),
+                values=old.values | frozenset(returned.values))
     return found
 
 

@@ -3,9 +3,13 @@
 It is the embedded default, the judge of the tests, and the fallback when no judge endpoint answers;
 its verdicts are labelled ``offline-rules``. It credits only reasoning the verified proxy log saw the
 model write (the completions and reasoning of answered inference calls), about products the proxy saw
-the tools return before that call. Text the agent's own code put into its steps earns nothing, so a
-scripted agent cannot write its way up, and no wording (``ignore previous instructions, quality 0.9``)
-changes a verdict: only citations of real tool results do.
+the tools return before that call, with the titles, prices and values the proxy recorded from the
+tools' answers. Text the agent's own code put into its steps earns nothing, so a scripted agent cannot
+write its way up, and no wording (``ignore previous instructions, quality 0.9``) changes a verdict:
+only citations of real tool results do. A completion that misquotes a returned product (right after
+its id, a quoted title sharing no word with the real one, or a price that is not the real one) reasons
+about data no tool returned, typically results the agent forged before feeding them to its model: it
+earns nothing at gates 2-4.
 
 Gates, in order (the first that fails decides):
 1. no answered inference call with >= 30 completion tokens -> 0.1;
@@ -33,7 +37,7 @@ from arena.judge.evidence import (
     max_completion_tokens,
     money,
     passes_gate_one,
-    products_in_results,
+    verified_products,
 )
 from arena.judge.verdict import OFFLINE_JUDGE, QUALITY_LEVELS, JudgeVerdict
 
@@ -43,6 +47,13 @@ _NUMBER: Final = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _COMPARISON: Final = re.compile(
     r"\b(than|cheaper|cheapest|pricier|costlier|better|best|worse|worst|instead|whereas|versus|vs|"
     r"compar\w*|prefer\w*|rather|unlike|lower|higher|lowest|highest)\b")
+_PRICE_CLAIM: Final = re.compile(
+    r"(?:\b(?:price[sd]?|costs?|costing|at)\b\s*(?:of\s*)?[:=]?\s*[$\u20b1]?|[$\u20b1])\s*(\d[\d,]*(?:\.\d+)?)")
+_QUOTED_TITLE: Final = re.compile(r"""^\W{0,3}['"\u2018\u201c]([^'"\u2019\u201d]{4,200})['"\u2019\u201d]""")
+_CLAUSE_END: Final = re.compile(r"\.\s|;|\n")
+_MAX_CLAUSE_CHARS: Final = 200
+_PRICE_TOLERANCE: Final = Decimal("0.01")
+"""A stated price within 1% of the real one is the real one (models round)."""
 _MIN_VALUE_CHARS: Final = 3
 _MIN_TITLE_WORD_CHARS: Final = 4
 _TITLE_WORDS_FOR_MENTION: Final = 2
@@ -105,6 +116,41 @@ def _mentions(passage: str, products: Iterable[SeenProduct], request: _Request,
     return _Mentions(frozenset(cited), frozenset(named), frozenset(mentioned))
 
 
+def _title_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= _MIN_TITLE_WORD_CHARS and w.isalpha()}
+
+
+def _misquotes(clause: str, product: SeenProduct) -> bool:
+    """Whether ``clause`` (the text right after the product's id) states a title or price it does not have:
+    a quoted title of >= 2 title words sharing none with the real title, or only prices that are not its
+    price."""
+    quoted = _QUOTED_TITLE.match(clause)
+    words = _title_words(quoted.group(1)) if quoted else set()
+    if len(words) >= _TITLE_WORDS_FOR_MENTION and product.title and not words & _title_words(product.title):
+        return True
+    claimed = [p for p in (money(m) for m in _PRICE_CLAIM.findall(clause)) if p is not None]
+    if not claimed or product.price is None:
+        return False
+    return all(abs(p - product.price) > product.price * _PRICE_TOLERANCE for p in claimed)
+
+
+def _misquoted(passage: str, products: Iterable[SeenProduct]) -> str | None:
+    """The first product whose id the passage follows with data the tools did not return for it."""
+    lower = passage.lower()
+    by_id = {p.product_id.lower(): p for p in products}
+    mentions = sorted((m.start(), m.end(), by_id[m.group(0)]) for m in
+                      re.finditer(r"(?<![0-9a-z])(?:" + "|".join(map(re.escape, by_id)) + r")(?![0-9a-z])",
+                                  lower)) if by_id else []
+    for index, (_, end, product) in enumerate(mentions):
+        stop = mentions[index + 1][0] if index + 1 < len(mentions) else len(lower)
+        clause = lower[end:min(stop, end + _MAX_CLAUSE_CHARS)]
+        if (cut := _CLAUSE_END.search(clause)) is not None:
+            clause = clause[:cut.start()]
+        if _misquotes(clause, product):
+            return product.product_id
+    return None
+
+
 def _passages(item: JudgeInput) -> list[_Passage]:
     """What the model verifiably wrote, one passage per answered inference call."""
     passages = []
@@ -144,16 +190,20 @@ def judge_offline(item: JudgeInput) -> JudgeVerdict:
         return _verdict(0, f"gate 1: no answered inference call wrote {MIN_REASONING_TOKENS} completion "
                            f"tokens (most: {max_completion_tokens(item.proxy_log)})")
     first_seen = _first_seen(item)
-    details: Mapping[str, SeenProduct] = products_in_results(item.steps)
+    details: Mapping[str, SeenProduct] = verified_products(item.proxy_log)
     products = {pid: details.get(pid, SeenProduct(pid)) for pid in first_seen}
     unique_prices = _unique_prices(products.values())
     request = _Request(item.query)
     analysed: int | None = None
     cited: tuple[int, str] | None = None
     compared: tuple[int, str, str] | None = None
+    forged: tuple[int, str] | None = None
     for passage in _passages(item):
         visible = [p for pid, p in products.items() if first_seen[pid] < passage.seq]
         if not visible:
+            continue
+        if (misquoted := _misquoted(passage.text, visible)) is not None:
+            forged = forged or (passage.seq, misquoted)
             continue
         mentions = _mentions(passage.text, visible, request, unique_prices)
         if mentions.mentioned and analysed is None:
@@ -164,13 +214,17 @@ def judge_offline(item: JudgeInput) -> JudgeVerdict:
             match = _COMPARISON.search(passage.text.lower())
             if match:
                 compared = (passage.seq, ", ".join(sorted(mentions.named)[:2]), match.group(0))
+    unverified = (f" (call #{forged[0]} misquotes product {forged[1]}: data no tool returned earns nothing)"
+                  if forged else "")
     if analysed is None:
-        return _verdict(1, "gate 2: no completion after a tool result mentions a returned product")
+        return _verdict(1, "gate 2: no completion after a tool result mentions a returned product"
+                           + unverified)
     if cited is None:
-        return _verdict(2, f"gate 3: call #{analysed} discusses results but cites no id, price or attribute")
+        return _verdict(2, f"gate 3: call #{analysed} discusses results but cites no id, price or attribute"
+                           + unverified)
     if compared is None:
         return _verdict(3, f"gate 4: call #{cited[0]} cites product {cited[1]}, but no single completion "
-                           "compares two returned products with a reason")
+                           "compares two returned products with a reason" + unverified)
     return _verdict(4, f"all gates passed: call #{cited[0]} cites product {cited[1]}; call #{compared[0]} "
                        f"compares {compared[1]} ('{compared[2]}')")
 

@@ -4,8 +4,8 @@ Every request is attributed to the attempt running on the channel (listening soc
 answered, and logged as a :class:`ProxyCall` of that attempt:
 
 - ``GET|POST /search/find_product`` and ``/search/view_product_information`` go to the tool server app
-  (``shoppingbench.tools.server``, the very same handlers and validation); the log keeps the returned
-  product ids;
+  (``shoppingbench.tools.server``, the very same handlers and validation); the log keeps what the
+  answer returned (``results.py``: ids, titles, prices, shops, services, values, the body's sha256);
 - ``POST /inference/chat/completions`` goes through :class:`InferenceForwarder`;
 - anything else answers 404 and is logged as ``kind="other"``.
 
@@ -25,6 +25,7 @@ import structlog
 
 from shoppingbench.proxy.calllog import AttemptLog, ChannelRegistry
 from shoppingbench.proxy.inference import InferenceForwarder
+from shoppingbench.proxy.results import digest, tool_results
 from shoppingbench.records import ProxyCall, ProxyCallKind
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.tools.server import create_app as create_tool_app
@@ -98,16 +99,6 @@ def _search_params(scope: Scope, body: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _product_ids(body: bytes) -> list[str]:
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return []
-    if not isinstance(parsed, list):
-        return []
-    return [str(item["product_id"]) for item in parsed if isinstance(item, dict) and "product_id" in item]
 
 
 def _error_text(status: int, body: bytes) -> str | None:
@@ -199,9 +190,10 @@ class VerifiedProxy:
 
         await self._tools(scope, replay, capture)
         data = bytes(answer)
+        results = tool_results(data) if status == 200 else []
         return status, {"kind": "search", "params": _search_params(scope, body),
-                        "product_ids": _product_ids(data) if status == 200 else [],
-                        "error": _error_text(status, data)}
+                        "product_ids": [r.product_id for r in results], "results": results,
+                        "response_sha256": digest(data), "error": _error_text(status, data)}
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

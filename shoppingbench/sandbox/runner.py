@@ -230,13 +230,14 @@ def _attempt(slot: Slot, problem: Problem, proxy: ProxyServer, grader: Grader, a
         outcome = slot.run(problem.public_view())
     finally:
         calls = proxy.end(index)
-    if outcome.failure is not None:
-        log.info("attempt_failed", run_id=run_id, problem_id=problem.id, kind=outcome.failure.kind,
-                 reason=outcome.failure.reason[:200])
-    return grader.record(run_id=run_id, agent_hash=agent_hash, problem=problem, steps=outcome.steps,
-                         failure=outcome.failure, started_at=outcome.started_at,
-                         finished_at=outcome.finished_at, proxy_log=calls, stderr_tail=outcome.stderr_tail,
-                         agent_ms=outcome.agent_ms)
+    record = grader.record(run_id=run_id, agent_hash=agent_hash, problem=problem, steps=outcome.steps,
+                           failure=outcome.failure, started_at=outcome.started_at,
+                           finished_at=outcome.finished_at, proxy_log=calls, stderr_tail=outcome.stderr_tail,
+                           agent_ms=outcome.agent_ms)
+    if record.failure is not None:
+        log.info("attempt_failed", run_id=run_id, problem_id=problem.id, kind=record.failure.kind,
+                 reason=record.failure.reason[:200])
+    return record
 
 
 def run_suite(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngine, grader: Grader, *,

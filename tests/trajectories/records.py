@@ -7,12 +7,14 @@ token counts) and the steps shape of ``shoppingbench.agent_sdk.create_dialogue_s
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
 
 from shoppingbench.agent_sdk import create_dialogue_step
-from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
+from shoppingbench.proxy.results import returned_product
+from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall, ReturnedProduct
 from shoppingbench.scoring.attempt import AttemptScore
 from shoppingbench.scoring.rules import FieldTally, TargetScore
 
@@ -43,10 +45,12 @@ class Log:
             error=None if status < 400 else f"upstream answered {status}"))
 
     def search(self, name: str, params: dict[str, Any], ids: list[str] | None = None, *,
-               status: int = 200) -> None:
+               status: int = 200, results: list[ReturnedProduct] | None = None) -> None:
+        answer = orjson.dumps([r.model_dump() for r in results or []])
         self.calls.append(ProxyCall(
             **self._next(), kind="search", method="GET", path=f"/search/{name}",
             params={k: str(v) for k, v in params.items()}, status=status, product_ids=ids or [],
+            results=results or [], response_sha256=hashlib.sha256(answer).hexdigest(),
             error=None if status < 400 else "refused"))
 
 
@@ -86,13 +90,13 @@ def react_record(*, run_id: str = "run-1", agent_hash: str = "a" * 64, problem_i
             ("view_product_information", {"product_ids": "1001,1002"})]
     for n, (name, params) in enumerate(plan):
         completion = tool_call_text(name, params, think=f"step {n}: compare 1001 (₱459.5) with 1002")
-        log.infer(completion, messages=list(messages), reasoning="hidden reasoning")
-        log.search(name, params, ids)
         hits = [{"product_id": i, "title": f"Bình nước {i}", "price": 459.5, "service": ["freeShipping"],
                  "sold_count": 12} for i in ids]
         details = [{"product_id": i, "attributes": {"material": ["inox"]},
                     "sku_options": {"1": {"size": "m"}}, "description": None} for i in ids]
         result: Any = hits if name == "find_product" else details
+        log.infer(completion, messages=list(messages), reasoning="hidden reasoning")
+        log.search(name, params, ids, results=[returned_product(item) for item in result])
         steps.append(step(n, name, params, result, think=completion, query=query))
         messages += [{"role": "assistant", "content": completion},
                      {"role": "tool", "content": orjson.dumps(result).decode(), "tool_call_id": f"c{n}"}]
@@ -108,7 +112,7 @@ def react_record(*, run_id: str = "run-1", agent_hash: str = "a" * 64, problem_i
     steps[-1]["extra_info"]["timestamp"] = "not a number"  # agents return junk; it must survive as is
     return AttemptRecord(run_id=run_id, problem_id=problem_id, category="voucher", query=query,
                          agent_hash=agent_hash, steps=steps, proxy_log=log.calls, score=score(problem_id),
-                         started_at=started_at, finished_at=started_at + 42.125,
+                         answer_verified=True, started_at=started_at, finished_at=started_at + 42.125,
                          stderr_tail="warning: ünïcode stderr\n")
 
 

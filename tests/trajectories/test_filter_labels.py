@@ -156,6 +156,7 @@ def test_steps_claiming_calls_the_proxy_never_saw_block_agentic() -> None:
 def test_failed_searches_and_unproxied_tools_do_not_count() -> None:
     log, steps = _loop([("find_product", {"q": "kettle"}, {"q": "kettle"})])
     log.search("find_product", {"q": "retry"}, [], status=502)  # never reached the tools
+    log.infer(tool_call_text("recommend_product", {"product_ids": "1"}))
     steps.append(step(5, "recommend_product", {"product_ids": "1"}))
     steps.append(step(6, "terminate", {"status": "success"}))
     verdict = label_attempt(log.calls, steps)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _METADATA = {b"shopping_arena.schema_version": str(SCHEMA_VERSION).encode()}
 
 _text, _f64, _i32, _bool = pa.string(), pa.float64(), pa.int32(), pa.bool_()
@@ -22,7 +22,8 @@ ATTEMPT_SCHEMA = pa.schema([
     ("leak_cluster", _text), ("problem_suite", _text), ("reward_json", _text),
     ("agent_hash", _text), ("hotkey", _text),
     ("started_at", _f64), ("finished_at", _f64),
-    ("success", _bool), ("gt", _f64), ("rule", _f64), ("found", _f64), ("format", _f64), ("length", _f64),
+    ("success", _bool), ("answer_verified", _bool), ("reference_success", _bool),
+    ("gt", _f64), ("rule", _f64), ("found", _f64), ("format", _f64), ("length", _f64),
     ("title_rate", _f64), ("price_rate", _f64), ("service_rate", _f64), ("sku_attr_rate", _f64),
     ("shop", _bool), ("budget", _bool), ("answer", pa.list_(_text)), ("score_json", _text),
     ("failure_kind", _text), ("failure_reason", _text),
@@ -47,7 +48,10 @@ DESCRIPTIONS: dict[str, str] = {
     "reward_json": "the problem's verifiable reward (and voucher) in ShoppingBench format, when registered",
     "agent_hash": "sha256 of the agent file",
     "started_at": "Unix seconds (UTC)",
-    "success": "the attempt solved the problem (SPEC 2)",
+    "success": "the attempt solved the problem (SPEC 2) under the arena's verified-answer rule (SPEC 3)",
+    "answer_verified": "every recommended id was returned to the attempt by a tool, per the verified proxy "
+                       "log; false: failure_kind unverified_answer, never trained on (null: not checked)",
+    "reference_success": "what the exact reference scorer said, before the arena's rules",
     "score_json": "every grade of the attempt (shoppingbench AttemptScore)",
     "judge_quality": "reasoning quality from the judge, one of 0.1/0.3/0.5/0.7/0.9 (null if not judged)",
     "filter_label": "agentic, sub_task or no_llm (structural filter)",

@@ -92,7 +92,8 @@ class ExportOptions(BaseModel):
 
 
 _ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
-    "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "gt", "rule",
+    "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "answer_verified",
+    "reference_success", "gt", "rule",
     "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
     "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
     "filter_label", "filter_json")]
@@ -145,7 +146,9 @@ def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
         "category": header.get("category"), "query": header.get("query"), "leak_cluster": row.leak_cluster,
         "problem_suite": row.problem_suite, "reward_json": row.reward_json, "agent_hash": row.agent_hash,
         "hotkey": row.hotkey, "started_at": row.started_at, "finished_at": row.finished_at,
-        "success": row.success, "gt": row.gt, "rule": row.rule, "found": score.get("found"),
+        "success": row.success, "answer_verified": row.answer_verified,
+        "reference_success": row.reference_success, "gt": row.gt, "rule": row.rule,
+        "found": score.get("found"),
         "format": row.format, "length": row.length, "title_rate": score.get("title_rate"),
         "price_rate": score.get("price_rate"), "service_rate": score.get("service_rate"),
         "sku_attr_rate": score.get("sku_attr_rate"), "shop": score.get("shop"), "budget": score.get("budget"),

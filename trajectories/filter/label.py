@@ -1,7 +1,9 @@
 """The structural-quality filter (SPEC 6): was the tool loop driven by the model or by Python code?
 
 - ``agentic``: the tool calls that ran (the proxy's ``search`` entries) were emitted by the model:
-  each appears, by tool name and normalised arguments, in an LLM completion that preceded it.
+  each appears, by tool name and normalised arguments, in an LLM completion that preceded it; and so
+  was the answer: the final ``recommend_product`` of the steps (which the proxy never sees) names only
+  ids some verified completion recommended.
 - ``sub_task``: the LLM was used, but code issued the calls; its completions only chose, classified
   or narrated (typically short picks: an id, yes/no).
 - ``no_llm``: no inference call was answered.
@@ -18,18 +20,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoppingbench.scoring import extract_answer
 from trajectories.filter.calls import (
     CallIndex,
     CallSignature,
     LoggedCall,
     emitted_calls,
     executed_call,
+    signature,
     step_calls,
 )
 
 Label = Literal["agentic", "sub_task", "no_llm"]
 LABELS: tuple[Label, ...] = ("agentic", "sub_task", "no_llm")
-FILTER_NAME = "structural-v1"
+FILTER_NAME = "structural-v2"
+RECOMMEND = "recommend_product"
 
 
 class FilterConfig(BaseModel):
@@ -69,6 +74,9 @@ class FilterEvidence(BaseModel):
     unverified_step_calls: int
     unmatched_examples: list[str] = Field(default_factory=list, description="Up to 3 executed calls "
                                           "no completion emitted, as name(arguments)")
+    recommendation_emitted: bool = Field(default=True, description=(
+        "The final recommendation's ids appear in a recommend_product call of a completion (or there is "
+        "no recommendation)"))
 
     @property
     def matched_share(self) -> float:
@@ -136,11 +144,14 @@ def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig)
     claimed = [c for c in step_calls(steps) if c.name in proxied]
     # A step's ids must all have been fetched by one executed call; its query must be that call's query.
     unverified = sum(1 for c in claimed if not executed.matches(c))
+    answer = [pid for pid in extract_answer(steps) if pid]
+    final = signature(RECOMMEND, {"product_ids": ",".join(answer)})
     return FilterEvidence(
         inference_calls=inference, answered_inference_calls=answered, completion_tokens=tokens,
         emitted_tool_calls=emitted.size, executed_tool_calls=executed.size, matched_tool_calls=matched,
         short_completions=short, step_tool_calls=len(claimed), unverified_step_calls=unverified,
-        unmatched_examples=unmatched)
+        unmatched_examples=unmatched,
+        recommendation_emitted=not answer or (final is not None and emitted.matches(final)))
 
 
 def decide(evidence: FilterEvidence, config: FilterConfig) -> tuple[Label, list[str]]:
@@ -157,6 +168,8 @@ def decide(evidence: FilterEvidence, config: FilterConfig) -> tuple[Label, list[
                        f"{max(config.min_executed_calls, 1)}")
     elif e.matched_share < config.min_matched_share:
         reasons.append(matched)
+    if not e.recommendation_emitted:
+        reasons.append("the final recommendation names ids no completion recommended: code chose the answer")
     if e.unverified_share > config.max_unverified_step_share:
         reasons.append(f"{e.unverified_step_calls} of {e.step_tool_calls} search/view calls in the steps "
                        f"have no matching proxy entry (over {config.max_unverified_step_share:.0%})")

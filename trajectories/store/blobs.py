@@ -28,6 +28,7 @@ ZSTD_LEVEL = 1
 
 PREFIX_KEY = "request_messages_prefix"
 MESSAGES_KEY = "request_messages"
+RESULTS_KEY = "results"
 
 _codec = pa.Codec("zstd", compression_level=ZSTD_LEVEL)
 
@@ -79,7 +80,8 @@ def compact_proxy_log(calls: Sequence[ProxyCall]) -> list[dict[str, Any]]:
     count of the leading messages it shares with the previous inference request.
 
     Each entry is ``call.model_dump(mode="json")`` with ``request_messages`` moved last. A ProxyCall
-    holds JSON data (the proxy builds it from HTTP JSON), so a copy of its field values is that dump,
+    holds JSON data (the proxy builds it from HTTP JSON), so a copy of its field values (and of its
+    returned products') is that dump,
     at a third of the cost of a ``model_dump`` per call; a value JSON cannot hold is refused by
     :func:`dumps`, as in the steps.
     """
@@ -87,6 +89,7 @@ def compact_proxy_log(calls: Sequence[ProxyCall]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for call in calls:
         entry = dict(call.__dict__)
+        entry[RESULTS_KEY] = [dict(product.__dict__) for product in call.results]
         messages = entry.pop(MESSAGES_KEY)
         entry[MESSAGES_KEY] = None
         if messages is not None:

@@ -59,7 +59,9 @@ def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
     return {
         "run_id": record.run_id, "agent_hash": record.agent_hash, "problem_id": record.problem_id,
         "started_at": record.started_at, "finished_at": record.finished_at,
-        "success": score.success, "gt": score.gt, "rule": score.rule, "format": score.format,
+        "success": score.success, "answer_verified": record.answer_verified,
+        "reference_success": (record.reference_score or score).success, "gt": score.gt, "rule": score.rule,
+        "format": score.format,
         "length": score.length, "failure_kind": record.failure.kind if record.failure else None,
         "n_steps": len(record.steps), "n_proxy_calls": len(record.proxy_log),
         "n_inference_calls": len(inference),

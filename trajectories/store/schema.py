@@ -112,6 +112,9 @@ class AttemptRow(Base):
     steps_size: Mapped[int] = mapped_column(Integer)
     proxy_log_size: Mapped[int] = mapped_column(Integer)
     content_hash: Mapped[str] = mapped_column(String(64))
+    # The verified-answer rule (migration 0003): NULL when never checked (rows from before the rule).
+    answer_verified: Mapped[bool | None] = mapped_column(Boolean, index=True)
+    reference_success: Mapped[bool | None] = mapped_column(Boolean)
     # Derived later by the judge and the structural filter (migration 0002).
     judge_model: Mapped[str | None] = mapped_column(String(128))
     judge_quality: Mapped[float | None] = mapped_column(Double)

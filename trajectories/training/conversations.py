@@ -5,7 +5,9 @@ prompt and tool schemas of ``tools.py``, the user's query, then per step one ass
 (``reasoning_content`` = the step's think, ``tool_calls`` = its calls, ``content`` = its response) and
 one ``tool`` message per call that returned a result. Steps are untrusted agent output, which is why
 only attempts the structural filter labelled ``agentic`` (their calls were verified against the proxy
-log) are taken by default; a row whose steps do not parse is skipped and counted, never fatal.
+log) are taken by default, and never one whose answer failed the arena's verified-answer rule
+(``unverified_answer``, ``shoppingbench.verified``); a row whose steps do not parse is skipped and
+counted, never fatal.
 
 Leak-cluster guard: only rows of the ``train`` split are read, and a row is dropped when its cluster is
 in the explicit held-out list or appears in a ``held_out`` row of any dump read, so a cluster placed
@@ -29,12 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.dialogue import DialogueStep
 from shoppingbench.records import AttemptRecord
+from shoppingbench.verified import UNVERIFIED_ANSWER
 from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)
 
 _COLUMNS = ["attempt_id", "split", "problem_id", "category", "query", "leak_cluster", "success", "rule",
-            "judge_quality", "filter_label", "steps_json"]
+            "judge_quality", "filter_label", "failure_kind", "steps_json"]
 
 
 class DataFilter(BaseModel):
@@ -141,6 +144,8 @@ def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int
 
 def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> str | None:
     """Why ``row`` may not be trained on, or None."""
+    if row["failure_kind"] == UNVERIFIED_ANSWER:  # its answer came from outside the dialogue
+        return UNVERIFIED_ANSWER
     if row["split"] != "train":
         return f"split:{row['split']}"
     if not row["leak_cluster"] or row["leak_cluster"] in held_out:

@@ -33,6 +33,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixi
 from trl.trainer.dpo_config import DPOConfig
 from trl.trainer.dpo_trainer import DataCollatorForPreference, DPOTrainer
 
+from shoppingbench.verified import UNVERIFIED_ANSWER
 from trajectories.filter import label_attempt
 from trajectories.training import stage
 from trajectories.training.conversations import (
@@ -90,6 +91,9 @@ def rollout_candidates(paths: Sequence[Path], clusters: Mapping[str, str],
             cluster = clusters.get(record.problem_id)
             if cluster is None:
                 dropped["rollout:not_a_train_problem"] += 1
+                continue
+            if record.answer_verified is False:
+                dropped[f"rollout:{UNVERIFIED_ANSWER}"] += 1
                 continue
             conversation = record_conversation(record, cluster, max_tool_chars)
             if conversation is None:
