@@ -1,130 +1,192 @@
-"""The bank, the exposure ledger and suite rotation over leak clusters (SPEC 5)."""
+"""Public suites generated from chain seeds, held-out suites from private seeds, and the exposure ledger
+(SPEC 5), over the real problem generator and the small sample world's catalog."""
 
 from __future__ import annotations
 
-import random
-from datetime import UTC, datetime
+import hashlib
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from sqlalchemy import create_engine
 
+from arena.storage import Base
 from arena.suites import (
-    HeldOutSet,
+    HeldOutSuite,
     MemoryExposureLedger,
-    ProblemBank,
-    Provenance,
-    RotationConfig,
+    PublicSuites,
+    RaceSeed,
     SqlExposureLedger,
-    SuiteRotation,
-    cluster_problems,
+    SuiteCache,
+    SuitePlan,
+    compromised,
     exposures,
+    generate_held_out,
+    latest_held_out,
+    qualifying_week,
+    targets_of,
 )
-from benchmarks.leakclusters import disguise
-from shoppingbench.problems.models import Category, Problem
+from benchmarks.suite_year import simulate_year
+from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.sample_world import SampleWorld
 
 AT = datetime(2026, 11, 22, 12, tzinfo=UTC)
-PER_CATEGORY: dict[Category, int] = {"product": 6, "shop": 3, "voucher": 3}
+FIRST_DAY = date(2026, 11, 16)  # a Monday
+SIZES: dict[Category, int] = {"product": 2, "shop": 1, "voucher": 1}
+PLAN = SuitePlan(race_per_category=SIZES, qualifying_per_category=SIZES, race_time=time(16),
+                 first_day=FIRST_DAY)
 
 
 @pytest.fixture(scope="module")
-def bank(small_world: SampleWorld) -> list[Problem]:
-    return small_world.suite(10_000)
+def generator(small_world: SampleWorld) -> Iterator[ProblemGenerator]:
+    with ProblemGenerator.open(small_world.catalog_dir) as opened:
+        yield opened
 
 
-@pytest.fixture(scope="module")
-def rotation(bank: list[Problem]) -> SuiteRotation:
-    return SuiteRotation(bank, cluster_problems(bank), RotationConfig(held_out_share=0.2))
+def block_hashes(salt: str = "") -> dict[datetime, RaceSeed]:
+    """Stand-in block hashes for the slots of the first month (a chain's answer once the slot has passed)."""
+    slots = [datetime.combine(FIRST_DAY + timedelta(days=n), time(16), UTC) for n in range(31)]
+    return {slot: RaceSeed(block=1000 + n, hash=hashlib.sha256(f"{salt}{slot}".encode()).hexdigest())
+            for n, slot in enumerate(slots)}
 
 
-def copy_of(problem: Problem, seed: int) -> Problem:
-    return Problem(category=problem.category, query=disguise(problem.query, random.Random(seed)),
-                   targets=[t.model_copy(update={"product_id": f"{t.product_id}-c{seed}"})
-                            for t in problem.targets], voucher=problem.voucher)
+class CountingSource:
+    """The real generator, counting its calls (a cache hit must not generate)."""
+
+    def __init__(self, generator: ProblemGenerator) -> None:
+        self.generator = generator
+        self.calls = 0
+
+    def generate(self, seed: str, per_category: dict[Category, int], *,
+                 exclude_products: frozenset[str] = frozenset()) -> list[Problem]:
+        self.calls += 1
+        return self.generator.generate(seed, per_category, exclude_products=exclude_products)
 
 
-def test_bank_ids_revisions_versions_and_files(bank: list[Problem], tmp_path: Path) -> None:
-    store = ProblemBank()
-    world = Provenance(source="sample-world:3000:seed0", generator="shoppingbench.world", added_at=AT)
-    assert store.add(bank[:100], world) == [p.id for p in bank[:100]]
-    assert store.add(bank[50:120], world) == [p.id for p in bank[100:120]]
-    assert store.add(bank[:10], world) == [] and store.revision == 2 and len(store) == 120
-    assert store.entry(bank[110].id).revision == 2 and store.entry(bank[0].id).provenance == world
-    other = ProblemBank()
-    other.add(reversed(bank[:120]), world)
-    assert other.version.split("-")[1] == store.version.split("-")[1]  # same problems, same digest
-    store.save(tmp_path / "bank.jsonl")
-    loaded = ProblemBank.load(tmp_path / "bank.jsonl")
-    assert loaded.version == store.version and loaded.problems() == store.problems()
+def public_suites(generator: ProblemGenerator | CountingSource, database: Path, *,
+                  seeds: dict[datetime, RaceSeed], final_until: date | None = None,
+                  plan: SuitePlan = PLAN) -> PublicSuites:
+    """Suites over ``database``'s cache; slots after ``final_until`` have no final block yet."""
+    engine = create_engine(f"sqlite:///{database}")
+    Base.metadata.create_all(engine)
+    fingerprint = generator.generator.fingerprint if isinstance(generator, CountingSource) \
+        else generator.fingerprint
+
+    def seed_at(slot: datetime) -> RaceSeed | None:
+        return None if final_until is not None and slot.date() > final_until else seeds[slot]
+
+    return PublicSuites(generator, source_key=f"{GENERATOR_VERSION}/{fingerprint}", plan=plan,
+                        seed_at=seed_at, cache=SuiteCache(engine))
 
 
-def test_race_suites_are_deterministic_fresh_and_cluster_disjoint(rotation: SuiteRotation) -> None:
-    def ids(seed: str) -> list[str]:
-        return [p.id for p in rotation.draw_race_suite(seed, PER_CATEGORY, exposed=[])]
-
-    first = rotation.draw_race_suite("0xabc", PER_CATEGORY, exposed=[])
-    assert [p.id for p in first] == ids("0xabc") != ids("0xabd")
-    counts = {c: sum(p.category == c for p in first) for c in PER_CATEGORY}
-    assert counts == PER_CATEGORY
-    keys = [rotation.clusters.cluster_of[p.id] for p in first]
-    assert len(set(keys)) == len(keys) and all(rotation.split_of(p.id) == "train" for p in first)
-    # Once raced, those clusters are burnt: the next race shares none of them.
-    second = rotation.draw_race_suite("0xabc", PER_CATEGORY, exposed=[p.id for p in first])
-    assert not {rotation.clusters.cluster_of[p.id] for p in second} & set(keys)
+def ids(problems: tuple[Problem, ...]) -> list[str]:
+    return [p.id for p in problems]
 
 
-def test_qualifying_suites_stay_out_of_held_out_territory(rotation: SuiteRotation) -> None:
-    suite = rotation.draw_qualifying_suite("q-2026-11", {"product": 40, "shop": 20, "voucher": 20})
-    assert len(suite) == 80 and all(rotation.split_of(p.id) == "train" for p in suite)
-    assert [p.id for p in suite] == [p.id for p in rotation.draw_qualifying_suite("q-2026-11",
-                                                                                  {"product": 40, "shop": 20,
-                                                                                   "voucher": 20})]
+def test_race_suites_depend_on_the_seeds_catalog_and_plan_only(generator: ProblemGenerator,
+                                                                tmp_path: Path) -> None:
+    seeds = block_hashes()
+    mine = public_suites(generator, tmp_path / "a.sqlite3", seeds=seeds)
+    theirs = public_suites(generator, tmp_path / "b.sqlite3", seeds=seeds)
+    # One validator drew every day, the other starts at day 5 with an empty cache: the same suite.
+    for n in range(5):
+        assert mine.race_suite(FIRST_DAY + timedelta(days=n)) is not None
+    day = FIRST_DAY + timedelta(days=4)
+    drawn, again = mine.race_suite(day), theirs.race_suite(day)
+    assert drawn is not None and again is not None and drawn == again
+    assert drawn.seed == seeds[datetime.combine(day, time(16), UTC)]
+    assert [p.category for p in drawn.problems] == ["product", "product", "shop", "voucher"]
+    other_chain = public_suites(generator, tmp_path / "c.sqlite3", seeds=block_hashes("fork"))
+    other = other_chain.race_suite(day)
+    assert other is not None and ids(other.problems) != ids(drawn.problems)
+    bigger = public_suites(generator, tmp_path / "d.sqlite3", seeds=seeds,
+                           plan=PLAN.model_copy(update={"burn_days": 3}))
+    assert bigger.version != mine.version  # another configuration, other suites and another cache key
 
 
-@given(share=st.floats(0.0, 0.9))
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_train_and_held_out_never_share_a_cluster(bank: list[Problem], share: float) -> None:
-    clusters = cluster_problems(bank)
-    rotation = SuiteRotation(bank, clusters, RotationConfig(held_out_share=share))
-    for members in clusters.members.values():
-        assert len({rotation.split_of(pid) for pid in members}) == 1
+def test_a_race_suite_burns_nothing_public_and_its_own_targets_for_later_races(
+        generator: ProblemGenerator, tmp_path: Path) -> None:
+    suites = public_suites(generator, tmp_path / "a.sqlite3", seeds=block_hashes())
+    burnt: set[str] = set()
+    for n in range(14):
+        day = FIRST_DAY + timedelta(days=n)
+        qualifying = targets_of(suites.qualifying_suite(day))
+        drawn = suites.race_suite(day)
+        assert drawn is not None and len(drawn.problems) == sum(SIZES.values())
+        targets = targets_of(drawn.problems)
+        assert not targets & burnt and not targets & qualifying
+        burnt |= targets | qualifying
+    assert suites.known_targets() == burnt
+    # The qualifying suite is public and the same for a whole ISO week.
+    assert suites.qualifying_suite(FIRST_DAY) == suites.qualifying_suite(FIRST_DAY + timedelta(days=6))
+    assert suites.qualifying_suite(FIRST_DAY) != suites.qualifying_suite(FIRST_DAY + timedelta(days=7))
+    assert qualifying_week(FIRST_DAY) == "2026-W47"
 
 
-def test_a_disguised_copy_of_a_held_out_problem_is_caught(bank: list[Problem],
-                                                          rotation: SuiteRotation) -> None:
-    held = rotation.draw_held_out("heldout-a", 1, "validator-secret",
-                                  {"product": 5, "shop": 2, "voucher": 2}, exposed=[], bank_version="r1",
-                                  at=AT)
-    assert len(held.problem_ids) == 9
-    assert all(rotation.split_of(pid) == "held_out" for pid in held.problem_ids)
-    assert held.seed_digest != "validator-secret" and "validator-secret" not in held.model_dump_json()
-    victim = next(p for p in bank if p.id == held.problem_ids[0])
-    leaked = copy_of(victim, 42)  # the same problem reworded, e.g. published in someone's dump
-    grown = [*bank, leaked]
-    regrown = SuiteRotation(grown, cluster_problems(grown), rotation.config)
-    assert regrown.clusters.same_cluster(victim.id, leaked.id)
-    assert regrown.compromised(held, exposed=[leaked.id]) == [victim.id]
-    assert regrown.compromised(held, exposed=[]) == []
-    # ... and a fresh version never draws from the burnt cluster again.
-    again = regrown.draw_held_out("heldout-a", 2, "validator-secret",
-                                  {"product": 50, "shop": 20, "voucher": 20}, exposed=[leaked.id],
-                                  bank_version="r2", at=AT)
-    assert victim.id not in again.problem_ids
+def test_no_race_suite_before_its_seed_or_the_first_day(generator: ProblemGenerator, tmp_path: Path) -> None:
+    suites = public_suites(generator, tmp_path / "a.sqlite3", seeds=block_hashes(),
+                           final_until=FIRST_DAY + timedelta(days=1))
+    assert suites.race_suite(FIRST_DAY + timedelta(days=1)) is not None
+    assert suites.race_suite(FIRST_DAY + timedelta(days=2)) is None  # no final block at the slot yet
+    with pytest.raises(ValueError, match="before the arena's first race day"):
+        suites.race_suite(FIRST_DAY - timedelta(days=1))
 
 
-def test_an_unrelated_exposure_burns_nothing_held_out(bank: list[Problem], rotation: SuiteRotation) -> None:
-    held = rotation.draw_held_out("heldout-b", 1, "s", {"product": 5}, exposed=[], bank_version="r1", at=AT)
-    public = [p.id for p in rotation.draw_race_suite("0x1", PER_CATEGORY, exposed=[])]
-    assert rotation.compromised(held, exposed=public) == []
+def test_a_restart_reads_generated_suites_from_the_cache(generator: ProblemGenerator, tmp_path: Path) -> None:
+    seeds = block_hashes()
+    counting = CountingSource(generator)
+    first = public_suites(counting, tmp_path / "a.sqlite3", seeds=seeds)
+    day = FIRST_DAY + timedelta(days=3)
+    drawn = first.race_suite(day)
+    made = counting.calls
+    assert made == 4 + 1  # four race days and the week's qualifying suite
+    restarted = public_suites(counting, tmp_path / "a.sqlite3", seeds=seeds)
+    assert restarted.race_suite(day) == drawn and counting.calls == made
 
 
-def test_held_out_sets_round_trip(tmp_path: Path, rotation: SuiteRotation) -> None:
-    held = rotation.draw_held_out("heldout-c", 3, "s", {"shop": 2}, exposed=[], bank_version="r1", at=AT)
-    assert HeldOutSet.load(held.save(tmp_path)) == held and (tmp_path / "heldout-c-v3.json").exists()
+def test_held_out_suites_avoid_burnt_products_and_report_compromise(generator: ProblemGenerator,
+                                                                     tmp_path: Path) -> None:
+    suites = public_suites(generator, tmp_path / "a.sqlite3", seeds=block_hashes())
+    for n in range(3):
+        suites.race_suite(FIRST_DAY + timedelta(days=n))
+    burnt = suites.known_targets()
+    sizes = dict.fromkeys(CATEGORIES, 2)
+    held = generate_held_out(generator, name="study", version=1, private_seed="only-mine", per_category=sizes,
+                             burnt=burnt, source_key=suites.version, at=AT)
+    assert len(held.problems) == 6 and not targets_of(held.problems) & burnt
+    assert set(held.leak_clusters) == {p.id for p in held.problems}
+    assert held.seed_digest == hashlib.sha256(b"only-mine").hexdigest()  # the seed itself is never stored
+    again = generate_held_out(generator, name="study", version=1, private_seed="only-mine",
+                              per_category=sizes, burnt=burnt, source_key=suites.version, at=AT)
+    assert again == held
+    assert generate_held_out(generator, name="study", version=1, private_seed="someone-elses",
+                             per_category=sizes, burnt=burnt, source_key=suites.version, at=AT) != held
+
+    path = held.save(tmp_path / "held-out")
+    assert HeldOutSuite.load(path) == held and path.name == "study-v1.json"
+    assert latest_held_out(tmp_path / "held-out", "study") == path
+    held.model_copy(update={"version": 2}).save(tmp_path / "held-out")
+    assert latest_held_out(tmp_path / "held-out", "study") == tmp_path / "held-out" / "study-v2.json"
+    assert latest_held_out(tmp_path / "held-out", "other") is None
+
+    public = [*suites.qualifying_suite(FIRST_DAY)]
+    assert compromised(held, public) == []
+    victim = held.problems[0]
+    leaked = Problem(category="product", query="a request that shares nothing but the answer",
+                     targets=[victim.targets[0]])
+    assert compromised(held, [*public, leaked]) == [victim.id]
 
 
+def test_a_simulated_year_of_draws_never_repeats_a_burnt_cluster(generator: ProblemGenerator) -> None:
+    """The validator's own draws for 365 days (qualifying each week, a race each day, a held-out version
+    each month) over the 3,000-product world: never an empty draw, never a burnt cluster raced again."""
+    report = simulate_year(generator, days=365, per_category=1, held_out_per_category=1, progress=False)
+    assert report.days_simulated == 365 and report.race_problems == 365 * 3
+    assert report.empty_draws == 0 and report.short_draws == 0
+    assert report.burnt_cluster_repeats == 0
+    assert report.held_out_versions == 13
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])

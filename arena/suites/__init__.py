@@ -1,7 +1,8 @@
-"""Problem suites (SPEC 5): the bank, leak clusters, the exposure ledger and suite rotation."""
+"""Problem suites (SPEC 5): public suites generated from chain seeds, held-out suites from private seeds,
+leak clusters and the exposure ledger."""
 
-from arena.suites.bank import BankEntry, ProblemBank, Provenance
-from arena.suites.clusters import LeakClusters, LeakConfig, cluster_problems, request_facts
+from arena.suites.clusters import LeakClusters, LeakConfig, cluster_problems, request_facts, text_links
+from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out, latest_held_out
 from arena.suites.ledger import (
     Exposure,
     ExposureLedger,
@@ -9,23 +10,38 @@ from arena.suites.ledger import (
     SqlExposureLedger,
     exposures,
 )
-from arena.suites.rotation import HeldOutSet, RotationConfig, SuiteRotation, in_held_out_lane
+from arena.suites.public import (
+    PublicSuites,
+    RaceSeed,
+    RaceSuite,
+    SuiteCache,
+    SuitePlan,
+    SuiteSource,
+    qualifying_week,
+    targets_of,
+)
 
 __all__ = [
-    "BankEntry",
     "Exposure",
     "ExposureLedger",
-    "HeldOutSet",
+    "HeldOutSuite",
     "LeakClusters",
     "LeakConfig",
     "MemoryExposureLedger",
-    "ProblemBank",
-    "Provenance",
-    "RotationConfig",
+    "PublicSuites",
+    "RaceSeed",
+    "RaceSuite",
     "SqlExposureLedger",
-    "SuiteRotation",
+    "SuiteCache",
+    "SuitePlan",
+    "SuiteSource",
     "cluster_problems",
+    "compromised",
     "exposures",
-    "in_held_out_lane",
+    "generate_held_out",
+    "latest_held_out",
+    "qualifying_week",
     "request_facts",
+    "targets_of",
+    "text_links",
 ]

@@ -21,7 +21,7 @@ merges clusters.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -139,8 +139,11 @@ def _link_targets(problems: Sequence[Problem], links: _UnionFind, config: LeakCo
     return sum(links.union(a, b) for (a, b), count in shared.items() if count >= config.min_shared_targets)
 
 
-def _link_text(facts: Sequence[frozenset[str]], constraints: Sequence[bytes], links: _UnionFind,
-               config: LeakConfig) -> int:
+def text_links(problems: Sequence[Problem], config: LeakConfig | None = None) -> Iterator[tuple[int, int]]:
+    """Index pairs ``(i, j)``, ``i < j``, of problems whose request facts are similar enough to link."""
+    config = config or LeakConfig()
+    facts = [request_facts(p) for p in problems]
+    constraints = [reward_constraints(p) for p in problems]
     lsh = MinHashLSH(threshold=config.lsh_threshold, num_perm=config.num_perm)
     indexed = [i for i, tokens in enumerate(facts) if tokens]
     signatures = MinHash.bulk(([t.encode() for t in facts[i]] for i in indexed),
@@ -148,10 +151,9 @@ def _link_text(facts: Sequence[frozenset[str]], constraints: Sequence[bytes], li
     with lsh.insertion_session() as session:
         for index, signature in zip(indexed, signatures, strict=True):
             session.insert(index, signature, check_duplication=False)
-    made = 0
     for index, signature in zip(indexed, signatures, strict=True):
         mine = facts[index]
-        for other in lsh.query(signature):
+        for other in sorted(lsh.query(signature)):
             if other <= index:
                 continue
             theirs = facts[other]
@@ -159,8 +161,7 @@ def _link_text(facts: Sequence[frozenset[str]], constraints: Sequence[bytes], li
             needed = (config.same_reward_jaccard if constraints[index] == constraints[other]
                       else config.any_reward_jaccard)
             if similarity >= needed:
-                made += links.union(index, other)
-    return made
+                yield index, other
 
 
 def cluster_problems(problems: Sequence[Problem], config: LeakConfig | None = None) -> LeakClusters:
@@ -172,8 +173,7 @@ def cluster_problems(problems: Sequence[Problem], config: LeakConfig | None = No
         raise ValueError("problem ids must be unique")
     links = _UnionFind(len(ordered))
     target_links = _link_targets(ordered, links, config)
-    text_links = _link_text([request_facts(p) for p in ordered], [reward_constraints(p) for p in ordered],
-                            links, config)
+    text_made = sum(links.union(a, b) for a, b in text_links(ordered, config))
     grouped: dict[int, list[str]] = defaultdict(list)
     for index, problem_id in enumerate(ids):
         grouped[links.find(index)].append(problem_id)
@@ -181,4 +181,4 @@ def cluster_problems(problems: Sequence[Problem], config: LeakConfig | None = No
     members = {group[0]: tuple(group) for group in grouped.values()}
     cluster_of = {pid: key for key, group in members.items() for pid in group}
     return LeakClusters(cluster_of=cluster_of, members=members, target_links=target_links,
-                        text_links=text_links)
+                        text_links=text_made)

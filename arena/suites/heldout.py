@@ -46,6 +46,7 @@ class HeldOutSuite(BaseModel):
         return f"{self.name}-v{self.version}.json"
 
     def save(self, directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
         path = directory / self.file_name
         write_file_atomically(path, self.model_dump_json(indent=1).encode())
         return path
