@@ -106,7 +106,7 @@ class ArenaSettings(HarnessSettings):
     def suite_plan(self, first_day: date) -> SuitePlan:
         return SuitePlan(race_per_category=self.race_suite_sizes(),
                          qualifying_per_category=self.qualifying_suite_sizes(), race_time=self.race_time_utc,
-                         first_day=first_day, burn_days=self.race_burn_days)
+                         first_day=first_day, burn_days=self.race_burn_days, leak=self.leak_config())
 
     def race_rules(self) -> RaceRules:
         return RaceRules(cooldown=timedelta(hours=self.cooldown_hours),

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,7 +31,10 @@ from arena.validator import (
     require_registration,
     validator_catalog,
 )
+from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
 from shoppingbench.logs import configure_logging
+from shoppingbench.problems.held_out import DEFAULT_NAME
+from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.tools.serving import running_server
 
 app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights, public API.",
@@ -154,6 +157,47 @@ def run(
     except ChainError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_CHAIN) from exc
+
+
+@app.command("held-out")
+def held_out(
+    home: Annotated[Path | None, typer.Option(
+        help="Arena home: databases, held-out suites (ARENA_HOME)")] = None,
+    catalog_dir: Annotated[Path | None, typer.Option(
+        "--catalog", help="The validator's catalog (ARENA_CATALOG_DIR; default: the bundled sample world)",
+    )] = None,
+    name: Annotated[str, typer.Option(help="Which held-out suite")] = DEFAULT_NAME,
+    per_category: Annotated[int, typer.Option(min=1, help="Problems per category of a new version")] = 25,
+    check: Annotated[bool, typer.Option("--check", help=(
+        "Only report which problems of the latest version a public suite has caught since (exit 3 if any)"
+    ))] = False,
+) -> None:
+    """Make the next version of a held-out suite for research, or check the latest one.
+
+    A version is generated from this validator's private seed (ARENA_HELD_OUT_SEED, else one made once
+    under ARENA_HOME/held-out), away from every product its public suites burnt, and is never raced or
+    exported: `worker evaluate` uses the newest version by default. 25 per category is the study's
+    75-problem held-out partition.
+    """
+    overrides: dict[str, Any] = {"home": home, "catalog_dir": catalog_dir}
+    settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    if check:
+        found = check_held_out(settings, name)
+        if found is None:
+            typer.echo(f"no held-out suite {name!r} under {held_out_dir(settings)}: make one with "
+                       f"`validator held-out --name {name}`", err=True)
+            raise typer.Exit(1)
+        path, caught = found
+        typer.echo(f"{path}: {len(caught)} problem(s) share a leak cluster with a public one"
+                   + (f": {', '.join(caught)}; run `validator held-out --name {name}` for a new version"
+                      if caught else ""))
+        raise typer.Exit(3 if caught else 0)
+    catalog = validator_catalog(settings, progress=sys.stderr.isatty())
+    with open_suite_generator(catalog) as generator:
+        path = create_held_out(settings, generator, name=name, at=datetime.now(UTC),
+                               per_category=dict.fromkeys(CATEGORIES, per_category))
+    typer.echo(f"held-out suite {path} (problems, ShoppingBench JSONL) and {path.with_suffix('.json')}")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import orjson
 import typer
 
 from shoppingbench.logs import configure_logging
+from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.settings import HarnessSettings
 
 if TYPE_CHECKING:
@@ -186,19 +187,26 @@ def rollouts(
 
 def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: int, max_problems: int | None,
                temperature: float, max_tokens: int) -> Any:
-    """The pipeline's evaluation step: the dumps' held-out problems, k samples, the registry."""
+    """The pipeline's evaluation step: the newest held-out suite under ``$ARENA_HOME`` (`validator
+    held-out`), else the dumps' held-out problems; k samples; the registry."""
     import structlog
 
+    from shoppingbench.problems.loaders import load_problems
     from trajectories.training.heldout import evaluate_checkpoint
     from trajectories.training.problems import dump_problems
 
+    suite = latest_held_out(settings.root / HELD_OUT_DIR)
+
     def evaluate(model: Path, stage: str, out: Path) -> dict[str, Any]:
-        try:
-            problems = dump_problems(dumps, "held_out").problems[:max_problems]
-        except FileNotFoundError as exc:
-            problems, reason = [], str(exc)
+        if suite is not None:
+            problems, reason = load_problems(suite)[:max_problems], f"{suite} holds no problem"
         else:
-            reason = "the dumps' held_out split has no problem with a reward"
+            try:
+                problems = dump_problems(dumps, "held_out").problems[:max_problems]
+            except FileNotFoundError as exc:
+                problems, reason = [], str(exc)
+            else:
+                reason = "the dumps' held_out split has no problem with a reward"
         if not problems:
             structlog.get_logger(__name__).warning("training.evaluation_skipped", reason=reason)
             return {"skipped": reason}
@@ -321,7 +329,8 @@ def evaluate(
     out: Annotated[Path, typer.Option("--out", file_okay=False, help=(
         "Writes results.json, attempts.jsonl (every attempt) and plot.png here"))],
     problems: Annotated[Path | None, typer.Option("--problems", exists=True, dir_okay=False, help=(
-        "Held-out problems: ShoppingBench JSONL or a suite JSON"))] = None,
+        "Held-out problems: ShoppingBench JSONL or a suite JSON (default: the newest held-out suite under "
+        "$ARENA_HOME/held-out, made by `validator held-out`)"))] = None,
     dump: Annotated[Path | None, typer.Option("--dump", exists=True, file_okay=False, help=(
         "Or: a `dump export` directory; the problems of its held_out split are used"))] = None,
     k: Annotated[int, typer.Option("-k", "--samples", min=1, help="Attempts per problem (pass@k)")] = 4,
@@ -358,8 +367,14 @@ def evaluate(
     from trajectories.training import evaluate as evaluation
     from trajectories.training.heldout import evaluate_checkpoint
 
-    if (problems is None) == (dump is None):
-        raise typer.BadParameter("give exactly one of --problems FILE or --dump DIR")
+    if problems is not None and dump is not None:
+        raise typer.BadParameter("give --problems FILE or --dump DIR, not both")
+    if problems is None and dump is None:
+        problems = latest_held_out(_settings(home).root / HELD_OUT_DIR)
+        if problems is None:
+            raise typer.BadParameter("no held-out suite under $ARENA_HOME/held-out (make one with `validator "
+                                     "held-out`): give --problems FILE or --dump DIR")
+        typer.echo(f"held-out suite: {problems}")
     try:
         if problems is not None:
             suite = load_problems(problems)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena.suites import LeakConfig, cluster_problems, request_facts
+from arena.suites import FactsIndex, LeakConfig, cluster_problems, request_facts
 from benchmarks.leakclusters import disguise, pair_scores, synthetic_bank
 from shoppingbench.problems.models import Problem
 from shoppingbench.sample_world import SampleWorld
@@ -88,3 +88,19 @@ def test_the_benchmark_bank_is_clustered_well() -> None:
     clusters = cluster_problems(bank.problems)
     recall, precision, true_pairs, _ = pair_scores(dict(clusters.cluster_of), bank.group_of)
     assert true_pairs > 300 and recall >= 0.99 and precision >= 0.99
+
+
+def test_the_facts_index_finds_a_disguised_copy_until_its_original_leaves(bank: list[Problem]) -> None:
+    index = FactsIndex()
+    original, other = bank[0], next(p for p in bank if p.category == "shop")
+    index.add([original, other])
+    copy = copy_of(original, 3)
+    assert index.linked(copy) == original.id and index.linked(original) == original.id
+    assert cluster_problems([original, copy]).same_cluster(original.id, copy.id)  # the same rule
+    unrelated = next(p for p in bank if p.category == "voucher")
+    assert index.linked(unrelated) is None
+    index.add([original])  # held by two suites now
+    index.remove([original.id])
+    assert index.linked(copy) == original.id
+    index.remove([original.id])
+    assert index.linked(copy) is None and len(index) == 1

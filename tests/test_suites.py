@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine
+from typer.testing import CliRunner
 
-from arena.storage import Base
+from arena.storage import Base, open_database
 from arena.suites import (
     HeldOutSuite,
     MemoryExposureLedger,
@@ -23,12 +24,14 @@ from arena.suites import (
     compromised,
     exposures,
     generate_held_out,
-    latest_held_out,
     qualifying_week,
     targets_of,
 )
 from benchmarks.suite_year import simulate_year
+from neurons import validator as validator_cli
 from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
+from shoppingbench.problems.held_out import latest_held_out
+from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.sample_world import SampleWorld
 
@@ -165,10 +168,11 @@ def test_held_out_suites_avoid_burnt_products_and_report_compromise(generator: P
                              per_category=sizes, burnt=burnt, source_key=suites.version, at=AT) != held
 
     path = held.save(tmp_path / "held-out")
-    assert HeldOutSuite.load(path) == held and path.name == "study-v1.json"
+    assert HeldOutSuite.load(path) == held and path.name == "study-v1.jsonl"
+    assert load_problems(path) == list(held.problems)  # plain ShoppingBench JSONL for the worker
     assert latest_held_out(tmp_path / "held-out", "study") == path
     held.model_copy(update={"version": 2}).save(tmp_path / "held-out")
-    assert latest_held_out(tmp_path / "held-out", "study") == tmp_path / "held-out" / "study-v2.json"
+    assert latest_held_out(tmp_path / "held-out", "study") == tmp_path / "held-out" / "study-v2.jsonl"
     assert latest_held_out(tmp_path / "held-out", "other") is None
 
     public = [*suites.qualifying_suite(FIRST_DAY)]
@@ -203,3 +207,31 @@ def test_the_ledger_remembers_every_exposure(backend: str, tmp_path: Path,
     assert ledger.exposed_ids() == {"p1", "p2", "p3"}
     if isinstance(ledger, SqlExposureLedger):
         assert SqlExposureLedger(ledger.engine).exposed_ids() == {"p1", "p2", "p3"}
+
+
+def test_validator_held_out_makes_versions_away_from_public_suites_and_checks_them(
+        small_world: SampleWorld, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    common = ["held-out", "--home", str(home), "--catalog", str(small_world.catalog_dir)]
+    made = CliRunner().invoke(validator_cli.app, [*common, "--per-category", "2"])
+    assert made.exit_code == 0, made.output
+    first = home / "held-out" / "study-v1.jsonl"
+    held = HeldOutSuite.load(first)
+    assert len(held.problems) == 6 and str(first) in made.output
+    seed = home / "held-out" / ".private-seed"
+    assert seed.stat().st_mode & 0o777 == 0o600 and held.seed_digest == hashlib.sha256(
+        seed.read_text().strip().encode()).hexdigest()
+    assert CliRunner().invoke(validator_cli.app, [*common, "--check"]).exit_code == 0
+
+    # A public suite (as the validator caches every suite it generates) catches one held-out problem.
+    victim = held.problems[0]
+    leaked = Problem(category="product", query="anything at all", targets=[victim.targets[0]])
+    engine = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
+    SuiteCache(engine).put("race/2026-11-20/x", "race/abc", (leaked,))
+    engine.dispose()
+    checked = CliRunner().invoke(validator_cli.app, [*common, "--check"])
+    assert checked.exit_code == 3 and victim.id in checked.output
+    again = CliRunner().invoke(validator_cli.app, [*common, "--per-category", "2"])
+    assert again.exit_code == 0, again.output
+    second = HeldOutSuite.load(home / "held-out" / "study-v2.jsonl")
+    assert second.version == 2 and victim.targets[0].product_id not in targets_of(second.problems)

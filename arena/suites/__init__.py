@@ -1,8 +1,15 @@
 """Problem suites (SPEC 5): public suites generated from chain seeds, held-out suites from private seeds,
 leak clusters and the exposure ledger."""
 
-from arena.suites.clusters import LeakClusters, LeakConfig, cluster_problems, request_facts, text_links
-from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out, latest_held_out
+from arena.suites.clusters import (
+    FactsIndex,
+    LeakClusters,
+    LeakConfig,
+    cluster_problems,
+    request_facts,
+    text_links,
+)
+from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out
 from arena.suites.ledger import (
     Exposure,
     ExposureLedger,
@@ -24,6 +31,7 @@ from arena.suites.public import (
 __all__ = [
     "Exposure",
     "ExposureLedger",
+    "FactsIndex",
     "HeldOutSuite",
     "LeakClusters",
     "LeakConfig",
@@ -39,7 +47,6 @@ __all__ = [
     "compromised",
     "exposures",
     "generate_held_out",
-    "latest_held_out",
     "qualifying_week",
     "request_facts",
     "targets_of",

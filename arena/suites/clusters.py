@@ -139,6 +139,17 @@ def _link_targets(problems: Sequence[Problem], links: _UnionFind, config: LeakCo
     return sum(links.union(a, b) for (a, b), count in shared.items() if count >= config.min_shared_targets)
 
 
+def _alike(mine: frozenset[str], theirs: frozenset[str], same_constraints: bool, config: LeakConfig) -> bool:
+    similarity = len(mine & theirs) / len(mine | theirs)
+    return similarity >= (config.same_reward_jaccard if same_constraints else config.any_reward_jaccard)
+
+
+def _signatures(facts: Sequence[frozenset[str]], config: LeakConfig) -> list[MinHash]:
+    signatures: list[MinHash] = MinHash.bulk(([t.encode() for t in tokens] for tokens in facts),
+                                             num_perm=config.num_perm, seed=_MINHASH_SEED)
+    return signatures
+
+
 def text_links(problems: Sequence[Problem], config: LeakConfig | None = None) -> Iterator[tuple[int, int]]:
     """Index pairs ``(i, j)``, ``i < j``, of problems whose request facts are similar enough to link."""
     config = config or LeakConfig()
@@ -146,22 +157,62 @@ def text_links(problems: Sequence[Problem], config: LeakConfig | None = None) ->
     constraints = [reward_constraints(p) for p in problems]
     lsh = MinHashLSH(threshold=config.lsh_threshold, num_perm=config.num_perm)
     indexed = [i for i, tokens in enumerate(facts) if tokens]
-    signatures = MinHash.bulk(([t.encode() for t in facts[i]] for i in indexed),
-                              num_perm=config.num_perm, seed=_MINHASH_SEED)
+    signatures = _signatures([facts[i] for i in indexed], config)
     with lsh.insertion_session() as session:
         for index, signature in zip(indexed, signatures, strict=True):
             session.insert(index, signature, check_duplication=False)
     for index, signature in zip(indexed, signatures, strict=True):
-        mine = facts[index]
         for other in sorted(lsh.query(signature)):
-            if other <= index:
-                continue
-            theirs = facts[other]
-            similarity = len(mine & theirs) / len(mine | theirs)
-            needed = (config.same_reward_jaccard if constraints[index] == constraints[other]
-                      else config.any_reward_jaccard)
-            if similarity >= needed:
+            if other > index and _alike(facts[index], facts[other], constraints[index] == constraints[other],
+                                        config):
                 yield index, other
+
+
+class FactsIndex:
+    """Request facts of a changing set of problems, asked whether a new problem would share a leak cluster
+    with one of them through its wording (shared targets are the caller's to exclude)."""
+
+    def __init__(self, config: LeakConfig | None = None) -> None:
+        self.config = config or LeakConfig()
+        self._lsh = MinHashLSH(threshold=self.config.lsh_threshold, num_perm=self.config.num_perm)
+        self._known: dict[str, tuple[frozenset[str], bytes]] = {}
+        self._holders: Counter[str] = Counter()  # a problem added twice stays until removed twice
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def add(self, problems: Sequence[Problem]) -> None:
+        fresh = {p.id: p for p in problems if p.id not in self._holders and request_facts(p)}
+        facts = [request_facts(p) for p in fresh.values()]
+        for (problem_id, problem), tokens, signature in zip(fresh.items(), facts,
+                                                            _signatures(facts, self.config), strict=True):
+            self._lsh.insert(problem_id, signature)
+            self._known[problem_id] = (tokens, reward_constraints(problem))
+        self._holders.update(p.id for p in problems if p.id in self._known)
+
+    def remove(self, problem_ids: Sequence[str]) -> None:
+        for problem_id in problem_ids:
+            if problem_id not in self._holders:
+                continue
+            self._holders[problem_id] -= 1
+            if self._holders[problem_id] == 0:
+                del self._holders[problem_id], self._known[problem_id]
+                self._lsh.remove(problem_id)
+
+    def linked(self, problem: Problem) -> str | None:
+        """The smallest id of a known problem whose wording links it with ``problem``, if any."""
+        if problem.id in self._known:
+            return problem.id
+        mine = request_facts(problem)
+        if not mine:
+            return None
+        constraints = reward_constraints(problem)
+        (signature,) = _signatures([mine], self.config)
+        for other in sorted(self._lsh.query(signature)):
+            theirs, their_constraints = self._known[other]
+            if _alike(mine, theirs, constraints == their_constraints, self.config):
+                return str(other)
+        return None
 
 
 def cluster_problems(problems: Sequence[Problem], config: LeakConfig | None = None) -> LeakClusters:

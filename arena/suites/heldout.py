@@ -2,30 +2,29 @@
 exported (SPEC 5).
 
 A held-out suite is generated like a race suite, but from a seed only its validator knows, and with every
-product burnt by a public suite excluded. Its problems are stored with their leak-cluster ids in one JSON
-file per version. Public suites keep coming (a race cannot avoid a seed it does not know), so a held-out
-problem can later fall into a cluster with a public one: :func:`compromised` finds those, and the next
-version replaces them.
+product burnt by a public suite excluded. Each version is stored as its problems with their leak-cluster
+ids (``shoppingbench.problems.held_out`` names the files). Public suites keep coming (a race cannot avoid a
+seed it does not know), so a held-out problem can later fall into a cluster with a public one:
+:func:`compromised` finds those, and the next version replaces them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Final
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from arena.race.clock import UtcDatetime
 from arena.suites.clusters import LeakConfig, cluster_problems
 from arena.suites.public import SuiteSource
 from shoppingbench.files import write_file_atomically
+from shoppingbench.problems.held_out import problems_file
+from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import Category, Problem
-
-_FILE: Final = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)-v(?P<version>\d+)\.json$")
 
 
 class HeldOutSuite(BaseModel):
@@ -41,19 +40,26 @@ class HeldOutSuite(BaseModel):
     problems: tuple[Problem, ...]
     leak_clusters: dict[str, str] = Field(description="Problem id -> leak-cluster id")
 
-    @property
-    def file_name(self) -> str:
-        return f"{self.name}-v{self.version}.json"
-
     def save(self, directory: Path) -> Path:
+        """Write the problems file, then the metadata beside it; returns the problems file."""
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / self.file_name
-        write_file_atomically(path, self.model_dump_json(indent=1).encode())
-        return path
+        problems = problems_file(directory, self.name, self.version)
+        lines = (orjson.dumps({"id": p.id, "category": p.category, **p.to_shoppingbench(),
+                               "leak_cluster": self.leak_clusters[p.id]}) for p in self.problems)
+        write_file_atomically(problems, b"".join(line + b"\n" for line in lines))
+        metadata = self.model_dump(mode="json", exclude={"problems", "leak_clusters"})
+        write_file_atomically(problems.with_suffix(".json"),
+                              orjson.dumps(metadata, option=orjson.OPT_INDENT_2))
+        return problems
 
     @classmethod
-    def load(cls, path: Path) -> HeldOutSuite:
-        return cls.model_validate_json(path.read_bytes())
+    def load(cls, problems: Path) -> HeldOutSuite:
+        """Read a version back from its problems file and the metadata beside it."""
+        metadata = orjson.loads(problems.with_suffix(".json").read_bytes())
+        clusters = {str(line["id"]): str(line["leak_cluster"]) for line in map(orjson.loads,
+                    problems.read_bytes().splitlines()) if line}
+        return cls.model_validate({**metadata, "problems": load_problems(problems),
+                                   "leak_clusters": clusters})
 
 
 def generate_held_out(source: SuiteSource, *, name: str, version: int, private_seed: str,
@@ -76,10 +82,3 @@ def compromised(held_out: HeldOutSuite, public: Iterable[Problem],
     clusters = cluster_problems([*held_out.problems, *others.values()], leak_config)
     exposed = {clusters.cluster_of[pid] for pid in others}
     return [p.id for p in held_out.problems if clusters.cluster_of[p.id] in exposed]
-
-
-def latest_held_out(directory: Path, name: str) -> Path | None:
-    """The newest version's file of held-out suite ``name`` in ``directory``, if any."""
-    versions = [(int(match["version"]), path) for path in directory.glob(f"{name}-v*.json")
-                if (match := _FILE.match(path.name)) and match["name"] == name]
-    return max(versions)[1] if versions else None

@@ -6,8 +6,9 @@ catalog and configuration (SPEC 5).
   computes or tabulates in advance can hold its answers.
 - The **qualifying suite** of an ISO week is generated from the week's name: public on purpose, so every
   miner can try it, and it rotates every Monday.
-- Whatever was public burns its target products: a race suite never uses a product that was a target of
-  an earlier race suite or of a qualifying suite within the last ``burn_days``. The earlier race suites
+- Whatever was public burns its leak clusters: a race problem never has a target of an earlier race suite
+  or of a qualifying suite within the last ``burn_days``, nor wording alike enough to one of their problems
+  to share its leak cluster (a problem so linked is replaced from a derived seed). The earlier race suites
   are generated from their own seeds in the same way, back to the arena's first race day, so the suite of
   a day depends on block hashes, the catalog and this configuration only, never on what one validator
   happened to see or run: a validator that joins late regenerates that history once (it is cached) and
@@ -31,9 +32,13 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from arena.race.calendar import race_slot
 from arena.storage import Base
+from arena.suites.clusters import FactsIndex, LeakConfig
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
 log = structlog.get_logger(__name__)
+
+_REFILL_ROUNDS = 3
+"""How often a race suite's problems worded like a public one are replaced before the suite runs short."""
 
 
 class RaceSeed(BaseModel):
@@ -65,7 +70,8 @@ class SuitePlan(BaseModel):
     qualifying_per_category: Mapping[Category, int]
     race_time: time
     first_day: date = Field(description="The arena's first race day: earlier days have no race suite")
-    burn_days: int = Field(default=365, ge=1, description="How long a public suite's targets stay burnt")
+    burn_days: int = Field(default=365, ge=1, description="How long a public suite's clusters stay burnt")
+    leak: LeakConfig = LeakConfig()
 
     def digest(self, source_key: str) -> str:
         """Names every input of the suites besides the seeds: cached suites are reused only under it."""
@@ -120,9 +126,11 @@ class SuiteCache:
         with Session(self.engine) as session, session.begin():
             session.merge(PublicSuiteRow(key=key, seed=seed, problems=payload))
 
-    def keys(self) -> list[str]:
+    def problems(self) -> Iterator[Problem]:
+        """Every cached suite's problems: everything this validator ever made public."""
         with Session(self.engine) as session:
-            return list(session.scalars(select(PublicSuiteRow.key)))
+            for payload in session.scalars(select(PublicSuiteRow.problems).order_by(PublicSuiteRow.key)):
+                yield from (Problem.model_validate(p) for p in orjson.loads(payload))
 
 
 class PublicSuites:
@@ -137,20 +145,39 @@ class PublicSuites:
         self.version = plan.digest(source_key)
         self._suites: dict[str, tuple[Problem, ...]] = {}
         self._races: dict[date, RaceSuite] = {}
+        self._wording = FactsIndex(plan.leak)
+        self._worded: dict[str, tuple[str, ...]] = {}  # suite name -> ids in the wording index
 
-    def _generated(self, key: str, seed: str, per_category: Mapping[Category, int],
-                   exclude: AbstractSet[str]) -> tuple[Problem, ...]:
+    def _generated(self, key: str, seed: str, per_category: Mapping[Category, int], exclude: AbstractSet[str],
+                   *, unlinked: bool = False) -> tuple[Problem, ...]:
         cache_key = f"{key}/{self.version}"
         if cache_key not in self._suites:
             cached = self.cache.get(cache_key)
             if cached is None:
-                cached = tuple(self.source.generate(seed, per_category, exclude_products=exclude))
+                cached = self._generate(seed, per_category, exclude, unlinked=unlinked)
                 self.cache.put(cache_key, seed, cached)
                 counts = {c: sum(p.category == c for p in cached) for c in CATEGORIES}
                 log.info("suite_generated", suite=key, seed=seed, problems=len(cached), per_category=counts,
                          excluded_products=len(exclude))
             self._suites[cache_key] = cached
         return self._suites[cache_key]
+
+    def _generate(self, seed: str, per_category: Mapping[Category, int], exclude: AbstractSet[str], *,
+                  unlinked: bool) -> tuple[Problem, ...]:
+        """``per_category`` problems; with ``unlinked``, each one worded unlike every problem of the wording
+        index (those that are not are replaced from ``seed/refill-N``, a few rounds at most)."""
+        problems = self.source.generate(seed, per_category, exclude_products=exclude)
+        for round_number in range(1, _REFILL_ROUNDS + 1):
+            linked = [p for p in problems if unlinked and self._wording.linked(p) is not None]
+            if not linked:
+                break
+            log.info("suite_problems_replaced", seed=seed, round=round_number, linked=[p.id for p in linked])
+            kept = [p for p in problems if p not in linked]
+            missing = {c: n for c in CATEGORIES if (n := sum(p.category == c for p in linked))}
+            refill = self.source.generate(f"{seed}/refill-{round_number}", missing,
+                                          exclude_products=exclude | targets_of(problems))
+            problems = sorted([*kept, *refill], key=lambda p: CATEGORIES.index(p.category))
+        return tuple(p for p in problems if not unlinked or self._wording.linked(p) is None)
 
     def qualifying_suite(self, day: date) -> tuple[Problem, ...]:
         """The public qualifying suite of ``day``'s ISO week (the same for the whole week)."""
@@ -171,19 +198,25 @@ class PublicSuites:
             if seed is None:
                 return None
             problems = self._generated(f"race/{current.isoformat()}", f"race/{seed.hash}",
-                                       self.plan.race_per_category, self._burnt(current))
+                                       self.plan.race_per_category, self._burnt(current), unlinked=True)
             self._races[current] = RaceSuite(day=current, seed=seed, problems=problems)
             current += timedelta(days=1)
         return self._races[day]
 
     def _burnt(self, day: date) -> frozenset[str]:
         """Targets of the race suites of the ``burn_days`` before ``day`` and of the qualifying suites of
-        every week those days and ``day`` touch."""
+        every week those days and ``day`` touch; the wording index is left holding exactly their problems."""
         window = [day - timedelta(days=n) for n in range(self.plan.burn_days, -1, -1)]
-        races = (targets_of(self._races[d].problems) for d in window if d in self._races)
-        weeks = {qualifying_week(d): d for d in window if d >= self.plan.first_day}
-        qualifying = (targets_of(self.qualifying_suite(d)) for d in weeks.values())
-        return frozenset().union(*races, *qualifying)
+        public = {f"race/{d}": self._races[d].problems for d in window if d in self._races}
+        for week, first in {qualifying_week(d): d for d in window if d >= self.plan.first_day}.items():
+            public[f"qualifying/{week}"] = self.qualifying_suite(first)
+        for name in [n for n in self._worded if n not in public]:
+            self._wording.remove(self._worded.pop(name))
+        for name, problems in public.items():
+            if name not in self._worded:
+                self._wording.add(problems)
+                self._worded[name] = tuple(p.id for p in problems)
+        return frozenset().union(*(targets_of(problems) for problems in public.values()))
 
     def known_targets(self) -> frozenset[str]:
         """Every target product of a suite generated so far: the answers the upload gate looks for."""

@@ -110,22 +110,25 @@ def test_pass_at_k_and_hallucinations_agree_with_the_records(
 
 def test_worker_evaluate_writes_results_registry_and_plot(tiny_model_dir: Path, small_world: SampleWorld,
                                                           tiny_dump: Path, tmp_path: Path) -> None:
-    """One problem, k=1, through the command (the catalog's own problem file, the tiny model dir)."""
-    problems_file = tmp_path / "product.jsonl"
+    """One problem, k=1, through the command (the tiny model dir); the problems are the newest held-out
+    suite under the home, as `validator held-out` leaves it, since no --problems or --dump is given."""
+    problems_file = tmp_path / "home" / "held-out" / "study-v2.jsonl"
+    problems_file.parent.mkdir(parents=True)
+    (problems_file.parent / "study-v1.jsonl").write_text("not even JSON\n")
     problems_file.write_text(
         (small_world.problems_dir / "product.jsonl").read_text(encoding="utf-8").splitlines()[0] + "\n",
         encoding="utf-8")
     out = tmp_path / "eval"
     registry = tmp_path / "registry.sqlite3"
     result = CliRunner().invoke(app, [
-        "evaluate", "--model", str(tiny_model_dir), "--problems", str(problems_file),
+        "evaluate", "--model", str(tiny_model_dir),
         "--catalog", str(small_world.catalog_dir), "-k", "1", "--out", str(out), "--registry", str(registry),
         "--stage", "base", "--data-manifest", str(tiny_dump), "--max-tokens", str(MAX_TOKENS),
         "--workers", "1", "--home", str(tmp_path / "home")],
         env={"ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_SANDBOX_TIMEOUT_S": "90",
              "ARENA_INFERENCE_ATTEMPT_CALLS": str(CALLS)})
     assert result.exit_code == 0, result.output
-    assert "pass@1" in result.output
+    assert f"held-out suite: {problems_file}" in result.output and "pass@1" in result.output
     saved = EvaluationReport.model_validate_json((out / "results.json").read_bytes())
     assert saved.k == 1 and len(saved.problems) == 1 and saved.category(ALL).attempts == 1
     lines = (out / "attempts.jsonl").read_bytes().splitlines()
@@ -182,11 +185,15 @@ def test_a_dump_without_a_held_out_split_is_refused(tmp_path: Path) -> None:
         held_out_problems(tmp_path)
 
 
-def test_worker_evaluate_needs_exactly_one_problem_source(tiny_dump: Path, small_world: SampleWorld,
-                                                          tmp_path: Path) -> None:
+def test_worker_evaluate_needs_one_problem_source(tiny_dump: Path, small_world: SampleWorld,
+                                                  tmp_path: Path) -> None:
     common = ["evaluate", "--model", str(tmp_path), "--catalog", str(small_world.catalog_dir),
-              "--out", str(tmp_path / "out")]
+              "--out", str(tmp_path / "out"), "--home", str(tmp_path / "home")]
     neither = CliRunner().invoke(app, common)
-    assert neither.exit_code == 2 and "exactly one" in neither.output
+    assert neither.exit_code == 2 and "no held-out suite" in neither.output
+    problems = tmp_path / "p.jsonl"
+    problems.write_text("")
+    both = CliRunner().invoke(app, [*common, "--dump", str(tiny_dump), "--problems", str(problems)])
+    assert both.exit_code == 2 and "not both" in both.output
     no_rewards = CliRunner().invoke(app, [*common, "--dump", str(tiny_dump)])
     assert no_rewards.exit_code == 1 and "no problem with a reward" in no_rewards.output
