@@ -9,7 +9,7 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.evaluation import evaluate
-from shoppingbench.problems.models import Problem
+from shoppingbench.problems.models import Problem, public_id
 from shoppingbench.scoring import ORIGINAL
 from tests.test_scoring_support import FakeEmbedder, answered, lookup, product, product_problem, target
 
@@ -20,7 +20,7 @@ def _suite(n: int) -> list[Problem]:
 
 def test_a_crash_is_that_problems_failure_under_the_runs_profile() -> None:
     def agent(problem: dict[str, Any]) -> list[dict[str, Any]]:
-        if problem["id"] == "problem-1":
+        if problem["id"] == public_id("problem-1"):
             raise RuntimeError("boom")
         return answered("p0")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from shoppingbench.problems.models import public_id
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.sandbox_support import HOSTILE_AGENTS, SLOT_UIDS, TIGHT, leftover_processes, problem, run_agent
 
@@ -176,10 +177,11 @@ def test_forged_log_text_never_reaches_the_verified_log(engine: BM25SearchEngine
     records = run_agent(HOSTILE_AGENTS / "forger.py", problems, engine, workers=2)
     for record in records:
         assert record.failure is None
-        # Exactly the two searches this attempt made, each for its own problem id, nothing forged.
+        # Exactly the two searches this attempt made, each for its own problem's id, nothing forged.
+        seen_id = public_id(record.problem_id)
         assert [(c.kind, c.method, c.path, c.params.get("q")) for c in record.proxy_log] == [
-            ("search", "GET", "/search/find_product", record.problem_id),
-            ("search", "POST", "/search/find_product", record.problem_id)]
+            ("search", "GET", "/search/find_product", seen_id),
+            ("search", "POST", "/search/find_product", seen_id)]
         assert all(c.model is None for c in record.proxy_log)
         assert '"type": "result"' in record.stderr_tail  # what it printed is only ever agent output
         assert record.steps[0]["proxy_log"][0]["model"] == "gpt-forged"  # untrusted steps, kept as data

@@ -7,7 +7,9 @@ read from ShoppingBench JSONL or the reference arena's suite JSON writes back un
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -161,8 +163,13 @@ class Problem(BaseModel):
         return out
 
     def public_view(self) -> dict[str, Any]:
-        """What an agent is allowed to see: never the reward."""
-        return {"id": self.id, "category": self.category, "query": self.query}
+        """What an agent is allowed to see: never the reward, nor anything computed from it.
+
+        ``id`` is not the content id (a hash of the reward: an agent could hash candidate answers until one
+        matched) but a keyed hash of it under a key this process drew at start, so it still names the
+        problem in logs while revealing nothing about the answer.
+        """
+        return {"id": public_id(self.id), "category": self.category, "query": self.query}
 
     @classmethod
     def from_shoppingbench(cls, raw: dict[str, Any], category: Category | None = None) -> Problem:
@@ -189,6 +196,14 @@ class Problem(BaseModel):
         fields = {k: raw[k] for k in ("id", "query", "voucher", "difficulty", "title",
                                       "reward_title_embeddings") if raw.get(k) is not None}
         return cls.model_validate({**fields, "category": resolved, "targets": targets})
+
+
+_PUBLIC_ID_KEY = secrets.token_bytes(32)
+
+
+def public_id(problem_id: str) -> str:
+    """The id an agent sees for ``problem_id``: unlinkable to its content without this process's key."""
+    return hmac.new(_PUBLIC_ID_KEY, problem_id.encode(), hashlib.sha256).hexdigest()[:16]
 
 
 def content_id(category: str, query: str, reward: Any) -> str:
