@@ -1,6 +1,7 @@
 """Race-suite generation: time, solvability and overlap of generated suites over an N-product catalog.
 
-    python -m benchmarks.suites --products 1000000 [--pairs 3] [--space-products 50000] [--cache DIR]
+    python -m benchmarks.suites --products 1000000 [--pairs 3] [--space-products 50000] [--days 365]
+                                [--cache DIR]
 
 The catalog is the sample world's generator at ``--products`` (no problem bank), built once under
 ``--cache`` and reused by later runs. One 60-problem suite (20 per category) is generated and every
@@ -9,7 +10,10 @@ occur in the target, with the stated filters: pages 1..5, shop-scoped for a shop
 Then ``--pairs`` pairs of suites from different seeds are generated and their shared target products
 counted. The last line printed is one JSON object: ``products``, ``suite_gen_s`` (generate + verify one
 suite), ``solvable_share``, ``shared_targets_mean``, ``space_per_category`` and, when
-``--space-products`` is given and differs, ``space_per_category_<N/1000>k`` for a second catalog.
+``--space-products`` is given and differs, ``space_per_category_<N/1000>k`` for a second catalog; then
+the figures of ``--days`` days of the validator's own draws over the same catalog
+(``benchmarks.suite_year``: ``days_simulated``, ``empty_draws``, ``short_draws``,
+``burnt_cluster_repeats``, ``held_out_compromised``, ...).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from benchmarks.suite_year import simulate_year
 from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -128,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--space-products", type=int, default=50_000,
                         help="also count the space of a catalog of this size (0: skip)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where built catalogs are kept")
+    parser.add_argument("--days", type=int, default=365, help="days of suite draws to simulate (0: skip)")
     args = parser.parse_args(argv)
     configure_logging("console", "warning")
 
@@ -142,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         began = time.perf_counter()
         figures["space_per_category"] = generator.space()
         figures["space_s"] = round(time.perf_counter() - began, 2)
+        if args.days:
+            year = simulate_year(generator, days=args.days, per_category=PER_CATEGORY["product"])
+            figures |= {f"year_{k}" if k.endswith("_s") else k: v for k, v in asdict(year).items()}
     if args.space_products and args.space_products != args.products:
         other = catalog_dir(args.space_products, args.seed, args.cache)
         figures[f"space_per_category_{args.space_products // 1000}k"] = space_of(other)

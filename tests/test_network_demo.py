@@ -26,7 +26,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.store import TrajectoryStore
 
 
-def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weights(
+def test_network_demo_races_generated_problems_rejects_one_cheater_and_the_other_loses(
         tmp_path: Path, small_world: SampleWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
     monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
@@ -43,11 +43,14 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
     assert "scripted shopping policy (a test double" in out
     leaderboard = out[out.index("Leaderboard"):]
     assert "winner" in leaderboard
-    assert "baseline delivered, subtask delivered, react delivered, cheater not delivered (exit 6)" in out
+    assert ("baseline delivered, subtask delivered, react delivered, cheater not delivered (exit 6), "
+            "table-cheater delivered") in out
     assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
+    assert "table-cheater: masked answers for 400 bank and 3 qualifying problems" in out
+    assert "race 20" in out and "3 problems generated from the seed" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
-    names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater"}
+    names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater", "table-cheater"}
     hotkeys = {name: str(Wallet(name, "default", path=str(root / "wallets")).hotkey.ss58_address)
                for name in names}
     uid = {n.hotkey: n.uid for n in chain.metagraph().neurons}
@@ -65,12 +68,21 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
     assert [(f.rule, f.category) for f in rejected.findings] == [("embedded_product_id", "integrity")]
     statuses = {s.hotkey: s.status for s in state.submissions.values()}
     assert statuses.pop(hotkeys["cheater"]) == "rejected"
-    assert set(statuses) == {hotkeys[n] for n in ("baseline", "subtask", "react")}
+    assert set(statuses) == {hotkeys[n] for n in ("baseline", "subtask", "react", "table-cheater")}
+    # The table cheater answered the public qualifying suite from its table, and knew nothing of the race's
+    # problems, generated from the seed block after its upload: it qualified, then scored nothing.
+    by_hotkey = {s.hotkey: s for s in state.submissions.values()}
+    table = by_hotkey[hotkeys["table-cheater"]]
+    assert table.status == "raced" and (table.qualifying_score or 0) > 0
+    race = state.last_race
+    assert race is not None and race.results[table.submission_id] == 0.0
+    assert race.results[by_hotkey[hotkeys["react"]].submission_id] > 0.0
+    assert state.reign.hotkey != hotkeys["table-cheater"]
     database.dispose()
 
     with TrajectoryStore.open(f"sqlite:///{root / 'validator-1' / 'trajectories.sqlite3'}") as store:
         stored = store.count_attempts()
-    assert stored >= 3 * 3  # every accepted agent ran the 3-problem qualifying suite, plus the race
+    assert stored >= 4 * 3  # every accepted agent ran the 3-problem qualifying suite, plus the race
     assert f"({stored} attempts:" in out
 
 
