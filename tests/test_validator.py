@@ -21,7 +21,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -34,12 +35,13 @@ from bittensor import Wallet
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from arena.chain import AxonInfo, LocalChain, SubtensorChain
+from arena.chain import AxonInfo, ChainError, LocalChain, SubtensorChain
 from arena.judge import Judge, JudgeInput, JudgeVerdict
 from arena.race import ManualClock, RaceEngine, RaceRules, SqlEventStore
 from arena.race.events import (
     QualifyingFinished,
     RaceResultRecorded,
+    RaceSkipped,
     RaceStarted,
     SubmissionAccepted,
     SubmissionRejected,
@@ -48,6 +50,7 @@ from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
 from arena.submissions.store import FileStore, VerdictStore
+from arena.suites import SuiteSource
 from arena.validator import Validator, open_suite_generator, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
@@ -58,7 +61,7 @@ from shoppingbench.catalog.build import open_catalog
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.llm_stub import create_app
 from shoppingbench.llm_stub.policies import shopping_policy
-from shoppingbench.problems.models import CATEGORIES, Problem
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
@@ -114,7 +117,7 @@ class Arena:
         return ArenaSettings(home=home, qualifying_suite_per_category=per_category,
                              race_suite_per_category=per_category)
 
-    def validator(self, name: str, generator: ProblemGenerator, run_agent: RunAgent, *,
+    def validator(self, name: str, generator: SuiteSource, run_agent: RunAgent, *,
                   per_category: int = 2, judge: Judge | None = None) -> Validator:
         wallet = make_wallet(self.root / "wallets", name) if not (self.root / "wallets" / name).exists() \
             else Wallet(name, "default", path=str(self.root / "wallets"))
@@ -336,6 +339,57 @@ def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_
         one, two = arena.chain.weights(first.hotkey), arena.chain.weights(late.hotkey)
         assert one is not None and two is not None and one.uids != (0,)
         assert one.to_bytes() == two.to_bytes()
+
+
+class UsedUp:
+    """The real generator over a catalog whose burn window has used up every race target: qualifying
+    suites as usual, race suites empty (what ``generate`` returns when nothing unburnt is solvable)."""
+
+    def __init__(self, generator: ProblemGenerator) -> None:
+        self.generator = generator
+        self.fingerprint = generator.fingerprint
+
+    def generate(self, seed: str, per_category: Mapping[Category, int], *,
+                 exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]:
+        if seed.startswith("race/"):
+            return []
+        return self.generator.generate(seed, per_category, exclude_products=exclude_products)
+
+
+def test_a_race_day_without_problems_is_skipped_and_weights_are_still_set(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
+    validator = arena.validator("validator", UsedUp(generator), runner)
+    validator.tick()
+    arena.upload(validator, "alice", REACT)
+    arena.clock.advance(timedelta(minutes=5))
+    assert len(validator.tick().qualified) == 1
+    arena.clock.advance(timedelta(hours=7))  # 16:05: the race is due, and nothing can be generated
+    report = validator.tick()
+    assert report.race_started is None and report.weights_set_at is not None
+    skipped = [e for e in validator.race.store.load() if isinstance(e, RaceSkipped)]
+    assert skipped[-1].day == date(2026, 11, 19) and "no problems could be generated" in skipped[-1].reason
+    assert validator.race.state.running is None and validator.last_weights is not None
+    assert validator.last_weights.uids == (0,)  # no race ever finished: everything still burns
+
+
+def test_an_unreadable_seed_is_asked_for_again_and_weights_are_still_set(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No local fallback seed: a chain read that fails leaves the race for the next tick."""
+    validator = arena.validator("validator", generator, runner)
+    validator.tick()
+    arena.upload(validator, "alice", REACT)
+    arena.clock.advance(timedelta(minutes=5))
+    validator.tick()
+    arena.clock.advance(timedelta(hours=7))
+    with monkeypatch.context() as patch:
+        def unreachable(block: int) -> str:
+            raise ChainError(f"reading block {block}: the node did not answer")
+        patch.setattr(arena.chain, "block_hash", unreachable)
+        waiting = validator.tick()
+    assert waiting.race_started is None and waiting.weights_set_at is not None
+    assert validator.race.race_due() == date(2026, 11, 19)  # still due: nothing was skipped or made up
+    arena.clock.advance(timedelta(minutes=1))
+    assert validator.tick().race_started == "2026-11-19"
 
 
 def test_uploads_are_ingested_once_and_rejections_reach_the_race_log(

@@ -57,6 +57,11 @@ SeedLookup = Callable[[datetime], RaceSeed | None]
 class SuiteSource(Protocol):
     """What makes problems: ``shoppingbench.generator.ProblemGenerator`` over the validator's catalog."""
 
+    @property
+    def fingerprint(self) -> str:
+        """The catalog's content digest: suites are only ever compared over the same catalog."""
+        ...
+
     def generate(self, seed: str, per_category: Mapping[Category, int], *,
                  exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]: ...
 

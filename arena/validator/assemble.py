@@ -25,7 +25,7 @@ from arena.storage import open_database
 from arena.submissions import SubmissionGate
 from arena.submissions.store import FileStore
 from arena.suites import SqlExposureLedger
-from arena.suites.public import PublicSuites, SuiteCache
+from arena.suites.public import PublicSuites, SuiteCache, SuiteSource
 from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
@@ -106,7 +106,7 @@ def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
 
 
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,
-                   generator: ProblemGenerator, run_agent: RunAgent, store: TrajectoryStore,
+                   generator: SuiteSource, run_agent: RunAgent, store: TrajectoryStore,
                    judge: Judge | None = None) -> Validator:
     """A validator over the arena database and trajectory store named by ``settings`` (created on first
     use, resumed after that), generating its suites with ``generator`` from ``chain``'s race seeds."""
@@ -147,7 +147,7 @@ class ValidatorStack:
 
 @contextmanager
 def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
-                         generator: ProblemGenerator, run_agent: RunAgent) -> Iterator[ValidatorStack]:
+                         generator: SuiteSource, run_agent: RunAgent) -> Iterator[ValidatorStack]:
     """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
     ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
     hotkey = str(wallet.hotkey.ss58_address)
