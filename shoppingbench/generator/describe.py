@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from shoppingbench.catalog.models import SERVICES, Product, build_contents
 from shoppingbench.generator.config import GeneratorConfig
@@ -20,7 +20,7 @@ from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.wording import attribute_clause, detail_clause, sku_clause
 from shoppingbench.problems.models import RewardTarget
 from shoppingbench.problems.solvability import WORD
-from shoppingbench.problems.terms import price_condition
+from shoppingbench.problems.terms import price_condition, stated_target
 from shoppingbench.search.analysis import analyze
 from shoppingbench.world import queries
 
@@ -237,21 +237,6 @@ def describe(product: Product, rng: HashDraws, *, detail: int, constraints: tupl
         relation, (low, high) = next(iter(condition.items()))
         clauses.append(queries.price_phrase(relation, low, high, rng))
 
-    # Keep the price last most of the time, as people do; shuffle the rest.
-    tail = clauses.pop() if prices and rng.random() < 0.7 else None
-    rng.shuffle(clauses)
-    if tail is not None:
-        clauses.append(tail)
-    phrase = queries.article(" ".join([*prefix, *span]))
-    if clauses:
-        phrase += " " + queries.join_clauses(clauses, rng)
-    reward: dict[str, Any] = {"product_id": product.product_id, "title": [product.title]}
-    if sku:
-        reward["sku_options"] = [sku]
-    if attributes:
-        reward["attributes"] = attributes
-    if stated_services:
-        reward["service"] = stated_services
-    if prices:
-        reward["price"] = prices
-    return Item(product=product, target=RewardTarget.model_validate(reward), phrase=phrase)
+    phrase = queries.item_phrase(" ".join([*prefix, *span]), clauses, rng, price_last=bool(prices))
+    target = stated_target(product, sku=sku, attributes=attributes, services=stated_services, prices=prices)
+    return Item(product=product, target=target, phrase=phrase)

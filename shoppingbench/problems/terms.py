@@ -11,7 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from shoppingbench.problems.models import Voucher
+from shoppingbench.catalog.models import Product
+from shoppingbench.problems.models import RewardTarget, Voucher
 
 T = TypeVar("T")
 
@@ -26,6 +27,8 @@ class Draws(Protocol):
     def randint(self, a: int, b: int) -> int: ...
 
     def choice(self, seq: Sequence[T]) -> T: ...
+
+    def shuffle(self, x: list[Any]) -> None: ...
 
 
 PriceConditionJSON = dict[str, list[float | None]]
@@ -74,3 +77,18 @@ def make_voucher(prices: Sequence[float], *, shop: bool, rng: Draws) -> Voucher 
         return None
     budget = low + int((high - low) * rng.random() ** 2)
     return Voucher.model_validate({**fields, "budget": budget, "price_after_voucher": round(after, 4)})
+
+
+def stated_target(product: Product, *, sku: dict[str, str], attributes: list[dict[str, list[str]]],
+                  services: list[str], prices: list[dict[str, list[float | None]]]) -> RewardTarget:
+    """The reward target of ``product`` checking exactly what the request states about it."""
+    reward: dict[str, Any] = {"product_id": product.product_id, "title": [product.title]}
+    if sku:
+        reward["sku_options"] = [sku]
+    if attributes:
+        reward["attributes"] = attributes
+    if services:
+        reward["service"] = services
+    if prices:
+        reward["price"] = prices
+    return RewardTarget.model_validate(reward)

@@ -15,7 +15,7 @@ import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from shoppingbench.catalog.models import Product, build_contents
 from shoppingbench.problems.models import CATEGORIES, Category, Problem, RewardTarget, Voucher
@@ -26,7 +26,7 @@ from shoppingbench.problems.solvability import (
     request_keywords,
     target_filters,
 )
-from shoppingbench.problems.terms import make_voucher, price_condition
+from shoppingbench.problems.terms import make_voucher, price_condition, stated_target
 from shoppingbench.world import queries
 from shoppingbench.world.vocabulary import LEAF_BY_PATH
 
@@ -114,24 +114,9 @@ def _describe(product: Product, rng: random.Random, detail: int, constraints: tu
         relation, (low, high) = next(iter(condition.items()))
         clauses.append(queries.price_phrase(relation, low, high, rng))
 
-    # Keep the price last most of the time, as people do; shuffle the rest.
-    tail = clauses.pop() if prices and rng.random() < 0.7 else None
-    rng.shuffle(clauses)
-    if tail is not None:
-        clauses.append(tail)
-    phrase = queries.article(" ".join([*prefix, product_type]))
-    if clauses:
-        phrase += " " + queries.join_clauses(clauses, rng)
-    reward: dict[str, Any] = {"product_id": product.product_id, "title": [product.title]}
-    if sku:
-        reward["sku_options"] = [sku]
-    if attributes:
-        reward["attributes"] = attributes
-    if services:
-        reward["service"] = services
-    if prices:
-        reward["price"] = prices
-    return _Item(product=product, target=RewardTarget.model_validate(reward), phrase=phrase)
+    phrase = queries.item_phrase(" ".join([*prefix, product_type]), clauses, rng, price_last=bool(prices))
+    target = stated_target(product, sku=sku, attributes=attributes, services=services, prices=prices)
+    return _Item(product=product, target=target, phrase=phrase)
 
 
 class _Builder:

@@ -194,6 +194,17 @@ def article(noun_phrase: str) -> str:
     return ("an " if vowel_sound else "a ") + noun_phrase
 
 
+def item_phrase(name: str, clauses: list[str], rng: Draws, *, price_last: bool) -> str:
+    """``name`` with its article and the clauses in a shuffled order; with ``price_last`` (the last clause
+    is the price) it stays last most of the time, as people say it."""
+    tail = clauses.pop() if price_last and rng.random() < 0.7 else None
+    rng.shuffle(clauses)
+    if tail is not None:
+        clauses.append(tail)
+    phrase = article(name)
+    return f"{phrase} {join_clauses(clauses, rng)}" if clauses else phrase
+
+
 def join_clauses(clauses: Sequence[str], rng: Draws) -> str:
     """``"x"``, ``"x and y"`` or ``"x, y, and z"`` (the Oxford comma is a coin flip, as with people)."""
     if len(clauses) <= 1:
