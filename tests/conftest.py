@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy.exc import OperationalError
 
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
 from shoppingbench.search.engine import BM25SearchEngine
 from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
+
+# Property tests draw the same examples on every run (a CI result must not depend on the luck of the
+# draw); `HYPOTHESIS_PROFILE=explore pytest ...` searches new ones when hunting for bugs.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "fixtures" / "samples"
 """Copies of ``shared/samples``: a few real lines of each ShoppingBench file format."""
