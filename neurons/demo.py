@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -18,6 +19,7 @@ from rich.table import Table
 from shoppingbench.agents.scripted_baseline import agent_main
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import EvaluationResult, evaluate
+from shoppingbench.records import ProxyCall
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
 from shoppingbench.scoring import CachedEmbedder, CategoryScore, MiniLMEmbedder, get_profile
 from shoppingbench.settings import HarnessSettings
@@ -31,16 +33,25 @@ def sample_world(settings: HarnessSettings) -> SampleWorld:
 
 
 def results_table(result: EvaluationResult, title: str) -> Table:
-    """Per-category success and gt rates, mean rule and format, and the suite aggregate (ASR)."""
+    """Per-category success and gt rates, mean rule and format, the calls the proxy refused (403 model not
+    allowed, 429 budget spent), and the suite aggregate (ASR)."""
     table = Table(title=title)
-    for column in ("category", "problems", "success", "gt", "mean rule", "mean format"):
+    for column in ("category", "problems", "success", "gt", "mean rule", "mean format", "proxy refusals"):
         table.add_column(column, justify="left" if column == "category" else "right")
-    rows: list[tuple[str, CategoryScore]] = list(result.suite.by_category.items())
-    rows.append(("all (ASR)", result.suite))
-    for name, score in rows:
+    refused = Counter(attempt.category for attempt in result.attempts for _ in attempt.refused_calls())
+    rows: list[tuple[str, CategoryScore, int]] = [(name, score, refused[name])
+                                                  for name, score in result.suite.by_category.items()]
+    rows.append(("all (ASR)", result.suite, refused.total()))
+    for name, score, refusals in rows:
         table.add_row(name, str(score.problems), f"{score.success_rate:.1%}", f"{score.gt_rate:.1%}",
-                      f"{score.mean_rule:.3f}", f"{score.mean_format:.3f}")
+                      f"{score.mean_rule:.3f}", f"{score.mean_format:.3f}",
+                      f"[red]{refusals}[/red]" if refusals else "0")
     return table
+
+
+def first_refusal(result: EvaluationResult) -> ProxyCall | None:
+    """The first call the proxy refused, in suite order: what to tell a miner whose agent was refused."""
+    return next((call for attempt in result.attempts for call in attempt.refused_calls()), None)
 
 
 def _write_attempts(result: EvaluationResult, out: Path) -> None:

@@ -20,6 +20,7 @@ import typer
 from bittensor import Wallet
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
@@ -30,7 +31,7 @@ from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites.clusters import cluster_problems
 from arena.validator.api import EmbargoEntry
-from neurons.demo import results_path, results_table, sample_world
+from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
 from shoppingbench.logs import configure_logging
@@ -125,9 +126,10 @@ def test(
         "--model", help="Model the agent may use; repeat for several, the first is the default "
                         "(default $ARENA_INFERENCE_MODELS)")] = None,
     scripted_llm: Annotated[bool, typer.Option(
-        "--scripted-llm", help="No LLM endpoint? Serve the bundled scripted shopping policy (a test double, "
-                               f"model `{SCRIPTED_MODEL}`) on loopback and let the agent use it. Its "
-                               "scores measure the script, not a real model")] = False,
+        "--scripted-llm", help="No LLM endpoint? Serve the bundled scripted shopping policy (a test double) "
+                               "on loopback and let the agent use it under whatever model name it asks for "
+                               f"(default `{SCRIPTED_MODEL}`, or the first --model). Its scores measure the "
+                               "script, not a real model")] = False,
     out: Annotated[Path | None, typer.Option(
         "--out", dir_okay=False, help="JSONL of every attempt (dialogue, proxy log, scores); "
                                       "default `$ARENA_HOME/results/miner-test-*.jsonl`")] = None,
@@ -173,10 +175,11 @@ def test(
                   f"{len(suite)} problems, sandbox {settings.sandbox}, {settings.workers} workers")
 
     if scripted_llm:
-        if inference_url or models:
-            raise typer.BadParameter("--scripted-llm replaces --inference-url/--model: give one or the other")
-        console.print(f"[yellow]LLM: the scripted shopping policy (a test double) as `{SCRIPTED_MODEL}`: "
-                      "scores measure the script, not a real model[/yellow]")
+        if inference_url:
+            raise typer.BadParameter("--scripted-llm replaces --inference-url: give one or the other")
+        default = settings.allowed_models()[0] if models else SCRIPTED_MODEL
+        console.print(f"[yellow]LLM: the scripted shopping policy (a test double), answering to any model "
+                      f"name, default `{default}`: scores measure the script, not a real model[/yellow]")
 
     destination = out or results_path(settings, f"miner-test-{agent.stem}")
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -208,6 +211,10 @@ def test(
         if attempt.failure is not None:
             failures[attempt.failure.kind] = failures.get(attempt.failure.kind, 0) + 1
     console.print(results_table(result, f"{agent.name} on {len(suite)} problems"))
+    refusal = first_refusal(result)
+    if refusal is not None:
+        console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
+                      f"{escape(refusal.error or '')}", highlight=False)
     if failures:
         console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
     console.print(f"dialogues, proxy logs and scores: {destination}")

@@ -7,7 +7,7 @@ the sandbox's proxy saw the agent do, written only by the proxy and never by age
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +39,10 @@ class ReturnedProduct(BaseModel):
     service: list[str] = Field(default_factory=list)
     values: list[str] = Field(default_factory=list,
                               description="Lower-case sku option and attribute values (view answers)")
+
+
+REFUSAL_STATUSES: Final = frozenset({403, 429})
+"""Statuses of a proxy refusal: the model is not allowed (403), a budget is spent (429)."""
 
 
 class ProxyCall(BaseModel):
@@ -108,3 +112,7 @@ class AttemptRecord(BaseModel):
     agent_ms: float | None = Field(
         default=None, description="Agent start to answer as the sandbox measured it (informative only: "
                                   "reported from inside the sandbox); started_at/finished_at are the host's")
+
+    def refused_calls(self) -> list[ProxyCall]:
+        """The calls the proxy refused: a model not allowed (403) or a spent budget (429)."""
+        return [call for call in self.proxy_log if call.status in REFUSAL_STATUSES]

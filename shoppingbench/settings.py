@@ -33,7 +33,8 @@ class HarnessSettings(BaseSettings):
     # The sandbox every untrusted agent runs in (docs/runner.md).
     sandbox: Literal["namespace", "docker", "none"] = Field(
         default="namespace", description="namespace (bubblewrap), docker, or none (trusted debugging only)")
-    sandbox_timeout_s: float = Field(default=180.0, gt=0, description="Wall-clock limit of one problem")
+    sandbox_timeout_s: float = Field(
+        default=300.0, gt=0, description="Wall-clock limit of one problem (300 s, the reference arena's)")
     sandbox_cpu_s: int | None = Field(default=None, ge=1,
                                       description="CPU-seconds limit of one problem (default: the timeout)")
     sandbox_memory_mb: int = Field(default=2048, ge=256, description="Address-space limit per process")

@@ -125,7 +125,8 @@ def test_tools_serve_answers_and_logs_json(tmp_path: Path, shared_samples: Path)
                 assert server.poll() is None and time.monotonic() < deadline, "tool server did not start"
                 time.sleep(0.2)
         assert health == {"status": "ok", "products": 2}
-        hits = httpx.get(f"http://127.0.0.1:{port}/search/find_product", params={"q": "water bottle"}).json()
+        hits = httpx.get(f"http://127.0.0.1:{port}/search/find_product",
+                         params={"q": "water bottle", "page": 1}).json()
         assert sorted(h["product_id"] for h in hits) == ["900000001", "900000002"]
     finally:
         server.terminate()

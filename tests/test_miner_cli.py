@@ -11,8 +11,11 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from neurons.miner import EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
+from shoppingbench.llm_stub import create_app as create_stub_app
+from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
+from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
 from trajectories.store import TrajectoryStore
 
@@ -108,6 +111,48 @@ def test_scripted_llm_runs_an_llm_agent_end_to_end_and_its_trajectories_count_as
     assert inference and all(c.status == 200 and c.model == SCRIPTED_MODEL for c in inference)
     assert any(r.score.success for r in records)
     assert "agentic 4" in result.output
+
+
+TEMPLATE = REPO / "tests" / "fixtures" / "agents" / "oro_template_agent.py"
+
+
+@pytest.mark.parametrize("models", [[], ["deepseek-ai/DeepSeek-V3.2-TEE"]], ids=["scripted-name", "--model"])
+def test_an_agent_in_the_reference_templates_style_scores_under_scripted_llm(
+        models: list[str], small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    """It asks for the model in SANDBOX_MODEL, imports ujson and sends filter values the reference server
+    ignores: it runs, is answered under the model it named, and scores."""
+    model_args = [arg for model in models for arg in ("--model", model)]
+    result = CliRunner().invoke(app, [*_args(TEMPLATE, small_world, suite_files, tmp_path), "--scripted-llm",
+                                      *model_args])
+    assert result.exit_code == 0, result.output
+    records = [AttemptRecord.model_validate(orjson.loads(line))
+               for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert all(r.failure is None for r in records), [r.failure for r in records]
+    inference = [c for r in records for c in r.proxy_log if c.kind == "inference"]
+    assert inference and {c.model for c in inference} == {models[0] if models else SCRIPTED_MODEL}
+    searches = [c for r in records for c in r.proxy_log if c.path == "/search/find_product"]
+    assert searches and all(c.status == 200 and c.params["sort"] == "relevance" for c in searches)
+    assert sum(r.score.success for r in records) > 0
+    assert "first proxy refusal" not in result.output
+
+
+def test_proxy_refusals_are_counted_in_the_table_with_the_first_message(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    agent = tmp_path / "wrong_model.py"
+    agent.write_text("from src.agent.proxy_client import ProxyClient\n\n\ndef agent_main(problem):\n"
+                     "    ProxyClient(max_retries=1).post('/inference/chat/completions', json_data={\n"
+                     "        'model': 'some-other-model',\n"
+                     "        'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+                     "    return []\n")
+    with running_server(create_stub_app(shopping_policy)) as url:
+        result = CliRunner(env={"COLUMNS": "200"}).invoke(app, [
+            *_args(agent, small_world, suite_files, tmp_path), "--inference-url", f"{url}/v1",
+            "--model", "allowed-model"])
+    assert result.exit_code == 0, result.output
+    refused = [line for line in result.output.splitlines() if "all (ASR)" in line]
+    assert refused and refused[0].rstrip(" │").split()[-1] == "4", result.output
+    assert "first proxy refusal: 403 on /inference/chat/completions: model 'some-other-model' is not " \
+           "allowed; allowed: allowed-model" in result.output
 
 
 def test_scripted_llm_and_an_endpoint_are_exclusive(small_world: SampleWorld, suite_files: list[Path],

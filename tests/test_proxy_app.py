@@ -77,10 +77,10 @@ def test_a_channel_without_a_running_attempt_is_refused(engine: BM25SearchEngine
 def test_search_calls_are_logged_with_their_parameters_and_returned_ids(engine: BM25SearchEngine) -> None:
     with ProxyServer(engine, InferenceConfig(), channels=1) as proxy, _client(proxy, 0) as client:
         proxy.begin(0, "run", "p1")
-        hits = client.get("/search/find_product", params={"q": "bag", "sort": "priceasc"}).json()
+        hits = client.get("/search/find_product", params={"q": "bag", "page": "1", "sort": "priceasc"}).json()
         ids = [hit["product_id"] for hit in hits[:3]]
         details = client.post("/search/view_product_information", json={"product_ids": ids}).json()
-        bad = client.get("/search/find_product", params={"q": "bag", "page": "two"})
+        bad = client.get("/search/find_product", params={"q": "bag " * 600, "page": "1"})  # overlong
         raw = client.get("/search/get_product_raw", params={"product_id": ids[0]})
         log = proxy.end(0)
     assert hits and [d["product_id"] for d in details] == ids
@@ -90,10 +90,10 @@ def test_search_calls_are_logged_with_their_parameters_and_returned_ids(engine: 
         (1, "search", "POST", "/search/view_product_information", 200),
         (2, "search", "GET", "/search/find_product", 422),
         (3, "other", "GET", "/search/get_product_raw", 404)]
-    assert log[0].params == {"q": "bag", "sort": "priceasc"}
+    assert log[0].params == {"q": "bag", "page": "1", "sort": "priceasc"}
     assert log[0].product_ids == [hit["product_id"] for hit in hits]
     assert log[1].params == {"product_ids": ids} and log[1].product_ids == ids
-    assert log[2].product_ids == [] and log[2].error is not None and "page" in log[2].error
+    assert log[2].product_ids == [] and log[2].error is not None and "2000 characters" in log[2].error
     assert all(c.duration_ms > 0 and c.started_at > 0 for c in log)
 
 
@@ -222,7 +222,7 @@ def test_tcp_channels_attribute_by_port(engine: BM25SearchEngine) -> None:
     with ProxyServer(engine, InferenceConfig(), channels=2, transport="tcp") as proxy:
         proxy.begin(1, "run", "p1")
         other = httpx.get(f"{proxy.channels[0].url}/search/find_product", params={"q": "x"})
-        mine = httpx.get(f"{proxy.channels[1].url}/search/find_product", params={"q": "x"})
+        mine = httpx.get(f"{proxy.channels[1].url}/search/find_product", params={"q": "x", "page": 1})
         log = proxy.end(1)
     assert (other.status_code, mine.status_code, len(log)) == (403, 200, 1)
     assert orjson.loads(mine.content) and log[0].product_ids

@@ -171,7 +171,7 @@ import importlib.util, json
 spec = importlib.util.spec_from_file_location("agent", {str(agent_file)!r})
 agent = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(agent)
-print("STEPS" + json.dumps(agent.agent_main({json.dumps(problem.public_view())})))
+print("STEPS" + json.dumps(agent.agent_main(json.loads({json.dumps(json.dumps(problem.public_view()))}))))
 """
     services.proxy.begin(0, "isolated", problem.id)
     done = run_isolated(code, _sandbox_tree(tmp_path), services.environment())

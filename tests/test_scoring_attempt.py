@@ -8,7 +8,7 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.loaders import load_problems
-from shoppingbench.scoring import AttemptScore, extract_answer, score_attempt
+from shoppingbench.scoring import ORIGINAL, PRODUCTION_STRICT, AttemptScore, extract_answer, score_attempt
 from tests.test_scoring_support import (
     TERMINATE,
     FakeEmbedder,
@@ -42,10 +42,10 @@ def test_empty_entries_keep_their_position_but_trailing_ones_go() -> None:
     assert extract_answer(answered(" , ,")) == []
 
 
-def test_a_skipped_position_scores_zero_and_later_ids_keep_their_targets() -> None:
+def test_a_skipped_position_scores_zero_and_later_ids_keep_their_targets_in_the_original() -> None:
     problem = shop_problem(target("t1", **COD), target("t2", **COD), target("t3", **COD))
     catalog = lookup(cod("t1"), cod("t3"))
-    score = score_attempt(problem, answered("t1,,t3"), catalog, FakeEmbedder())
+    score = score_attempt(problem, answered("t1,,t3"), catalog, FakeEmbedder(), ORIGINAL)
     assert [t.gt for t in score.targets] == [True, False, True]
     assert score.rule == pytest.approx(2 / 3) and not score.success
     assert catalog.asked == [["t1", "t3"]]  # type: ignore[attr-defined]
@@ -61,9 +61,31 @@ def test_last_recommend_call_with_junk_ids_answers_nothing() -> None:
     assert extract_answer(steps) == []
 
 
-def test_list_and_integer_ids_are_tolerated() -> None:
+def test_list_and_integer_ids_are_tolerated_by_the_original_profile() -> None:
     assert extract_answer(answered(["a", " b", 7, None, ["nested"]])) == ["a", "b", "7"]
     assert extract_answer(answered(4410867766)) == ["4410867766"]
+
+
+@pytest.mark.parametrize("ids", [["t"], 4410867766, None], ids=["json-list", "integer", "null"])
+def test_production_answers_only_a_string_as_the_reference_production_scorer(ids: object) -> None:
+    """``ProblemScorer._extract_recommended_product``: a ``product_ids`` that is not a str answers nothing."""
+    assert extract_answer(answered(ids), production=True) == []
+    problem = product_problem(target("t", **COD))
+    strict = score_attempt(problem, answered(["t"]), lookup(cod("t")), FakeEmbedder(), PRODUCTION_STRICT)
+    original = score_attempt(problem, answered(["t"]), lookup(cod("t")), FakeEmbedder(), ORIGINAL)
+    assert (strict.success, strict.gt) == (False, 0) and (original.success, original.gt) == (True, 1)
+
+
+def test_production_drops_empty_entries_so_later_ids_move_up() -> None:
+    """``a,,b,c``: the production scorer skips the empty entry (``if pid and pid not in seen``), so b pairs
+    with the second target; the original keeps the position, so b pairs with the third."""
+    assert extract_answer(answered("t1,,t2, ,t1"), production=True) == ["t1", "t2"]
+    assert extract_answer(answered("t1,,t2, ,t1")) == ["t1", "", "t2"]
+    problem, products = two_targets(), lookup(cod("t1"), cod("t2"))
+    strict = score_attempt(problem, answered("t1,,t2"), products, FakeEmbedder(), PRODUCTION_STRICT)
+    original = score_attempt(problem, answered("t1,,t2"), products, FakeEmbedder(), ORIGINAL)
+    assert strict.answer == ["t1", "t2"] and strict.success and strict.gt == 1
+    assert original.answer == ["t1", "", "t2"] and not original.success and original.gt == 0.5
 
 
 def test_product_problem_scores_the_first_id_only() -> None:

@@ -126,7 +126,7 @@ def agent_main(problem: dict[str, Any]) -> list[dict[str, Any]]:
         listing = ""
     items = read_items(listing, query)
     picks = [attempt.choose(item, attempt.search(item)) for item in items]
-    one_shop = problem.get("category") == "shop" or "same shop" in query
+    one_shop = str(problem.get("category", "")).lower() == "shop" or "same shop" in query
     if one_shop and len(items) > 1 and picks[0] is not None \
             and len({str(p.get("shop_id")) for p in picks if p is not None}) != 1:
         shop = str(picks[0].get("shop_id"))

@@ -11,7 +11,7 @@ import hmac
 import math
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -165,11 +165,18 @@ class Problem(BaseModel):
     def public_view(self) -> dict[str, Any]:
         """What an agent is allowed to see: never the reward, nor anything computed from it.
 
-        ``id`` is not the content id (a hash of the reward: an agent could hash candidate answers until one
-        matched) but a keyed hash of it under a key this process drew at start, so it still names the
-        problem in logs while revealing nothing about the answer.
+        The keys of the reference arena's problem dict (its validator passes the suite entry minus
+        ``reward`` and ``voucher``): ``problem_id``, ``query``, ``category`` spelled as there
+        (``Product``, ``Shop``, ``Voucher``), ``difficulty`` and ``title`` (``None`` when the problem has
+        none), plus our ``id``. ``problem_id`` and ``id`` are not the content id (a hash of the reward: an
+        agent could hash candidate answers until one matched) but a keyed hash of it under a key this
+        process drew at start, so they still name the problem in logs while revealing nothing about the
+        answer. ``reward_title_embeddings`` are computed from the reward and never given.
         """
-        return {"id": public_id(self.id), "category": self.category, "query": self.query}
+        shown = public_id(self.id)
+        return {"problem_id": shown, "id": shown, "query": self.query,
+                "category": REFERENCE_CATEGORY[self.category], "difficulty": self.difficulty,
+                "title": self.title}
 
     @classmethod
     def from_shoppingbench(cls, raw: dict[str, Any], category: Category | None = None) -> Problem:
@@ -197,6 +204,9 @@ class Problem(BaseModel):
                                       "reward_title_embeddings") if raw.get(k) is not None}
         return cls.model_validate({**fields, "category": resolved, "targets": targets})
 
+
+REFERENCE_CATEGORY: Final[dict[Category, str]] = {"product": "Product", "shop": "Shop", "voucher": "Voucher"}
+"""How the reference arena spells each category in its suites and in the problem dict its agents get."""
 
 _PUBLIC_ID_KEY = secrets.token_bytes(32)
 

@@ -32,6 +32,9 @@ class InferenceConfig(BaseModel):
     base_url: str | None = None
     api_key: SecretStr = SecretStr("not-needed")
     models: list[str] = Field(default_factory=list, description="Allowlist; the first is the default")
+    any_model: bool = Field(default=False, description=(
+        "Forward whatever model the agent names (a test double that answers to every name); "
+        "``models`` then only names the default"))
     max_tokens: int = Field(default=4096, ge=1, description="Cap on max_tokens/max_completion_tokens")
     timeout_s: float = Field(default=300.0, gt=0)
     budgets: InferenceBudgets = Field(default_factory=InferenceBudgets)
@@ -148,7 +151,7 @@ class InferenceForwarder:
             return _error(400, "'messages' must be a list of message objects", fields)
         if self._client is None:
             return _error(503, "no inference endpoint is configured for this run", fields)
-        if model not in self.config.models:
+        if not self.config.any_model and model not in self.config.models:
             return _error(403, f"model {model!r} is not allowed; allowed: {', '.join(self.config.models)}",
                           fields)
         if body.get("stream"):

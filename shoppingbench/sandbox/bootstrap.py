@@ -8,8 +8,9 @@ importable. It then
    stderr (so nothing the agent prints can look like a frame),
 2. starts the loopback->proxy forwarder thread when CONFIG names a socket,
 3. imports the warm-up modules (httpx, the SDK) once, compiles the agent file, and reports ``ready``,
-4. for each ``run`` command forks a child that applies the per-problem CPU limit, executes the agent
-   file as a fresh module, calls ``agent_main(problem)``, checks the steps' shape, serialises them and
+4. for each ``run`` command forks a child that applies the per-problem CPU limit, sets ``PROBLEM_DATA``
+   to the problem as JSON (as the reference arena does), executes the agent file as a fresh module,
+   calls ``agent_main(problem)``, checks the steps' shape, serialises them and
    writes them to a pipe; the parent enforces the wall-clock limit and the size of the answer,
    then kills every other process of the sandbox and empties its /tmp (so nothing outlives its
    problem) and answers.
@@ -142,6 +143,7 @@ def _child(config: dict[str, Any], code: types.CodeType | None, compile_error: s
         _prctl(PR_SET_DUMPABLE, 1)
         cpu = int(config["cpu_s"])
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        os.environ["PROBLEM_DATA"] = json.dumps(problem)  # as the reference arena's sandbox sets it
         if code is None:
             answer = _failure("crash", compile_error or "the agent file could not be compiled")
         else:

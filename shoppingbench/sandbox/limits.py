@@ -18,7 +18,8 @@ class SandboxLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    timeout_s: float = Field(default=180.0, gt=0, description="Wall-clock limit of one problem")
+    timeout_s: float = Field(default=300.0, gt=0,
+                             description="Wall-clock limit of one problem (300 s, the reference arena's)")
     cpu_s: int | None = Field(default=None, ge=1, description="CPU seconds of one problem (default: timeout)")
     memory_bytes: int = Field(default=2048 * MiB, ge=256 * MiB, description="Address space per process")
     processes: int = Field(default=128, ge=8, description="Processes and threads of the sandbox")

@@ -73,13 +73,16 @@ SCRIPTED_MODEL = "scripted-shopper"
 @contextmanager
 def run_inference(settings: HarnessSettings, *, scripted: bool) -> Iterator[InferenceConfig]:
     """The configured endpoint, or with ``scripted`` the scripted shopping policy (a test double, for runs
-    without an endpoint) served on loopback for as long as the block runs."""
+    without an endpoint) served on loopback for as long as the block runs. The test double answers to
+    whatever model an agent names; its default (``SANDBOX_MODEL``) is the first configured model, else
+    :data:`SCRIPTED_MODEL`."""
     if not scripted:
         yield inference_config(settings)
         return
-    with running_server(create_stub_app(shopping_policy, models=[SCRIPTED_MODEL])) as url:
-        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1",
-                                                             "models": [SCRIPTED_MODEL]})
+    with running_server(create_stub_app(shopping_policy, models=None)) as url:
+        models = settings.allowed_models() or [SCRIPTED_MODEL]
+        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1", "models": models,
+                                                             "any_model": True})
 
 
 def inference_config(settings: HarnessSettings) -> InferenceConfig:
@@ -107,7 +110,9 @@ class AgentFile:
 
 
 def _agent_env(inference: InferenceConfig) -> dict[str, str]:
-    return {"SANDBOX_DEFAULT_MODEL": inference.default_model or "",
+    """The models an agent may ask for; ``SANDBOX_MODEL`` is the reference arena's name for the default."""
+    default = inference.default_model or ""
+    return {"SANDBOX_MODEL": default, "SANDBOX_DEFAULT_MODEL": default,
             "SANDBOX_ALLOWED_MODELS": ",".join(inference.models)}
 
 

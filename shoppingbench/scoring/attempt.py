@@ -114,7 +114,7 @@ def score_attempt(problem: Problem, steps: object, products: ProductLookup, embe
     from the catalog score 0. ``products`` is called once with the paired ids; its errors propagate,
     because a catalog outage must not be graded as a bad answer.
     """
-    answer = extract_answer(steps)
+    answer = extract_answer(steps, production=profile.production_answers)
     paired = answer[:1] if problem.category == "product" else answer[:len(problem.targets)]
     present = [pid for pid in paired if pid]
     catalog = products(present) if present else {}

@@ -41,8 +41,11 @@ def _ids_from(value: object) -> list[str] | None:
     return None
 
 
-def extract_answer(steps: object) -> list[str]:
+def extract_answer(steps: object, *, production: bool = False) -> list[str]:
     """The ids of the last ``recommend_product`` call: split on commas, stripped, de-duplicated in order.
+
+    With ``production``, as the reference arena's production scorer reads it: only a string answers,
+    and empty entries are dropped rather than kept as skipped positions.
 
     The last call counts even when its ``product_ids`` is junk: that call then answers nothing,
     exactly like the original ``extract_recommed_product`` (a later call overwrites an earlier one
@@ -57,11 +60,11 @@ def extract_answer(steps: object) -> list[str]:
             if call.get("name") == "recommend_product":
                 parameters = call.get("parameters")
                 raw = parameters.get("product_ids") if isinstance(parameters, dict) else None
-                last = _ids_from(raw) or []
+                last = ([raw] if isinstance(raw, str) else []) if production else _ids_from(raw) or []
     answer: list[str] = []
     seen: set[str] = set()
     for part in (part.strip() for text in last for part in text.split(",")):
-        if part in seen:
+        if part in seen or (production and not part):
             continue
         if part:
             seen.add(part)

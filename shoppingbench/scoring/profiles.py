@@ -24,10 +24,16 @@ class ScoringProfile(BaseModel):
     """A title hits when cosine similarity is >= this (SPEC 2: "reaches the threshold")."""
     reference_embedding_model: str = REFERENCE_EMBEDDING_MODEL
     """Precomputed target-title vectors are used only when the embedder's name equals this."""
+    production_answers: bool = False
+    """Read the answer as the reference arena's production scorer (``ProblemScorer``) does: only a string
+    ``product_ids`` answers (a JSON list or a bare number answers nothing) and empty entries are dropped
+    (``a,,b,c`` is ``a, b, c``). Otherwise as the original benchmark: an empty entry keeps its position."""
 
 
-PRODUCTION_STRICT: Final = ScoringProfile(name="production-strict", title_threshold=0.7)
-"""The arena's scoring (reference arena ``orm.py``: ``sim >= 0.7``); the default."""
+PRODUCTION_STRICT: Final = ScoringProfile(name="production-strict", title_threshold=0.7,
+                                          production_answers=True)
+"""The arena's scoring (reference arena ``orm.py``: ``sim >= 0.7``; its ``ProblemScorer``'s answers); the
+default."""
 
 ORIGINAL: Final = ScoringProfile(name="original", title_threshold=0.5)
 """The published benchmark's scoring (ShoppingBench ``orm.py``: ``sim >= 0.5``)."""

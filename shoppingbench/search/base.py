@@ -71,8 +71,8 @@ class FindProductQuery(BaseModel):
     def _blank_shop_is_none(cls, value: object) -> object:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-        if isinstance(value, str) and not value.strip():
-            return None
+        if isinstance(value, str) and not value:
+            return None  # only empty: " " is a shop id like any other, which no product has
         return value
 
     @field_validator("price", mode="before")

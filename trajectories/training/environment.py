@@ -6,13 +6,13 @@ as a tool: it renders their schemas into the prompt (from the type hints and Goo
 runs the model's ``<tool_call>``\\ s against them. A tool's return value is the tool message; an exception
 becomes ``{"error": ...}`` and counts in TRL's ``tools/failure_frequency``.
 
-The tools have the tool server's semantics (``shoppingbench.tools.server``): the same request models
-validate the arguments (a JSON list of ids or services is accepted, lone surrogates are refused), the
-same :class:`FindProductQuery` and engine answer (pages 1-5, anything else an empty page; filters before
-paging), the same fields come back, and more than ``MAX_VIEW_IDS`` ids in one view are refused. Every call
-that reaches a tool is recorded in the :class:`Episode` the rewards read, refused ones included (a refused
-``recommend_product`` still replaces the answer, as the scorer reads the last call whatever it holds);
-after ``terminate`` the dialogue is over and further calls are refused without being recorded.
+The search tools are the very functions the tool server answers with (``shoppingbench.tools.semantics``,
+the reference server's reading of sloppy arguments: an unknown page gives [], a sort, service or price it
+cannot read is ignored; only invalid Unicode, an overlong query and more than ``MAX_VIEW_IDS`` ids are
+refused), so a model meets the same trajectory here as behind the proxy. Every call that reaches a tool is
+recorded in the :class:`Episode` the rewards read, refused ones included (a refused ``recommend_product``
+still replaces the answer, as the scorer reads the last call whatever it holds); after ``terminate`` the
+dialogue is over and further calls are refused without being recorded.
 
 The engine and the grader are opened once per run and shared by every instance (:class:`ShoppingContext`).
 """
@@ -26,12 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
-from shoppingbench.search.base import FindProductQuery, SearchEngine, SortOrder
-from shoppingbench.tools.server import MAX_VIEW_IDS, FindProductRequest, ViewProductInformationRequest
+from shoppingbench.search.base import SearchEngine, SortOrder, split_product_ids
+from shoppingbench.tools import semantics
+from shoppingbench.tools.semantics import RawArgument, ToolRefusal
 from trajectories.training.rewards import Episode, EpisodeCall
 from trajectories.training.tools import TOOL_SCHEMAS
 
@@ -74,19 +75,12 @@ def _documented(method: F) -> F:
     return method
 
 
-def _refusal(exc: ValidationError) -> ToolError:
-    # Never echo the input: it may hold what cannot be encoded (a lone surrogate) or be huge
-    reasons = (f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {error['msg']}"
-               for error in exc.errors(include_url=False, include_context=False, include_input=False))
-    return ToolError("; ".join(reasons))
-
-
 def _requested_ids(product_ids: Any) -> list[str]:
-    """The ids of a ``product_ids`` argument as the tool server reads its JSON body (string or list)."""
+    """The ids of a ``recommend_product`` argument (string or list) as the scorer reads an answer."""
     try:
-        return ViewProductInformationRequest(product_ids=product_ids).ids()
-    except ValidationError as exc:
-        raise _refusal(exc) from None
+        return split_product_ids(semantics.as_text(product_ids) or "")
+    except ToolRefusal as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _json(items: Sequence[BaseModel]) -> str:
@@ -134,25 +128,25 @@ class ShoppingEnvironment:
     @_documented
     def find_product(self, q: str, page: int = 1, shop_id: str | None = None, price: str | None = None,
                      sort: SortOrder | None = None, service: str | None = None) -> str:
-        given = {"q": q, "page": page, "shop_id": shop_id, "price": price, "sort": sort, "service": service}
+        given: dict[str, RawArgument] = {"q": q, "page": page, "shop_id": shop_id, "price": price,
+                                         "sort": sort, "service": service}
         arguments = {name: value for name, value in given.items() if value is not None}
         self._ensure_open()  # before searching: a call after terminate is refused, not run
         try:
-            request = FindProductRequest.model_validate(arguments)
-            hits = self._context.engine.find_product(FindProductQuery(**request.model_dump()))
-        except ValidationError as exc:
+            hits = semantics.find_product(self._context.engine, **arguments)
+        except ToolRefusal as exc:
             self._record("find_product", arguments)
-            raise _refusal(exc) from None
+            raise ToolError(str(exc)) from None
         self._record("find_product", arguments, tuple(hit.product_id for hit in hits))
         return _json(hits)
 
     @_documented
     def view_product_information(self, product_ids: str) -> str:
         self._record("view_product_information", {"product_ids": product_ids})
-        ids = _requested_ids(product_ids)
-        if len(ids) > MAX_VIEW_IDS:
-            raise ToolError(f"at most {MAX_VIEW_IDS} product ids per call, got {len(ids)}")
-        return _json(self._context.engine.view_product_information(ids))
+        try:
+            return _json(semantics.view_product_information(self._context.engine, product_ids))
+        except ToolRefusal as exc:
+            raise ToolError(str(exc)) from None
 
     @_documented
     def recommend_product(self, product_ids: str) -> str:
