@@ -20,7 +20,7 @@ from shoppingbench.agent_sdk import COMPAT_DIR
 from shoppingbench.evaluation import Grader, iter_in_process
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.llm_stub.server import create_app
-from shoppingbench.problems.models import Problem
+from shoppingbench.problems.models import Problem, public_id
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
@@ -157,12 +157,15 @@ def test_the_agent_sees_only_the_public_problem_and_its_sandbox_env(engine: BM25
         "    import shoppingbench.agent_sdk, src.agent.proxy_client, httpx, pydantic\n"
         "    return [{'problem': problem, 'env': dict(os.environ), 'uid': os.getuid(), 'scoring': scoring,\n"
         "             'cwd': os.getcwd(), 'argv_hidden': 'ARENA' not in ' '.join(sys.argv)}]\n")
-    (record,) = run_agent(agent, [problem("p-1", "a red kettle", target="secret-target")], engine)
+    shown = problem("p-1", "a red kettle", target="secret-target")
+    (record,) = run_agent(agent, [shown], engine)
     (step,) = record.steps
-    assert step["problem"] == {"id": "p-1", "category": "product", "query": "a red kettle"}
+    assert step["problem"] == shown.public_view() and "secret-target" not in str(step)
+    assert step["problem"]["id"] == public_id("p-1") != "p-1"
     assert step["scoring"] == "hidden" and step["cwd"] == "/tmp" and step["uid"] in SLOT_UIDS
     assert set(step["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "SANDBOX_PROXY_URL",
-                                "SANDBOX_DEFAULT_MODEL", "SANDBOX_ALLOWED_MODELS"}
+                                "SANDBOX_DEFAULT_MODEL", "SANDBOX_ALLOWED_MODELS", "SANDBOX_MODEL",
+                                "PROBLEM_DATA"}
     assert step["env"]["SANDBOX_PROXY_URL"].startswith("http://127.0.0.1:")
 
 
