@@ -88,6 +88,7 @@ def inference_config(settings: HarnessSettings) -> InferenceConfig:
         models=settings.allowed_models(), max_tokens=settings.inference_max_tokens,
         budgets=InferenceBudgets(attempt_calls=settings.inference_attempt_calls,
                                  attempt_tokens=settings.inference_attempt_tokens,
+                                 attempt_in_flight=settings.inference_attempt_in_flight,
                                  run_calls=settings.inference_run_calls,
                                  run_tokens=settings.inference_run_tokens))
 
