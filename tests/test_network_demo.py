@@ -47,7 +47,7 @@ def test_network_demo_races_the_bundled_agents_rejects_the_cheater_and_sets_weig
     assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
-    names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater"}
+    names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater", "table-cheater"}
     hotkeys = {name: str(Wallet(name, "default", path=str(root / "wallets")).hotkey.ss58_address)
                for name in names}
     uid = {n.hotkey: n.uid for n in chain.metagraph().neurons}
