@@ -158,9 +158,10 @@ def test_the_agent_sees_only_the_public_problem_and_its_sandbox_env(engine: BM25
         "    import shoppingbench.agent_sdk, src.agent.proxy_client, httpx, pydantic\n"
         "    return [{'problem': problem, 'env': dict(os.environ), 'uid': os.getuid(), 'scoring': scoring,\n"
         "             'cwd': os.getcwd(), 'argv_hidden': 'ARENA' not in ' '.join(sys.argv)}]\n")
-    (record,) = run_agent(agent, [problem("p-1", "a red kettle", target="secret-target")], engine)
+    given = problem("p-1", "a red kettle", target="secret-target")
+    (record,) = run_agent(agent, [given], engine)
     (step,) = record.steps
-    assert step["problem"] == {"id": "p-1", "category": "product", "query": "a red kettle"}
+    assert step["problem"] == given.public_view() and set(step["problem"]) == {"id", "category", "query"}
     assert step["scoring"] == "hidden" and step["cwd"] == "/tmp" and step["uid"] in SLOT_UIDS
     assert set(step["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "SANDBOX_PROXY_URL",
                                 "SANDBOX_DEFAULT_MODEL", "SANDBOX_ALLOWED_MODELS"}
@@ -186,8 +187,6 @@ def test_records_stream_out_as_each_attempt_finishes(engine: BM25SearchEngine, t
     ("def agent_main(problem:\n", "does not compile"),
     ("import no_such_module\n", "importing the agent file failed: ModuleNotFoundError"),
     ("x = 1\n", "defines no agent_main"),
-    ("import os, signal\ndef agent_main(problem):\n    os.kill(os.getppid(), signal.SIGKILL)\n",
-     "sandbox exited before answering"),
 ])
 def test_broken_agent_files_fail_every_problem_with_the_reason(engine: BM25SearchEngine, tmp_path: Path,
                                                               source: str, reason: str) -> None:
