@@ -13,7 +13,15 @@ from pathlib import Path
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.uids import lease_uids
 from shoppingbench.search.engine import BM25SearchEngine
-from tests.sandbox_support import TIGHT, UID_BASE, leftover_processes, problem, processes_of_uids, run_agent
+from tests.sandbox_support import (
+    SLOT_UIDS,
+    TIGHT,
+    UID_BASE,
+    leftover_processes,
+    problem,
+    processes_of_uids,
+    run_agent,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HONEST = '''"""Forks a helper process, as many agents' libraries do, and says its uid."""
@@ -57,23 +65,25 @@ def _python(script: str, *args: str) -> subprocess.Popen[str]:
 
 
 def test_a_uid_block_held_by_another_process_is_not_leased_again(tmp_path: Path) -> None:
-    holder = _python(HOLDER, str(UID_BASE), str(tmp_path))
+    base = UID_BASE + 8  # the session's upper eight slot uids: no sandbox of these tests runs as them
+    holder = _python(HOLDER, str(base), str(tmp_path))
     try:
         assert holder.stdout is not None
         theirs = int(holder.stdout.readline())
-        with lease_uids(UID_BASE, 3, tmp_path) as mine, lease_uids(UID_BASE, 2, tmp_path) as third:
+        with lease_uids(base, 3, tmp_path) as mine, lease_uids(base, 2, tmp_path) as third:
             blocks = [*range(theirs, theirs + 3), *range(mine, mine + 3), *range(third, third + 2)]
     finally:
         holder.communicate("")
-    assert theirs == UID_BASE and len(set(blocks)) == len(blocks)
-    with lease_uids(UID_BASE, 3, tmp_path) as again:  # released when the holder exited
-        assert again == UID_BASE
+    assert theirs == base and len(set(blocks)) == len(blocks) == 8
+    with lease_uids(base, 3, tmp_path) as again:  # released when the holder exited
+        assert again == base
 
 
 def test_a_fork_bomb_in_one_run_does_not_starve_a_concurrent_run(
         tmp_path: Path, small_world: SampleWorld, small_engine: BM25SearchEngine) -> None:
     honest = tmp_path / "honest.py"
     honest.write_text(HONEST)
+    assert leftover_processes(SLOT_UIDS, wait_s=10) == []  # so the bomb's run leases UID_BASE
     bomber = _python(BOMBER, str(small_world.catalog_dir), str(UID_BASE))
     try:
         deadline = time.monotonic() + 120
@@ -89,4 +99,4 @@ def test_a_fork_bomb_in_one_run_does_not_starve_a_concurrent_run(
     assert bombing, "the bomb run ended before the honest one: nothing was tested"
     assert [r.failure for r in records] == [None] * 8
     assert {r.steps[0]["uid"] for r in records} != {UID_BASE}  # a uid of its own
-    assert leftover_processes(range(UID_BASE, UID_BASE + 16), wait_s=10) == []
+    assert leftover_processes(SLOT_UIDS, wait_s=10) == []
