@@ -44,11 +44,23 @@ def _bounded(value: object) -> Value | None:
     return None
 
 
+def _size(value: Value) -> int:
+    """Characters ``value`` holds, its items' included: what formatting or joining it would copy."""
+    if isinstance(value, tuple):
+        return sum(_size(item) for item in value) + len(value)
+    return value.bit_length() // 3 if isinstance(value, int) else len(value)
+
+
+def _small(*values: Value) -> bool:
+    """Whether building text out of ``values`` stays within the fold bound (checked before building)."""
+    return sum(_size(value) for value in values) <= MAX_FOLDED_CHARS
+
+
 def _binary(op: ast.operator, left: Value, right: Value) -> object:
     if isinstance(op, ast.Mult) and isinstance(left, str | bytes | tuple) and isinstance(right, int):
         return left * right if right >= 0 and len(left) * right <= MAX_FOLDED_CHARS else None
     if isinstance(op, ast.Mod) and isinstance(left, str):
-        return _formatting(left, lambda: left % right)
+        return _formatting(left, lambda: left % right) if _small(left, right) else None
     operations: dict[type[ast.operator], Callable[[object, object], object]] = {
         ast.Add: lambda a, b: a + b,  # type: ignore[operator]
         ast.Sub: lambda a, b: a - b,  # type: ignore[operator]
@@ -188,9 +200,11 @@ class Folder:
     def _method(self, receiver: Value, name: str, arguments: list[ast.expr]) -> object:
         if name == "join" and isinstance(receiver, str) and len(arguments) == 1:
             items = self._iterable(arguments[0])
-            return receiver.join(items) if items is not None else None  # type: ignore[arg-type]
+            if items is None or len(receiver) * len(items) + _size(items) > MAX_FOLDED_CHARS:
+                return None
+            return receiver.join(items)  # type: ignore[arg-type]
         values = self._all(arguments)
-        if values is None:
+        if values is None or not _small(receiver, values):
             return None
         if name == "format" and isinstance(receiver, str):
             return _formatting(receiver, lambda: receiver.format(*values))
@@ -221,7 +235,7 @@ def _apply(name: str, values: tuple[Value, ...]) -> object:
     functions: dict[str, Callable[..., object]] = {"chr": chr, "str": str, "int": int, "hex": hex,
                                                    "format": format, "bytes": bytes}
     function = functions.get(name)
-    if function is None or not 1 <= len(values) <= 2:
+    if function is None or not 1 <= len(values) <= 2 or not _small(values):
         return None
     if name == "bytes" and not isinstance(values[0], tuple):
         return None

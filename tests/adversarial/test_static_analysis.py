@@ -60,7 +60,8 @@ def test_answer_ids_spelled_by_string_building_are_flagged(body: str) -> None:
 
 
 @pytest.mark.parametrize("body", ["'%999999999d' % 1", "'{:>999999999}'.format(1)", "'ab' * 10**9",
-                                  "f'{1:>999999999}'"])
+                                  "f'{1:>999999999}'", "''.join(('a' * 4096,) * 4096)",
+                                  "str(('a' * 4096,) * 4096)", "('%s' * 4096) % (('a' * 4096,) * 4096)"])
 def test_folding_never_builds_huge_values(body: str) -> None:
     assert _rules(body) == set()  # not folded, so nothing to flag, and the check returned at once
 
