@@ -9,6 +9,7 @@ those tables untouched; their rows are copied once into the new tables when a st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -131,10 +132,11 @@ class SqlNonceStore:
 
 def _adopt_legacy_rows(engine: Engine) -> None:
     """Copy the verdicts of a database keyed by (hotkey, block) into the new tables, once: while they are
-    empty. The old tables stay as they were."""
+    empty (a store opening the database at the same moment may win the race; its copy is the same). The
+    old tables stay as they were."""
     if not inspect(engine).has_table(_LEGACY_VERDICTS.name):
         return
-    with Session(engine) as session, session.begin():
+    with contextlib.suppress(IntegrityError), Session(engine) as session, session.begin():
         if session.scalar(select(func.count()).select_from(_VerdictRow)):
             return
         old = session.execute(select(_LEGACY_VERDICTS)).all()
