@@ -85,15 +85,13 @@ class _Pass:
     depth: int
     line_offset: int | None
     """Set when checking code inside an ``exec`` literal: every finding points at the ``exec`` line."""
+    folder: Folder
+    """The constant folder (and node walk) of the tree being checked."""
     findings: list[Finding] = field(default_factory=list)
-    folder: Folder | None = None
-    """The constant folder of the tree being checked (set by ``_run``)."""
 
     def text(self, node: ast.expr | None) -> str | None:
         """The string ``node`` is, written out or folded from literals."""
-        if node is None or self.folder is None:
-            return _literal_text(node)
-        value = self.folder.value(node)
+        value = self.folder.value(node) if node is not None else None
         return value if isinstance(value, str) else None
 
     def add(self, rule: str, node: ast.AST | None, message: str) -> None:
@@ -214,7 +212,8 @@ def _check_literal_code(call: ast.Call, builtin: str, source: ast.expr, check: _
         check.add("dynamic_code", call, f"{builtin}() of a literal that is not valid Python")
         return
     nested = _Pass(bindings=dict(check.bindings), depth=check.depth + 1,
-                   line_offset=check.line_offset if check.line_offset is not None else call.lineno)
+                   line_offset=check.line_offset if check.line_offset is not None else call.lineno,
+                   folder=Folder(inner))
     _run(inner, nested)
     check.findings.extend(nested.findings)
 
@@ -266,9 +265,9 @@ def _check_name(node: ast.Name, parent: ast.AST | None, check: _Pass) -> None:
                                         f"({module}.<name>)")
 
 
-def _run(tree: ast.AST, check: _Pass, folder: Folder | None = None) -> None:
+def _run(tree: ast.AST, check: _Pass) -> None:
     _imports(tree, check)
-    check.folder = folder = folder or Folder(tree)
+    folder = check.folder
     for node in folder.nodes:
         if isinstance(node, ast.Name):
             _check_name(node, folder.parents.get(id(node)), check)
@@ -288,8 +287,8 @@ def _run(tree: ast.AST, check: _Pass, folder: Folder | None = None) -> None:
 def analyze(tree: ast.Module, folder: Folder | None = None) -> list[Finding]:
     """Every finding the rules make about a parsed file (duplicates included); ``folder`` is the tree's,
     when the caller has it already."""
-    check = _Pass(bindings={}, depth=0, line_offset=None)
-    _run(tree, check, folder)
+    check = _Pass(bindings={}, depth=0, line_offset=None, folder=folder or Folder(tree))
+    _run(tree, check)
     return check.findings
 
 
