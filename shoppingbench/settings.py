@@ -53,6 +53,8 @@ class HarnessSettings(BaseSettings):
     inference_max_tokens: int = Field(default=4096, ge=1, description="Cap on max_tokens of one call")
     inference_attempt_calls: int | None = Field(default=100, ge=1, description="Inference calls per attempt")
     inference_attempt_tokens: int | None = Field(default=400_000, ge=1, description="Tokens per attempt")
+    inference_attempt_in_flight: int | None = Field(default=4, ge=1,
+                                                    description="Inference calls of one attempt at once")
     inference_run_calls: int | None = Field(default=None, ge=1, description="Inference calls per run")
     inference_run_tokens: int | None = Field(default=None, ge=1, description="Tokens per run")
 

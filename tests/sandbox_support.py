@@ -40,9 +40,9 @@ def fake_grader(engine: SearchEngine) -> Grader:
 
 def run_agent(agent: Path, problems: Sequence[Problem], engine: SearchEngine, grader: Grader | None = None, *,
               limits: SandboxLimits = TIGHT, workers: int = 1, backend: BackendName = "namespace",
-              inference: InferenceConfig | None = None) -> list[AttemptRecord]:
+              inference: InferenceConfig | None = None, uid_base: int = UID_BASE) -> list[AttemptRecord]:
     """Run ``agent`` over ``problems`` in the sandbox; the records in suite order."""
-    sandbox = SandboxConfig(backend=backend, limits=limits, uid_base=UID_BASE)
+    sandbox = SandboxConfig(backend=backend, limits=limits, uid_base=uid_base)
     records = list(iter_attempts(AgentFile.read(agent), problems, engine, grader or fake_grader(engine),
                                  inference=inference or InferenceConfig(), sandbox=sandbox, workers=workers))
     by_id = {r.problem_id: r for r in records}

@@ -17,7 +17,6 @@ from arena.judge.verdict import QUALITY_LEVELS
     ('{"reasoning_quality": 0.9, "explanation": "the agent compared 7001 and 70', 0.9),  # truncated
     ("Reasoning quality: 0.1 because it never reasoned.", 0.1),
     ('{"verdict": {"quality": 0.90}}', 0.9),
-    ('{"note": "draft", "score": 0.3} then on reflection {"score": 0.7, "reason": "cites a price"}', 0.7),
     ("Thinking about gate 3 here.</think>{\"reasoning_quality\": 0.5}", 0.5),  # opening tag in template
     ('<THINK>caps</THINK>{"Reasoning_Quality": 0.3}', 0.3),
 ])
@@ -31,8 +30,9 @@ def test_accepts_ugly_but_clear_answers(text: str, quality: float) -> None:
     '{"reasoning_quality": -0.1}', '{"reasoning_quality": "high"}', '{"reasoning_quality": true}',
     "quality: 7", '{"reasoning_quality": 0.6, "explanation": "between 0.5 and 0.7"}',
     "<think>I lean to reasoning_quality: 0.9 but let me check", '{"explanation": "no score"}',
+    '{"note": "draft", "score": 0.3} then on reflection {"score": 0.7, "reason": "cites a price"}',
 ])
-def test_rejects_missing_or_out_of_range_values(text: str | None) -> None:
+def test_rejects_missing_out_of_range_or_conflicting_values(text: str | None) -> None:
     assert parse_answer(text) is None
 
 

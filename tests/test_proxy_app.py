@@ -20,7 +20,7 @@ from shoppingbench.agent_sdk import ProxyClient, ProxyError
 from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
 from shoppingbench.proxy.app import MAX_BODY_BYTES
-from shoppingbench.proxy.budgets import refusal
+from shoppingbench.proxy.budgets import Ledger, Refusal, Reservation, Spending
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 
@@ -123,7 +123,7 @@ def test_each_channel_logs_only_its_own_attempts_calls(engine: BM25SearchEngine)
 def test_inference_is_forwarded_and_logged_in_full(engine: BM25SearchEngine, upstream: str) -> None:
     with ProxyServer(engine, _config(upstream), channels=1) as proxy, _client(proxy, 0) as client:
         proxy.begin(0, "run", "p1")
-        answer = _chat(client, "red shoes", model="large", temperature=0.2, max_tokens=10_000)
+        answer = _chat(client, "red shoes", model="large", temperature=0.2, max_tokens=50)
         default = _chat(client, "no model named")
         (call, second) = proxy.end(0)
     assert answer.status_code == 200
@@ -131,7 +131,7 @@ def test_inference_is_forwarded_and_logged_in_full(engine: BM25SearchEngine, ups
     assert message["content"] == "You said: red shoes" and message["reasoning_content"] == "thinking it over"
     assert call.kind == "inference" and call.model == "large" and call.status == 200
     assert call.request_messages == [{"role": "user", "content": "red shoes"}]
-    assert call.params == {"model": "large", "temperature": 0.2, "max_tokens": 64, "stream": False}
+    assert call.params == {"model": "large", "temperature": 0.2, "max_tokens": 50, "stream": False}
     assert call.completion_text == "You said: red shoes" and call.reasoning_text == "thinking it over"
     assert call.completion_tool_calls == [{"name": "find_product", "arguments": {"q": "red shoes"}}]
     usage = answer.json()["usage"]
@@ -199,15 +199,20 @@ def test_call_budgets_answer_429_per_attempt_and_per_run(engine: BM25SearchEngin
     assert log[2].error is not None and "2 of 2 inference calls of this attempt" in log[2].error
 
 
-def test_token_budget_counts_the_tokens_the_upstream_reports(engine: BM25SearchEngine, upstream: str) -> None:
-    with ProxyServer(engine, _config(upstream, attempt_tokens=20), channels=1) as proxy, \
+def test_token_budget_reserves_the_worst_case_and_settles_what_the_upstream_reports(
+        engine: BM25SearchEngine, upstream: str) -> None:
+    with ProxyServer(engine, _config(upstream, attempt_tokens=200), channels=1) as proxy, \
             _client(proxy, 0) as client:
         proxy.begin(0, "run", "p1")
-        statuses = [_chat(client, "one two three four five").status_code for _ in range(4)]
+        answers = [_chat(client, "one two three four five") for _ in range(10)]
         log = proxy.end(0)
+    statuses = [a.status_code for a in answers]
     spent = [(c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in log if c.status == 200]
-    assert statuses[0] == 200 and 429 in statuses
-    assert sum(spent[:-1]) < 20 <= sum(spent)  # refused only once the budget was actually spent
+    assert statuses[:3] == [200, 200, 200] and statuses[-1] == 429
+    assert answers[-1].json()["error"]["code"] == "budget_exhausted"
+    assert sum(spent) <= 200  # settled to the reported usage, never past the budget
+    granted = [c.params["max_tokens"] for c in log if c.status == 200]
+    assert granted[0] == 64 and granted[-1] < 64  # lowered to what the budget had left
 
 
 def test_an_oversized_body_is_refused(engine: BM25SearchEngine) -> None:
@@ -229,11 +234,21 @@ def test_tcp_channels_attribute_by_port(engine: BM25SearchEngine) -> None:
 
 
 def test_budget_rules() -> None:
-    budgets = InferenceBudgets(attempt_calls=3, attempt_tokens=None, run_calls=None, run_tokens=100)
-    assert refusal(budgets, attempt_calls=2, attempt_tokens=10**9, run_calls=50, run_tokens=99) is None
-    assert "3 of 3" in str(refusal(budgets, attempt_calls=3, attempt_tokens=0, run_calls=0, run_tokens=0))
-    assert "tokens of this run" in str(refusal(budgets, attempt_calls=0, attempt_tokens=0, run_calls=0,
-                                               run_tokens=100))
+    ledger = Ledger(InferenceBudgets(attempt_calls=3, attempt_tokens=None, attempt_in_flight=2,
+                                     run_calls=None, run_tokens=100))
+    attempt = Spending()
+    first = ledger.reserve(attempt, prompt_bound=10, max_tokens=30)
+    assert first == Reservation(max_tokens=30, held=40) and ledger.run.reserved == 40
+    second = ledger.reserve(attempt, prompt_bound=10, max_tokens=80)
+    assert second == Reservation(max_tokens=50, held=60)  # lowered to the 60 tokens left
+    busy = ledger.reserve(attempt, prompt_bound=10, max_tokens=10)
+    assert isinstance(busy, Refusal) and not busy.final and "in flight" in busy.message
+    assert isinstance(first, Reservation) and isinstance(second, Reservation)
+    ledger.settle(attempt, first, 25)
+    ledger.settle(attempt, second, 70)
+    assert (attempt.tokens, attempt.reserved, attempt.in_flight, ledger.run.tokens) == (95, 0, 0, 95)
+    spent = ledger.reserve(attempt, prompt_bound=10, max_tokens=10)
+    assert isinstance(spent, Refusal) and spent.final and "tokens of this run" in spent.message
 
 
 def test_the_sdk_gives_up_at_once_on_a_spent_budget(engine: BM25SearchEngine, upstream: str) -> None:

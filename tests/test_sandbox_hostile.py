@@ -187,11 +187,13 @@ def test_forged_log_text_never_reaches_the_verified_log(engine: BM25SearchEngine
         assert record.steps[0]["proxy_log"][0]["model"] == "gpt-forged"  # untrusted steps, kept as data
 
 
-def test_a_frozen_bootstrap_is_killed_by_the_host_and_the_slot_restarts(engine: BM25SearchEngine) -> None:
+def test_an_agent_cannot_freeze_its_bootstrap_and_simply_times_out(engine: BM25SearchEngine) -> None:
+    """The bootstrap is the PID namespace's init: SIGSTOP from inside is ignored, so the bootstrap's own
+    wall-clock limit ends the problem (the host's kill of a frozen slot stays as the last resort)."""
     limits = TIGHT.model_copy(update={"timeout_s": 2.0, "kill_grace_s": 1.0})
     stalled, after = run_agent(HOSTILE_AGENTS / "stall_bootstrap.py",
                                [problem("stall", "stall"), problem("after", "after")], engine, limits=limits)
     assert stalled.failure is not None and stalled.failure.kind == "timeout"
-    assert "the sandbox was killed" in stalled.failure.reason
+    assert "no answer within 2.0 s" in stalled.failure.reason
     assert stalled.finished_at - stalled.started_at < 2.0 + 1.0 + 2
     assert after.failure is None and after.steps == []

@@ -8,7 +8,11 @@ stops everything: a wrong key does not fix itself and hammering the endpoint hel
 model answers, :class:`JudgeUnavailable` lets the caller fall back to the offline judge.
 
 Gate 1 is read straight off the verified proxy log before any call: an attempt without reasoning
-tokens costs no judge call and no model can be talked into passing it.
+tokens costs no judge call and no model can be talked into passing it. An answer must hold exactly one
+verdict (``parsing``): one with conflicting values is unparseable like any other. A model's verdict
+more than one gate above the offline rules' verdict on the same verified log is logged and capped at one
+gate above it: the rules only credit citations of real tool results, so a much higher verdict is a model
+that was talked into it, not a reading the rules missed.
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from arena.judge.evidence import MIN_REASONING_TOKENS, JudgeInput, max_completion_tokens, passes_gate_one
+from arena.judge.offline import judge_offline
 from arena.judge.parsing import parse_answer
 from arena.judge.prompt import judge_messages
 from arena.judge.verdict import PROXY_LOG_RULE, QUALITY_LEVELS, JudgeVerdict
 
 log = structlog.get_logger(__name__)
+
+MAX_GATES_ABOVE_OFFLINE: Final = 1
+"""How many levels a model's verdict may sit above the offline rules' verdict on the same attempt."""
 
 _TRANSIENT: Final = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
                      openai.APIConnectionError)
@@ -102,7 +110,7 @@ class LLMJudge:
                 tried.append(model.name)
                 verdict = self._ask(model, messages, attempts, tuple(tried))
                 if verdict is not None:
-                    return verdict
+                    return capped(verdict, judge_offline(item))
         raise JudgeUnavailable(f"no judge model answered after {attempts} calls "
                                f"(blacklisted: {sorted(self.blacklisted) or 'none'})")
 
@@ -132,3 +140,15 @@ class LLMJudge:
             return None
         return JudgeVerdict(quality=parsed.quality, judge=model.name, offline=False,
                             explanation=parsed.explanation, attempts=attempts, models_tried=tried)
+
+
+def capped(verdict: JudgeVerdict, offline: JudgeVerdict) -> JudgeVerdict:
+    """``verdict`` lowered to ``MAX_GATES_ABOVE_OFFLINE`` levels above ``offline``'s (logged when it is)."""
+    ceiling = QUALITY_LEVELS[min(len(QUALITY_LEVELS) - 1,
+                                 QUALITY_LEVELS.index(offline.quality) + MAX_GATES_ABOVE_OFFLINE)]
+    if verdict.quality <= ceiling:
+        return verdict
+    log.warning("judge_verdict_capped", model=verdict.judge, quality=verdict.quality, offline=offline.quality,
+                ceiling=ceiling)
+    note = f"capped from {verdict.quality}: the offline rules gave {offline.quality}"
+    return verdict.model_copy(update={"quality": ceiling, "explanation": f"{verdict.explanation} ({note})"})

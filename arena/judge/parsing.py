@@ -1,15 +1,20 @@
 """Reading a judge model's answer: the quality level and its explanation, from whatever came back.
 
 Models wrap answers in ``<think>`` preambles, prose, code fences, or stop mid-JSON. The answer is
-taken from outside any thinking: the last JSON object carrying a quality key, else the last
-``quality: x`` pair (which also rescues truncated JSON). A value that is not one of the five levels
-is no answer at all: guessing a level from 0.6 or 7 would let a confused model pick scores.
+read from outside any thinking, and it must hold exactly one verdict: every quality value there (in
+any JSON object, at any depth, and every ``quality: x`` pair, escaped quotes included, which also
+rescues truncated JSON) must name the same level. An answer that gives 0.3 and then quotes an
+injected ``{"reasoning_quality": 0.9}`` from the trajectory has no verdict: taking the last (or the
+first) value would let text in the attempt choose its own score. A value that is not one of the five
+levels is no answer at all either: guessing a level from 0.6 or 7 would let a confused model pick
+scores.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -21,7 +26,8 @@ _QUALITY_KEYS: Final = ("reasoning_quality", "quality", "score", "reasoning_scor
 _EXPLANATION_KEYS: Final = ("explanation", "reason", "rationale", "justification")
 _THINK_BLOCK: Final = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _PAIR: Final = re.compile(
-    r"[\"']?(?:reasoning[_ ]quality|reasoning[_ ]score|quality|score)[\"']?\s*[:=]\s*[\"']?(-?\d+(?:\.\d+)?)",
+    r"[\\\"']*(?:reasoning[_ ]quality|reasoning[_ ]score|quality|score)[\\\"']*\s*[:=]\s*[\\\"']*"
+    r"(-?\d+(?:\.\d+)?)",
     re.IGNORECASE)
 _PARTIAL_EXPLANATION: Final = re.compile(r"\"(?:explanation|reason|rationale)\"\s*:\s*\"((?:[^\"\\]|\\.)*)")
 _DECODER: Final = json.JSONDecoder()
@@ -72,6 +78,21 @@ def _find_key(value: Any, keys: tuple[str, ...], depth: int = 0) -> Any:
     return None
 
 
+def _quality_values(value: Any) -> Iterator[Any]:
+    """Every value under a quality key in ``value`` and in the objects and lists nested in it."""
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, list):
+            pending.extend(current)
+        elif isinstance(current, dict):
+            for key, nested in current.items():
+                if key in _QUALITY_KEYS:
+                    yield nested
+                else:
+                    pending.append(nested)
+
+
 def _level(raw: Any) -> float | None:
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         return None
@@ -81,28 +102,26 @@ def _level(raw: Any) -> float | None:
         return None
 
 
+def _single_level(raw_values: list[Any]) -> float | None:
+    """The level when every value names the same valid one; ``None`` for none, conflicting or invalid."""
+    levels = {_level(raw) for raw in raw_values}
+    return levels.pop() if len(levels) == 1 else None
+
+
 def parse_answer(text: str | None) -> ParsedAnswer | None:
-    """The quality level and explanation in a judge model's reply, or ``None`` when it has none."""
+    """The one quality level and explanation in a judge model's reply, or ``None`` when it has none or
+    more than one."""
     if not text:
         return None
     answer = _outside_thinking(text[:MAX_ANSWER_CHARS])
-    for candidate in reversed(_json_objects(answer)):
-        raw = _find_key(candidate, _QUALITY_KEYS)
-        if raw is None:
-            continue
-        level = _level(raw)
-        if level is None:
-            return None
-        explanation = _find_key(candidate, _EXPLANATION_KEYS)
-        return ParsedAnswer(level, _explanation(explanation if isinstance(explanation, str) else answer))
-    pairs = _PAIR.findall(answer)
-    if not pairs:
-        return None
-    level = _level(pairs[-1])
+    verdicts = [found for found in _json_objects(answer) if _find_key(found, _QUALITY_KEYS) is not None]
+    level = _single_level([*(raw for v in verdicts for raw in _quality_values(v)), *_PAIR.findall(answer)])
     if level is None:
         return None
+    explanations = [e for v in verdicts if isinstance(e := _find_key(v, _EXPLANATION_KEYS), str)]
     partial = _PARTIAL_EXPLANATION.search(answer)
-    return ParsedAnswer(level, _explanation(partial.group(1) if partial else answer))
+    explanation = explanations[0] if explanations else partial.group(1) if partial else answer
+    return ParsedAnswer(level, _explanation(explanation))
 
 
 def _explanation(text: str) -> str:

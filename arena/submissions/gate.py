@@ -6,6 +6,12 @@ the chain (registered hotkey, hash equal to its latest commitment), then the coo
 commitment's time, then static analysis. Only an authentic request from a registered hotkey for its
 current commitment is ever recorded.
 
+A verdict belongs to one file at one commitment (hotkey, sha256, block), and a repeat of that upload
+gets the same answer again: 200 with the submission once accepted, 422 with the findings once rejected.
+Any other file of the hotkey is judged on its own, and the cooldown counts every verdict of the hotkey
+at or before its commitment's block: a second file committed in the same block as an accepted or
+rejected one waits for the cooldown like any later one (429), rather than being answered for it.
+
 Chain reads are cached (``arena.chain.cache``): the metagraph for about one block, a commitment likewise
 but read afresh before any refusal that rests on it, so retries cost no reads and a miner who has just
 committed is judged on the new commitment.
@@ -13,7 +19,7 @@ committed is judged on the new commitment.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -36,8 +42,9 @@ from arena.submissions.models import (
     UploadBody,
 )
 from arena.submissions.rules import in_cooldown
-from arena.submissions.store import FileStore, SqlNonceStore, VerdictStore
+from arena.submissions.store import FileStore, SqlNonceStore, UploadVerdict, VerdictStore
 from shoppingbench.submission_check import check_agent
+from shoppingbench.submission_check.models import Finding
 
 log = structlog.get_logger(__name__)
 
@@ -122,11 +129,11 @@ class SubmissionGate:
                                     f"the file's sha256 {upload.sha256} is not the hotkey's latest "
                                     "commitment "
                                     f"({commitment.data!r} at block {commitment.block})")
-        existing = self.verdicts.accepted(hotkey, commitment.block)
-        if existing is not None:
-            return existing, False
+        judged = self.verdicts.judged(hotkey, upload.sha256, commitment.block)
+        if judged is not None:
+            return _answer_again(*judged)
 
-        earlier = [v for v in self.verdicts.history(hotkey) if v.commitment_block < commitment.block]
+        earlier = [v for v in self.verdicts.history(hotkey) if v.commitment_block <= commitment.block]
         until = in_cooldown(commitment.time, earlier, self._rules)
         if until is not None:
             raise SubmissionRefused(RefusalCode.COOLDOWN,
@@ -141,9 +148,7 @@ class SubmissionGate:
         if not report.ok:
             assert report.rejection is not None
             self.verdicts.record(submission, report.rejection, report.findings)
-            raise SubmissionRefused(RefusalCode.STATIC_ANALYSIS, f"static analysis rejected the file "
-                                    f"({report.rejection})", rejection=report.rejection,
-                                    findings=[f.model_dump(mode="json") for f in report.findings])
+            raise _rejected(report.rejection, report.findings)
         self.files.put(upload.sha256, source)
         self.verdicts.record(submission, "accepted")
         log.info("submission_accepted", hotkey=hotkey, sha256=upload.sha256, block=commitment.block)
@@ -160,6 +165,18 @@ class SubmissionGate:
             code = _AUTH_CODES.get(type(exc), RefusalCode.MALFORMED_AUTH)
             raise SubmissionRefused(code, str(exc)) from None
         return caller.hotkey_ss58
+
+
+def _rejected(rejection: str, findings: Sequence[Finding]) -> SubmissionRefused:
+    return SubmissionRefused(RefusalCode.STATIC_ANALYSIS, f"static analysis rejected the file ({rejection})",
+                             rejection=rejection, findings=[f.model_dump(mode="json") for f in findings])
+
+
+def _answer_again(submission: Submission, verdict: UploadVerdict) -> tuple[Submission, bool]:
+    """The recorded answer for a file already judged at this commitment."""
+    if verdict.outcome != "accepted":
+        raise _rejected(verdict.outcome, verdict.findings)
+    return submission, False
 
 
 def _first_error(exc: Exception) -> str:

@@ -1,16 +1,37 @@
 """What a validator keeps about uploads: seen nonces (replays stay refused across restarts), verdicts
-per commitment, and accepted files by hash. Tables live in the arena database (``arena.storage``)."""
+per committed file, and accepted files by hash. Tables live in the arena database (``arena.storage``).
+
+A verdict is keyed by hotkey, file hash and commitment block: two files committed in one block are two
+verdicts, never one answered for the other. Databases made when verdicts were keyed by hotkey and block
+(tables ``submission_verdicts`` and ``submission_findings``, which ``create_all`` cannot re-key) keep
+those tables untouched; their rows are copied once into the new tables when a store first opens them.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import TypeAdapter
-from sqlalchemy import BigInteger, Engine, String, Text, delete, select
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    delete,
+    func,
+    inspect,
+    select,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -30,10 +51,10 @@ class _NonceRow(Base):
 
 
 class _VerdictRow(Base):
-    __tablename__ = "submission_verdicts"
+    __tablename__ = "submission_judgements"
     hotkey: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     commitment_block: Mapped[int] = mapped_column(primary_key=True)
-    sha256: Mapped[str] = mapped_column(String(64))
     commitment_time: Mapped[datetime]
     outcome: Mapped[str] = mapped_column(String(16))
     name: Mapped[str]
@@ -42,13 +63,38 @@ class _VerdictRow(Base):
 
 
 class _FindingsRow(Base):
-    """The static-analysis findings behind a rejection verdict: a table of its own, so that databases made
-    before findings were kept gain it on open (``create_all``) and their verdicts read as without."""
+    """The static-analysis findings behind a rejection verdict, in a table of their own."""
 
-    __tablename__ = "submission_findings"
+    __tablename__ = "submission_judgement_findings"
     hotkey: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     commitment_block: Mapped[int] = mapped_column(primary_key=True)
     findings: Mapped[str] = mapped_column(Text, doc="JSON list of shoppingbench Finding")
+
+
+_LEGACY = MetaData()
+_LEGACY_VERDICTS = Table(
+    "submission_verdicts", _LEGACY, Column("hotkey", String(64), primary_key=True),
+    Column("commitment_block", Integer, primary_key=True), Column("sha256", String(64)),
+    Column("commitment_time", DateTime), Column("outcome", String(16)), Column("name", String),
+    Column("size_bytes", Integer), Column("received_at", DateTime))
+_LEGACY_FINDINGS = Table(
+    "submission_findings", _LEGACY, Column("hotkey", String(64), primary_key=True),
+    Column("commitment_block", Integer, primary_key=True), Column("findings", Text))
+"""The tables of verdicts keyed by (hotkey, block), read only to adopt their rows."""
+
+
+class UploadVerdict(BaseModel):
+    """One recorded verdict with the findings of a rejection."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hotkey: str
+    sha256: str
+    commitment_block: int
+    commitment_time: datetime
+    outcome: str
+    findings: tuple[Finding, ...] = ()
 
 
 def _utc(value: datetime) -> datetime:
@@ -84,9 +130,28 @@ class SqlNonceStore:
         return True
 
 
+def _adopt_legacy_rows(engine: Engine) -> None:
+    """Copy the verdicts of a database keyed by (hotkey, block) into the new tables, once: while they are
+    empty (a store opening the database at the same moment may win the race; its copy is the same). The
+    old tables stay as they were."""
+    if not inspect(engine).has_table(_LEGACY_VERDICTS.name):
+        return
+    with contextlib.suppress(IntegrityError), Session(engine) as session, session.begin():
+        if session.scalar(select(func.count()).select_from(_VerdictRow)):
+            return
+        old = session.execute(select(_LEGACY_VERDICTS)).all()
+        shas = {(r.hotkey, r.commitment_block): r.sha256 for r in old}
+        session.add_all(_VerdictRow(**r._asdict()) for r in old)
+        if inspect(engine).has_table(_LEGACY_FINDINGS.name):
+            session.add_all(_FindingsRow(**r._asdict(), sha256=shas[(r.hotkey, r.commitment_block)])
+                            for r in session.execute(select(_LEGACY_FINDINGS)).all()
+                            if (r.hotkey, r.commitment_block) in shas)
+
+
 class VerdictStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        _adopt_legacy_rows(engine)
 
     def history(self, hotkey: str) -> list[PastVerdict]:
         with Session(self._engine) as session:
@@ -94,21 +159,37 @@ class VerdictStore:
             return [PastVerdict.model_validate({"commitment_block": r.commitment_block, "outcome": r.outcome,
                                                 "commitment_time": _utc(r.commitment_time)}) for r in rows]
 
-    def accepted(self, hotkey: str, commitment_block: int) -> Submission | None:
+    def judged(self, hotkey: str, sha256: str,
+               commitment_block: int) -> tuple[Submission, UploadVerdict] | None:
+        """The submission and verdict recorded for this file at this commitment, if it was judged."""
         with Session(self._engine) as session:
-            row = session.get(_VerdictRow, (hotkey, commitment_block))
-            if row is None or row.outcome != "accepted":
+            row = session.get(_VerdictRow, (hotkey, sha256, commitment_block))
+            if row is None:
                 return None
-            return Submission(hotkey=row.hotkey, sha256=row.sha256, name=row.name, size_bytes=row.size_bytes,
-                              commitment_block=row.commitment_block,
-                              commitment_time=_utc(row.commitment_time), received_at=_utc(row.received_at))
+            found = session.get(_FindingsRow, (hotkey, sha256, commitment_block))
+            submission = Submission(hotkey=row.hotkey, sha256=row.sha256, name=row.name,
+                                    size_bytes=row.size_bytes, commitment_block=row.commitment_block,
+                                    commitment_time=_utc(row.commitment_time),
+                                    received_at=_utc(row.received_at))
+            return submission, _verdict(row, found.findings if found is not None else None)
+
+    def all(self) -> list[UploadVerdict]:
+        """Every verdict with the findings of each rejection, oldest commitment first."""
+        query = (select(_VerdictRow, _FindingsRow.findings)
+                 .outerjoin(_FindingsRow, (_FindingsRow.hotkey == _VerdictRow.hotkey)
+                            & (_FindingsRow.sha256 == _VerdictRow.sha256)
+                            & (_FindingsRow.commitment_block == _VerdictRow.commitment_block))
+                 .order_by(_VerdictRow.commitment_time, _VerdictRow.hotkey))
+        with Session(self._engine) as session:
+            return [_verdict(row, findings) for row, findings in session.execute(query).all()]
 
     def record(self, submission: Submission, outcome: str, findings: Sequence[Finding] = ()) -> None:
-        """The verdict on a commitment, with the findings of a rejection; a commitment is judged once (a
-        repeat of it changes nothing)."""
-        key = {"hotkey": submission.hotkey, "commitment_block": submission.commitment_block}
-        row = _VerdictRow(**key, sha256=submission.sha256, commitment_time=submission.commitment_time,
-                          outcome=outcome, name=submission.name, size_bytes=submission.size_bytes,
+        """The verdict on a committed file, with the findings of a rejection; a file is judged once per
+        commitment (a repeat of it changes nothing)."""
+        key = {"hotkey": submission.hotkey, "sha256": submission.sha256,
+               "commitment_block": submission.commitment_block}
+        row = _VerdictRow(**key, commitment_time=submission.commitment_time, outcome=outcome,
+                          name=submission.name, size_bytes=submission.size_bytes,
                           received_at=submission.received_at)
         try:
             with Session(self._engine) as session, session.begin():
@@ -117,6 +198,12 @@ class VerdictStore:
                     session.add(_FindingsRow(**key, findings=FINDINGS.dump_json(list(findings)).decode()))
         except IntegrityError:
             pass
+
+
+def _verdict(row: _VerdictRow, findings: str | None) -> UploadVerdict:
+    return UploadVerdict(hotkey=row.hotkey, sha256=row.sha256, commitment_block=row.commitment_block,
+                         commitment_time=_utc(row.commitment_time), outcome=row.outcome,
+                         findings=tuple(FINDINGS.validate_json(findings)) if findings else ())
 
 
 class FileStore:

@@ -1,6 +1,7 @@
 """The validator service (SPEC 1, 4): one ``tick()`` syncs the chain, ingests uploads, runs qualifying and
 race suites through the sandbox, judges and records every attempt, and sets weights each tempo."""
 
+from arena.submissions.store import UploadVerdict
 from arena.validator.assemble import (
     ValidatorStack,
     agent_files_dir,
@@ -13,7 +14,7 @@ from arena.validator.assemble import (
     sandbox_runner,
     validator_catalog,
 )
-from arena.validator.ingest import UploadVerdict, ingest_uploads, upload_verdicts
+from arena.validator.ingest import ingest_uploads, upload_verdicts
 from arena.validator.runs import SuiteRun, run_id_for
 from arena.validator.seeds import ChainSeeds, first_block_at_or_after
 from arena.validator.service import Validator, ValidatorConfig

@@ -1,6 +1,6 @@
 """Feed the submission gate's verdicts into the race engine, each exactly once, restarts included.
 
-The gate (``arena.submissions``) records one verdict per (hotkey, commitment) in the arena database;
+The gate (``arena.submissions``) records one verdict per (hotkey, file, commitment) in the arena database;
 the race engine's event log records what it was fed. An upload counts as fed when the log holds an
 accepted or rejected event for its hotkey and file at or after its commitment time, so a restart
 (or a crash between the two writes) neither loses nor repeats one.
@@ -9,54 +9,21 @@ accepted or rejected event for its hotkey and file at or after its commitment ti
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import structlog
-from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from arena.race import RaceEngine, RaceEvent, Rejection
 from arena.race.events import SubmissionAccepted, SubmissionRejected
-from arena.storage import Base
-from arena.submissions.store import FINDINGS
-from shoppingbench.submission_check.models import Finding
+from arena.submissions.store import UploadVerdict, VerdictStore
 
 log = structlog.get_logger(__name__)
 
 
-class UploadVerdict(BaseModel):
-    """One row of the gate's ``submission_verdicts`` table."""
-
-    model_config = ConfigDict(frozen=True)
-
-    hotkey: str
-    sha256: str
-    commitment_block: int
-    commitment_time: datetime
-    outcome: str
-    findings: tuple[Finding, ...] = ()
-
-
-def _utc(value: datetime) -> datetime:
-    # SQLite hands datetimes back naive; the gate stored them as UTC.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def upload_verdicts(engine: Engine) -> list[UploadVerdict]:
     """Every verdict the gate recorded with the findings of each rejection, oldest commitment first."""
-    table = Base.metadata.tables["submission_verdicts"]
-    found = Base.metadata.tables["submission_findings"]
-    query = (select(table.c.hotkey, table.c.sha256, table.c.commitment_block, table.c.commitment_time,
-                    table.c.outcome, found.c.findings)
-             .outerjoin(found, (found.c.hotkey == table.c.hotkey)
-                        & (found.c.commitment_block == table.c.commitment_block))
-             .order_by(table.c.commitment_time, table.c.hotkey))
-    with engine.connect() as connection:
-        rows = connection.execute(query).all()
-    return [UploadVerdict(hotkey=r.hotkey, sha256=r.sha256, commitment_block=r.commitment_block,
-                          commitment_time=_utc(r.commitment_time), outcome=r.outcome,
-                          findings=tuple(FINDINGS.validate_json(r.findings)) if r.findings else ())
-            for r in rows]
+    return VerdictStore(engine).all()
 
 
 def fed_submissions(events: Iterable[RaceEvent]) -> dict[tuple[str, str], datetime]:

@@ -1,10 +1,13 @@
 """``POST /inference/chat/completions``: checks, budgets, forwarding to the configured upstream, logging.
 
 The agent's body is an OpenAI chat-completions request. The proxy enforces the model allowlist (403),
-the call and token budgets (429), refuses streaming (400, the log needs the whole completion), caps
-``max_tokens``, sets the configured ``forced_params`` (e.g. a sampling temperature) and forwards the
-rest unchanged to ``{base_url}/chat/completions`` (vLLM, a hosted API, or the test stub). The
-upstream's answer goes back to the agent byte for byte.
+refuses streaming (400, the log needs the whole completion), a ``max_tokens`` (or
+``max_completion_tokens``) that is not an integer from 1 to the cap (400: ``1e9``, ``"999999"``, ``true``)
+and more than one completion per call (``n`` or ``best_of`` other than 1, 400), then admits the call
+against the budgets (``budgets.Ledger``: 429 when a budget is spent or too many calls of the attempt are
+in flight), sets the configured ``forced_params`` (e.g. a sampling temperature) and the ``max_tokens``
+the budget granted, and forwards the rest unchanged to ``{base_url}/chat/completions`` (vLLM, a hosted
+API, or the test stub). The upstream's answer goes back to the agent byte for byte.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from shoppingbench.proxy.budgets import InferenceBudgets, Spending, refusal
+from shoppingbench.proxy.budgets import InferenceBudgets, Ledger, Refusal, Reservation, Spending
 
 log = structlog.get_logger(__name__)
 
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+SINGLE_COMPLETION_FIELDS = ("n", "best_of")
 
 
 class InferenceConfig(BaseModel):
@@ -55,9 +59,16 @@ class InferenceOutcome:
     body: bytes
     log_fields: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens the upstream reported (0 when it reported none)."""
+        return int(self.log_fields.get("prompt_tokens", 0) + self.log_fields.get("completion_tokens", 0))
+
 
 BUDGET_EXHAUSTED = "budget_exhausted"
 """Error code of the 429 for a spent budget: unlike a rate limit, retrying it cannot succeed."""
+BUDGET_BUSY = "budget_busy"
+"""Error code of the 429 for a call that must wait for calls of its attempt (or run) still in flight."""
 
 
 def _error(status: int, message: str, log_fields: dict[str, Any],
@@ -114,12 +125,30 @@ def _completion_fields(answer: object) -> dict[str, Any]:
     return fields
 
 
+def _parameter_error(body: dict[str, Any], cap: int) -> str | None:
+    """Why the request's token limit or completion count is refused, or ``None``."""
+    for name in TOKEN_LIMIT_FIELDS:
+        value = body.get(name)
+        if value is not None and (type(value) is not int or not 1 <= value <= cap):
+            return f"{name!r} must be an integer from 1 to {cap}, got {value!r}"
+    for name in SINGLE_COMPLETION_FIELDS:
+        value = body.get(name)
+        if value is not None and (type(value) is not int or value != 1):
+            return f"{name!r} must be 1 (one completion per call), got {value!r}"
+    return None
+
+
+def _asked_tokens(body: dict[str, Any], cap: int) -> int:
+    """The completion tokens the request asks for: its smallest token limit, the cap when it names none."""
+    return min([body[name] for name in TOKEN_LIMIT_FIELDS if body.get(name) is not None], default=cap)
+
+
 class InferenceForwarder:
     """Forwards checked chat-completion requests upstream. Lives in the proxy's event loop."""
 
     def __init__(self, config: InferenceConfig) -> None:
         self.config = config
-        self.run_spending = Spending()
+        self.ledger = Ledger(config.budgets)
         self._client: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
@@ -151,24 +180,35 @@ class InferenceForwarder:
             return _error(400, "'messages' must be a list of message objects", fields)
         if self._client is None:
             return _error(503, "no inference endpoint is configured for this run", fields)
+        if not isinstance(model, str):
+            return _error(400, "'model' must be a string", fields)
         if not self.config.any_model and model not in self.config.models:
             return _error(403, f"model {model!r} is not allowed; allowed: {', '.join(self.config.models)}",
                           fields)
         if body.get("stream"):
             return _error(400, "streaming is not supported: send stream=false", fields)
-        refused = refusal(self.config.budgets, attempt_calls=attempt.calls, attempt_tokens=attempt.tokens,
-                          run_calls=self.run_spending.calls, run_tokens=self.run_spending.tokens)
-        if refused is not None:
-            return _error(429, refused, fields, code=BUDGET_EXHAUSTED)
-        attempt.charge(calls=1)
-        self.run_spending.charge(calls=1)
+        invalid = _parameter_error(body, self.config.max_tokens)
+        if invalid is not None:
+            return _error(400, invalid, fields)
+        admitted = self.ledger.reserve(attempt, prompt_bound=len(raw_body),
+                                       max_tokens=_asked_tokens(body, self.config.max_tokens))
+        if isinstance(admitted, Refusal):
+            code = BUDGET_EXHAUSTED if admitted.final else BUDGET_BUSY
+            return _error(429, admitted.message, fields, code=code)
+        outcome: InferenceOutcome | None = None
+        try:
+            outcome = await self._forward(body, model, fields, admitted)
+            return outcome
+        finally:  # a call cut off before its answer keeps its whole reservation
+            self.ledger.settle(attempt, admitted, admitted.held if outcome is None else outcome.tokens)
+
+    async def _forward(self, body: dict[str, Any], model: str, fields: dict[str, Any],
+                       admitted: Reservation) -> InferenceOutcome:
+        assert self._client is not None
         forwarded = {**body, **self.config.forced_params, "model": model, "stream": False}
-        for name in TOKEN_LIMIT_FIELDS:
-            value = forwarded.get(name)
-            if isinstance(value, int) and not isinstance(value, bool) and value > self.config.max_tokens:
-                forwarded[name] = self.config.max_tokens
-        if not any(name in forwarded for name in TOKEN_LIMIT_FIELDS):
-            forwarded["max_tokens"] = self.config.max_tokens
+        named = [name for name in TOKEN_LIMIT_FIELDS if forwarded.get(name) is not None]
+        for name in named or ["max_tokens"]:
+            forwarded[name] = admitted.max_tokens
         fields["params"] = {k: v for k, v in forwarded.items() if k != "messages"}
         try:
             response = await self._client.post("/chat/completions", content=orjson.dumps(forwarded),
@@ -182,9 +222,6 @@ class InferenceForwarder:
             return _error(502, f"inference upstream answered {response.status_code} with a non-JSON body",
                           fields)
         fields.update(_completion_fields(answer))
-        tokens = fields.get("prompt_tokens", 0) + fields.get("completion_tokens", 0)
-        attempt.charge(tokens=tokens)
-        self.run_spending.charge(tokens=tokens)
         if response.status_code >= 400:
             fields["error"] = f"inference upstream answered {response.status_code}"
         return InferenceOutcome(response.status_code, response.content, fields)

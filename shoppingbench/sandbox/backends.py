@@ -6,8 +6,10 @@ process is isolated and how the proxy is reached:
 - ``namespace``: bubblewrap with new PID, network, IPC and UTS namespaces, a read-only view of the
   interpreter, the venv's site-packages, the SDK and the agent file, a private size-limited /tmp,
   and the proxy's Unix socket bind-mounted in (relayed to ``127.0.0.1:PORT`` by the bootstrap). As
-  root, each slot runs under its own unprivileged uid (``setpriv``) so ``RLIMIT_NPROC`` holds;
-  otherwise bubblewrap maps the caller into a user namespace.
+  root, each slot runs under its own unprivileged uid (``setpriv``; leased per run host-wide, see
+  ``uids``) so ``RLIMIT_NPROC`` holds; otherwise bubblewrap maps the caller into a user namespace. The
+  bootstrap itself is the PID namespace's pid 1 (``--as-pid-1``): no bubblewrap init stays inside whose
+  ``/proc/1/cmdline`` would show the agent its host paths (the sources of every mount).
 - ``docker``: the same layout in a container of the ``docker/sandbox`` image with ``--network none``,
   a read-only root, cgroup memory and pids limits.
 - ``none``: a plain subprocess with rlimits, reaching the proxy over loopback TCP. No isolation.
@@ -181,8 +183,9 @@ class NamespaceBackend:
 
     def command(self, spec: SlotSpec) -> list[str]:
         interpreter, prefixes, site_packages = _host_python()
-        argv = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
-                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+        argv = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1",
+                "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--hostname", "sandbox"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
                 argv += ["--symlink", os.readlink(top), top]
@@ -213,8 +216,8 @@ class NamespaceBackend:
         return [*argv, "--unshare-user", "--uid", "65534", "--gid", "65534", "--", *python]
 
     def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
-        # bwrap's init is the PID namespace's pid 1 and dies with its parent (--die-with-parent); the
-        # kernel then kills every process of the namespace.
+        # The bootstrap is the PID namespace's pid 1 and dies with bwrap, its parent (--die-with-parent);
+        # the kernel then kills every process of the namespace.
         _kill_group(process)
 
 

@@ -43,6 +43,7 @@ from shoppingbench.sandbox.backends import (
 )
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.slot import Slot
+from shoppingbench.sandbox.uids import lease_uids
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.serving import running_server
@@ -91,6 +92,7 @@ def inference_config(settings: HarnessSettings) -> InferenceConfig:
         models=settings.allowed_models(), max_tokens=settings.inference_max_tokens,
         budgets=InferenceBudgets(attempt_calls=settings.inference_attempt_calls,
                                  attempt_tokens=settings.inference_attempt_tokens,
+                                 attempt_in_flight=settings.inference_attempt_in_flight,
                                  run_calls=settings.inference_run_calls,
                                  run_tokens=settings.inference_run_tokens))
 
@@ -137,7 +139,7 @@ def iter_attempts(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngi
         agent_path.chmod(0o444)
         workspace.chmod(0o755)  # the none backend's SDK view and homes live here too
         with ProxyServer(engine, inference, channels=slots_wanted, transport=backend.transport) as proxy, \
-                _lease_uids(sandbox.uid_base, slots_wanted) as first_uid:
+                lease_uids(sandbox.uid_base, slots_wanted) as first_uid:
             slots = [Slot(SlotSpec(run_id=run, index=i, agent_file=agent_path, workspace=workspace,
                                    channel=proxy.channels[i], limits=sandbox.limits,
                                    agent_env=_agent_env(inference), uid=first_uid + i), backend)
@@ -151,27 +153,6 @@ def iter_attempts(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngi
                 log.info("sandbox_run_finished", run_id=run, restarts=sum(slot.restarts for slot in slots))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
-
-
-_uid_lock = threading.Lock()
-_uids_leased: set[int] = set()
-
-
-@contextmanager
-def _lease_uids(base: int, count: int) -> Iterator[int]:
-    """The first of ``count`` consecutive uids from ``base`` that no other run of this process holds:
-    concurrent runs never share a slot uid (``RLIMIT_NPROC`` counts processes per uid)."""
-    with _uid_lock:
-        first = base
-        while _uids_leased.intersection(range(first, first + count)):
-            first += count
-        block = set(range(first, first + count))
-        _uids_leased.update(block)
-    try:
-        yield first
-    finally:
-        with _uid_lock:
-            _uids_leased.difference_update(block)
 
 
 def _preflight(slot: Slot, backend: Backend) -> None:

@@ -3,6 +3,12 @@
 Every walk is iterative (``ast.walk``), so a hostile file nested thousands of levels deep cannot
 exhaust the interpreter's recursion limit here. Names are resolved flow-insensitively: an import
 anywhere binds its name for the whole file, which errs on the side of rejecting.
+
+Names computed at run time are where such rules go blind, so the pass also flags the doors to them:
+``globals()`` and ``vars()`` (a namespace, ``__builtins__`` included, indexed by string), a module's
+``__dict__``, and ``getattr``-style access with a name that is not a literal on a module or on a dunder
+chain. A name built from literals (``"__subcl" + "asses__"``, ``"".join(...)``, an f-string, ``chr``
+codes) is folded (``folding``) and checked as if it were written out.
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from shoppingbench.submission_check.folding import MAX_TOTAL_FOLDED_CHARS, Folder, folded_texts
 from shoppingbench.submission_check.models import Finding
 from shoppingbench.submission_check.rules import (
     ANY_RECEIVER_ATTRIBUTES,
+    ATTRIBUTE_FUNCTIONS,
     DYNAMIC_CODE_BUILTINS,
     ESCAPE_LITERALS,
     ESCAPE_NAMES,
+    NAMESPACE_BUILTINS,
     PROHIBITED_ATTRIBUTES,
     PROHIBITED_MODULES,
     SENSITIVE_MODULES,
@@ -76,7 +85,14 @@ class _Pass:
     depth: int
     line_offset: int | None
     """Set when checking code inside an ``exec`` literal: every finding points at the ``exec`` line."""
+    folder: Folder
+    """The constant folder (and node walk) of the tree being checked."""
     findings: list[Finding] = field(default_factory=list)
+
+    def text(self, node: ast.expr | None) -> str | None:
+        """The string ``node`` is, written out or folded from literals."""
+        value = self.folder.value(node) if node is not None else None
+        return value if isinstance(value, str) else None
 
     def add(self, rule: str, node: ast.AST | None, message: str) -> None:
         line = self.line_offset if self.line_offset is not None else getattr(node, "lineno", None)
@@ -113,10 +129,6 @@ def _imports(tree: ast.AST, check: _Pass) -> None:
                 check.bindings[alias.asname or alias.name] = full
 
 
-def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-
 def _literal_text(node: ast.expr | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -149,10 +161,8 @@ def _check_call(call: ast.Call, check: _Pass) -> None:
         source = _argument(call, 0, "source")
         if source is not None:
             _check_literal_code(call, name or "", source, check)
-    elif name in ("getattr", "setattr", "delattr", "hasattr"):
-        attribute = _literal_text(_argument(call, 1, "name"))
-        if attribute is not None:
-            _check_attribute(call, attribute, _argument(call, 0, "obj"), check)
+    elif name in ATTRIBUTE_FUNCTIONS:
+        _check_computed_access(call, name or "", _argument(call, 0, "obj"), _argument(call, 1, "name"), check)
     if name == "open" or resolved in ("io.open", "codecs.open"):
         _check_open_mode(call, _argument(call, 1, "mode"), check, strict=True)
     elif isinstance(func, ast.Attribute) and func.attr == "open" and resolved is None:
@@ -161,6 +171,32 @@ def _check_call(call: ast.Call, check: _Pass) -> None:
         check.add("file_write", call, "logging.basicConfig(filename=...) writes a log file")
     elif resolved == "sqlite3.connect" and _literal_text(_argument(call, 0, "database")) != ":memory:":
         check.add("file_write", call, "sqlite3.connect() to a file; only ':memory:' is allowed")
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _reaches_dunder(node: ast.expr) -> bool:
+    """Whether ``node`` goes through a dunder attribute or name (``().__class__``, ``x.__dict__``)."""
+    names = (n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
+             for n in ast.walk(node))
+    return any(_is_dunder(name) for name in names)
+
+
+def _check_computed_access(call: ast.Call, function: str, receiver: ast.expr | None, name: ast.expr | None,
+                           check: _Pass) -> None:
+    """``getattr(obj, name)`` and kin: a literal (or folded) name is checked like ``obj.name``; any other
+    name is refused on a module and on a dunder chain, where it could reach any member."""
+    attribute = check.text(name)
+    if attribute is not None:
+        _check_attribute(call, attribute, receiver, check)
+    elif name is not None and receiver is not None:
+        module = qualified_name(receiver, check.bindings)
+        if module is not None:
+            check.add("module_alias", call, f"{function}() of module {module} with a computed name")
+        elif _reaches_dunder(receiver):
+            check.add("introspection", call, f"{function}() with a computed name on a dunder attribute")
 
 
 def _check_literal_code(call: ast.Call, builtin: str, source: ast.expr, check: _Pass) -> None:
@@ -176,7 +212,8 @@ def _check_literal_code(call: ast.Call, builtin: str, source: ast.expr, check: _
         check.add("dynamic_code", call, f"{builtin}() of a literal that is not valid Python")
         return
     nested = _Pass(bindings=dict(check.bindings), depth=check.depth + 1,
-                   line_offset=check.line_offset if check.line_offset is not None else call.lineno)
+                   line_offset=check.line_offset if check.line_offset is not None else call.lineno,
+                   folder=Folder(inner))
     _run(inner, nested)
     check.findings.extend(nested.findings)
 
@@ -187,19 +224,24 @@ def _check_attribute(node: ast.AST, attribute: str, receiver: ast.expr | None, c
         check.add(rule, node, f"use of .{attribute}")
     if receiver is not None:
         base = qualified_name(receiver, check.bindings)
-        if base is not None:
+        if base is not None and attribute == "__dict__":
+            check.add("module_alias", node, f"{base}.__dict__ reaches the module's members by computed name")
+        elif base is not None:
             member = member_rule(f"{base}.{attribute}")
             if member is not None:
                 check.add(member, node, f"use of {base}.{attribute}")
 
 
+def _check_escape_text(node: ast.AST, value: str, check: _Pass) -> None:
+    if value in ESCAPE_LITERALS:
+        check.add(ESCAPE_NAMES.get(value, "introspection"), node, f"string {value!r} names an escape hatch")
+
+
 def _check_constant(node: ast.Constant, check: _Pass) -> None:
     value = node.value
     if isinstance(value, str):
-        if value in ESCAPE_LITERALS:
-            check.add(ESCAPE_NAMES.get(value, "introspection"), node,
-                      f"string {value!r} names an escape hatch")
-        elif len(value) >= BLOB_MIN_CHARS and _BLOB_ALPHABET.issuperset(value):
+        _check_escape_text(node, value, check)
+        if len(value) >= BLOB_MIN_CHARS and _BLOB_ALPHABET.issuperset(value):
             check.add("encoded_blob", node, f"a {len(value):,}-character encoded-looking string literal")
     elif isinstance(value, bytes) and len(value) >= BLOB_MIN_CHARS:
         binary = sum(1 for byte in value if byte not in _PRINTABLE_BYTES)
@@ -214,6 +256,9 @@ def _check_name(node: ast.Name, parent: ast.AST | None, check: _Pass) -> None:
         return
     if node.id in DYNAMIC_CODE_BUILTINS and not (isinstance(parent, ast.Call) and parent.func is node):
         check.add("dynamic_code", node, f"{node.id} used as a value")
+    if node.id in NAMESPACE_BUILTINS:
+        check.add(NAMESPACE_BUILTINS[node.id], node, f"{node.id}() gives a namespace (and __builtins__) by "
+                                                     "string key")
     module = check.bindings.get(node.id)
     if module in SENSITIVE_MODULES and not (isinstance(parent, ast.Attribute) and parent.value is node):
         check.add("module_alias", node, f"module {module} used as a value; call its members directly "
@@ -222,21 +267,27 @@ def _check_name(node: ast.Name, parent: ast.AST | None, check: _Pass) -> None:
 
 def _run(tree: ast.AST, check: _Pass) -> None:
     _imports(tree, check)
-    parents = _parents(tree)
-    for node in ast.walk(tree):
+    folder = check.folder
+    for node in folder.nodes:
         if isinstance(node, ast.Name):
-            _check_name(node, parents.get(id(node)), check)
+            _check_name(node, folder.parents.get(id(node)), check)
         elif isinstance(node, ast.Attribute):
             _check_attribute(node, node.attr, node.value, check)
         elif isinstance(node, ast.Call):
             _check_call(node, check)
         elif isinstance(node, ast.Constant):
             _check_constant(node, check)
+    for built, text in folded_texts(folder):
+        _check_escape_text(built, text, check)
+    if folder.exhausted:
+        check.add("obfuscation", None, f"string-building expressions fold to more than "
+                                       f"{MAX_TOTAL_FOLDED_CHARS:,} characters")
 
 
-def analyze(tree: ast.Module) -> list[Finding]:
-    """Every finding the rules make about a parsed file (duplicates included)."""
-    check = _Pass(bindings={}, depth=0, line_offset=None)
+def analyze(tree: ast.Module, folder: Folder | None = None) -> list[Finding]:
+    """Every finding the rules make about a parsed file (duplicates included); ``folder`` is the tree's,
+    when the caller has it already."""
+    check = _Pass(bindings={}, depth=0, line_offset=None, folder=folder or Folder(tree))
     _run(tree, check)
     return check.findings
 

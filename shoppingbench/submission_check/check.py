@@ -13,6 +13,7 @@ from typing import Final
 import structlog
 
 from shoppingbench.submission_check.analyzer import ENTRY_POINT, analyze, defines_entry_point
+from shoppingbench.submission_check.folding import Folder
 from shoppingbench.submission_check.models import CheckReport, Finding
 from shoppingbench.submission_check.product_ids import embedded_ids
 from shoppingbench.submission_check.rules import BIDI_CONTROLS, finding
@@ -88,11 +89,12 @@ def _findings(source: bytes, known_product_ids: Collection[str]) -> list[Finding
     findings.extend(_text_findings(text))
     tree, problems = _parse(text)
     findings.extend(problems)
+    folder = Folder(tree) if tree is not None else None
     if tree is not None:
-        findings.extend(analyze(tree))
+        findings.extend(analyze(tree, folder))
         if not defines_entry_point(tree):
             findings.append(finding("entry_point", None, f"no top-level {ENTRY_POINT}(problem) function"))
-    for line, ids in embedded_ids(text, tree, known_product_ids).items():
+    for line, ids in embedded_ids(text, folder, known_product_ids).items():
         shown = ", ".join(ids[:5]) + (f" (+{len(ids) - 5} more)" if len(ids) > 5 else "")
         findings.append(finding("embedded_product_id", line, f"product id(s) of a known suite: {shown}"))
     return findings

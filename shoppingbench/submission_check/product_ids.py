@@ -1,8 +1,11 @@
 """Finding product ids of known suites inside an agent file: hard-coded answers (SPEC 4).
 
 The file's raw text is searched (comments included: a file can read its own source) and so is the
-value of every literal, which catches ids written with escapes, in hex (``0x4d2``) or split into
-concatenated pieces. An id also counts when it sits inside a longer run of letters and digits.
+value of every literal, which catches ids written with escapes or in hex (``0x4d2``), and the value of
+every expression that builds a string or number out of literals (``folding``: concatenated pieces,
+``chr`` codes, reversed strings, ``"".join``, f-strings, ``int(hex, 16)``, ``%`` and ``format``). An
+id also counts when it sits inside a longer run of letters and digits. What is computed from data at
+run time (a table masked with a hash of the query) is beyond any scan of the file.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Final
+
+from shoppingbench.submission_check.folding import Folder, folded_texts
 
 MIN_ID_CHARS: Final = 6
 """Shorter ids are ignored: they cannot be told apart from ordinary numbers in code."""
@@ -58,10 +63,9 @@ class IdMatcher:
                 start = text.find(known, start + 1)
 
 
-def _literal_texts(tree: ast.AST) -> Iterator[tuple[int, str]]:
-    """``(line, text)`` of every literal value and of every ``"a" + "b" + ...`` chain of string literals."""
-    continued: set[int] = set()  # BinOps that are the left operand of another Add: folded by their parent
-    for node in ast.walk(tree):
+def _literal_texts(folder: Folder) -> Iterator[tuple[int, str]]:
+    """``(line, text)`` of every literal value and of every expression folded from literals."""
+    for node in folder.nodes:
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, str):
@@ -70,22 +74,13 @@ def _literal_texts(tree: ast.AST) -> Iterator[tuple[int, str]]:
                 yield node.lineno, value.decode("latin-1")
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 yield node.lineno, repr(value)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and id(node) not in continued:
-            pieces: list[ast.expr] = []
-            current: ast.expr = node
-            while isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
-                continued.add(id(current))
-                pieces.append(current.right)
-                current = current.left
-            pieces.append(current)
-            texts = [p.value for p in reversed(pieces)
-                     if isinstance(p, ast.Constant) and isinstance(p.value, str)]
-            if len(texts) == len(pieces):
-                yield node.lineno, "".join(texts)
+    for built, text in folded_texts(folder):
+        yield built.lineno, text
 
 
-def embedded_ids(source: str, tree: ast.AST | None, known: Collection[str]) -> dict[int, list[str]]:
-    """Known ids found per 1-based line, in order of discovery."""
+def embedded_ids(source: str, folder: Folder | None, known: Collection[str]) -> dict[int, list[str]]:
+    """Known ids found per 1-based line, in order of discovery; ``folder`` holds the parsed file, if it
+    parsed."""
     matcher = IdMatcher.build(known)
     found: dict[int, list[str]] = {}
     if not matcher:
@@ -99,8 +94,8 @@ def embedded_ids(source: str, tree: ast.AST | None, known: Collection[str]) -> d
 
     for offset, product_id in matcher.find(source):
         note(bisect.bisect_right(line_starts, offset), product_id)
-    if tree is not None:
-        for line, text in _literal_texts(tree):
+    if folder is not None:
+        for line, text in _literal_texts(folder):
             for _, product_id in matcher.find(text):
                 note(line, product_id)
     return found

@@ -109,6 +109,9 @@ ANY_RECEIVER_ATTRIBUTES: Final[dict[str, str]] = {
 """Attribute names rejected on any object: interpreter internals, ``pathlib`` writes, process starts."""
 
 DYNAMIC_CODE_BUILTINS: Final = frozenset({"exec", "eval", "compile"})
+ATTRIBUTE_FUNCTIONS: Final = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+NAMESPACE_BUILTINS: Final[dict[str, str]] = {"globals": "builtins_access", "vars": "builtins_access"}
+"""Builtins that hand out a namespace as a dict: any member, ``__builtins__`` included, by string key."""
 ESCAPE_NAMES: Final[dict[str, str]] = {"__import__": "dynamic_import", "__builtins__": "builtins_access",
                                        "__loader__": "dynamic_import", "__spec__": "dynamic_import"}
 """Bare names (and string literals naming them) that reach the import machinery or builtins."""

@@ -1,5 +1,6 @@
-"""Hostile when the query says "stall": freezes the sandbox's bootstrap (same uid) so that only the
-host can end the problem, then sleeps. Otherwise a well-behaved empty answer."""
+"""Hostile when the query says "stall": tries to freeze the sandbox's bootstrap (same uid) so that only
+the host could end the problem (the bootstrap is the PID namespace's init, which ignores it), then
+sleeps. Otherwise a well-behaved empty answer."""
 
 import os
 import signal

@@ -1,0 +1,95 @@
+"""The adversarial battery (issue 14): every attack tried as a hostile miner would, against the real
+sandbox, verified proxy, judge and submission gate, and how many of them the arena held.
+
+    python -m benchmarks.adversarial [--family judge_answers --family proxy_budgets ...]
+
+The battery is the adversarial suite itself (``tests/adversarial``, one file per attack family, run by
+CI): each test case is one attack with the promise its defence keeps, so this count and the regression
+tests cannot drift apart. A case is *held* when its test passes (setup, call and teardown); a case that
+fails, errors or is skipped is *not held* and named. Families, by the issue's items:
+
+- ``unverified_answers`` (1): a ReAct agent appending tabulated answers, through the sandbox with the
+  scripted model: no success, ``unverified_answer``, flagged in store and dump, never agentic or trained on;
+- ``forged_evidence`` (2): an agent feeding its model forged titles and prices is judged below the honest one;
+- ``judge_answers`` (3): answers with two verdicts are unparseable, retried, then left to the offline
+  rules; a model far above the offline rules is capped one gate above;
+- ``proxy_budgets`` (4): float, string, boolean and over-cap ``max_tokens``, ``n``/``best_of`` > 1, a
+  hundred parallel calls against a token budget, calls in flight per attempt;
+- ``submission_gate`` (5): a second file committed in the block of a rejected or an accepted one;
+  repeated uploads; verdicts of the old table layout;
+- ``sandbox_uids`` (6): a fork bomb in one runner process beside an honest run in another;
+- ``static_analysis`` (7): escape hatches and answer ids spelled at run time; huge folds; the bundled
+  agents and the demo table cheater still pass;
+- ``sandbox_proc`` (8): pid 1's command line and signals from the agent;
+- ``table_cheater``: the masked lookup table scores on public problems and 0 on a freshly generated suite;
+- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer.
+
+The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
+family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",
+"families": {family: {"cases", "held", "not_held": [test ids]}}, "seconds"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+BATTERY = Path(__file__).resolve().parents[1] / "tests" / "adversarial"
+
+
+class _Outcomes:
+    """A pytest plugin keeping, per test id, whether every phase of it passed."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, bool] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.held[report.nodeid] = self.held.get(report.nodeid, True) and report.passed
+
+
+def _family(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0]
+    return Path(module).stem.removeprefix("test_")
+
+
+def summarize(held: dict[str, bool]) -> dict[str, Any]:
+    """The battery's figures from each case's outcome."""
+    families: dict[str, dict[str, Any]] = defaultdict(lambda: {"cases": 0, "held": 0, "not_held": []})
+    for nodeid, ok in sorted(held.items()):
+        family = families[_family(nodeid)]
+        family["cases"] += 1
+        family["held"] += ok
+        if not ok:
+            family["not_held"].append(nodeid.split("::", 1)[1])
+    cases, kept = len(held), sum(held.values())
+    return {"cases": cases, "held": kept, "not_held": cases - kept,
+            "families": dict(sorted(families.items()))}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--family", action="append", default=[],
+                        help="run only this family (repeatable), e.g. proxy_budgets")
+    args = parser.parse_args(argv)
+    targets = [str(BATTERY / f"test_{f}.py") for f in args.family] or [str(BATTERY)]
+    outcomes = _Outcomes()
+    started = time.monotonic()
+    pytest.main([*targets, "-q", "-p", "no:cacheprovider", "--no-header", "-o", "addopts="],
+                plugins=[outcomes])
+    result = {**summarize(outcomes.held), "seconds": round(time.monotonic() - started, 1)}
+    for name, family in result["families"].items():
+        missed = f", not held: {', '.join(family['not_held'])}" if family["not_held"] else ""
+        print(f"{name}: {family['held']}/{family['cases']} held{missed}", file=sys.stderr)
+    print(orjson.dumps(result).decode())
+    return result
+
+
+if __name__ == "__main__":
+    main()
