@@ -6,7 +6,7 @@ Entry points and wiring only: every command delegates to the library packages.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.console import Console
 from neurons import demo as demo_module
 from shoppingbench.logs import configure_logging
 from shoppingbench.settings import HarnessSettings
+
+if TYPE_CHECKING:
+    from shoppingbench.catalog.importer import ImportReport
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="ShoppingBench arena: sample world, catalog, tool server and local scoring.")
@@ -131,30 +134,41 @@ def catalog_import(
         help="documents.jsonl or documents.jsonl.gz; several files (shards) make one catalog")],
     catalog_dir: Annotated[Path, typer.Option("--catalog-dir", help="Where the store and index go")],
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line")] = False,
+    max_bad: Annotated[int, typer.Option(
+        "--max-bad", min=0, help="Accept up to this many skipped bad lines (over it: exit 3)")] = 0,
     log_format: LogFormatOption = None,
 ) -> None:
     """Build a catalog from ShoppingBench documents: the product store and its search index.
 
     The catalog then holds exactly the products of the given files, replacing whatever the directory
     held; importing the same files again gives the same catalog. Bad lines are reported by number with
-    the reason and skipped (unless --strict). A file that ends early or is corrupt (a truncated gzip)
-    fails the import with exit code 2 and leaves the previous catalog in place.
+    the reason and skipped (--strict stops at the first). A file that ends early or is corrupt (a
+    truncated gzip, a plain file cut mid-line) fails with exit code 2; more bad lines than --max-bad
+    (default 0) fail with exit code 3. Either way the previous catalog stays in place.
     """
-    from shoppingbench.catalog.build import build_catalog
+    from shoppingbench.catalog.build import TooManyBadLines, build_catalog
     from shoppingbench.catalog.importer import CatalogImportError
 
     _settings(log_format=log_format)
     try:
-        report = build_catalog(sources, catalog_dir, strict=strict)
+        report = build_catalog(sources, catalog_dir, strict=strict, max_bad=max_bad)
     except CatalogImportError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    for imported in report.imported:
+    except TooManyBadLines as exc:
+        _echo_import_reports(exc.reports)
+        typer.echo(f"error: {exc} (--max-bad N accepts up to N)", err=True)
+        raise typer.Exit(3) from exc
+    _echo_import_reports(report.imported)
+    typer.echo(f"catalog {catalog_dir}: {report.index.documents} products, {report.index.terms} terms")
+
+
+def _echo_import_reports(reports: list[ImportReport]) -> None:
+    for imported in reports:
         typer.echo(f"imported {imported.imported} of {imported.lines} lines ({imported.bad} bad) "
                    f"from {imported.source}")
         for error in imported.errors:
             typer.echo(f"  {imported.source}: line {error.line}: {error.reason}", err=True)
-    typer.echo(f"catalog {catalog_dir}: {report.index.documents} products, {report.index.terms} terms")
 
 
 @tools_app.command("serve")

@@ -17,6 +17,7 @@ from shoppingbench.catalog.build import (
     BUILD_RECORD,
     PARTIAL_STORE_FILE,
     STORE_FILE,
+    TooManyBadLines,
     build_catalog,
     catalog_exists,
     open_catalog,
@@ -86,6 +87,35 @@ def test_a_truncated_source_leaves_the_previous_catalog_usable(tmp_path: Path) -
     assert catalog_exists(catalog_dir)
     assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(3))
     assert not any(p.name.startswith(PARTIAL_STORE_FILE) for p in catalog_dir.iterdir())
+
+
+def test_a_plain_source_cut_mid_line_leaves_the_previous_catalog(tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "good.jsonl", range(30)), catalog_dir, progress=False)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes((tmp_path / "good.jsonl").read_bytes()[:-25])
+
+    with pytest.raises(CatalogImportError, match=r"ended early or is corrupt at line 30 .*re-download it"):
+        build_catalog(cut, catalog_dir, progress=False)
+
+    assert orjson.loads((catalog_dir / BUILD_RECORD).read_bytes())["index"]["documents"] == 30
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(30))
+
+
+def test_more_bad_lines_than_allowed_leave_the_previous_catalog(tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "good.jsonl", range(3)), catalog_dir, progress=False)
+    source = tmp_path / "bad.jsonl"
+    source.write_bytes(write(tmp_path / "part.jsonl", range(5, 8)).read_bytes() + b"{bad\n[]\n")
+
+    with pytest.raises(TooManyBadLines) as refused:
+        build_catalog(source, catalog_dir, max_bad=1, progress=False)
+
+    assert [r.bad for r in refused.value.reports] == [2] and "2 bad lines" in str(refused.value)
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(3))
+    assert not any(p.name.startswith(PARTIAL_STORE_FILE) for p in catalog_dir.iterdir())
+    assert build_catalog(source, catalog_dir, max_bad=2, progress=False).index.documents == 3
+    assert stored_ids(catalog_dir) == ids(range(5, 8))
 
 
 def test_a_rebuild_holds_exactly_the_new_source(tmp_path: Path) -> None:

@@ -200,6 +200,34 @@ def test_the_truncation_is_reported_even_past_the_listed_errors(tmp_path: Path, 
     assert not report.complete and "gzip stream is truncated" in (report.stream_error or "")
 
 
+def test_a_plain_file_cut_mid_line_is_incomplete(tmp_path: Path, store: ProductStore) -> None:
+    data = b"".join(line(document(n)) for n in range(10))
+    source = write(tmp_path / "documents.jsonl", [data[: len(data) - 40]])
+
+    report = run(source, store)
+
+    assert report.imported == 9 == len(store) and report.bad == 1 and report.lines == 10
+    assert not report.complete and (report.stream_error or "").startswith("the file ended early")
+    assert report.errors[0].line == 10 and report.errors[0].reason == report.stream_error
+
+
+def test_a_valid_last_line_without_a_newline_is_complete(tmp_path: Path, store: ProductStore) -> None:
+    data = b"".join(line(document(n)) for n in range(3))
+    report = run(write(tmp_path / "documents.jsonl", [data.rstrip(b"\n")]), store)
+    assert report.complete and report.imported == 3 and report.bad == 0
+
+
+def test_a_bad_terminated_last_line_is_only_a_bad_line(tmp_path: Path, store: ProductStore) -> None:
+    report = run(write(tmp_path / "documents.jsonl", [line(document(1)), b"{bad\n"]), store)
+    assert report.complete and report.bad == 1
+
+
+def test_strict_mode_on_a_plain_file_cut_mid_line(tmp_path: Path, store: ProductStore) -> None:
+    data = b"".join(line(document(n)) for n in range(4))
+    with pytest.raises(CatalogImportError, match="the file ended early"):
+        run(write(tmp_path / "documents.jsonl", [data[:-10]]), store, strict=True)
+
+
 def test_strict_mode_fails_on_the_first_bad_line_and_keeps_only_complete_batches(
         tmp_path: Path, store: ProductStore) -> None:
     lines = [line(document(n)) for n in range(7)] + [b"{broken\n"] + [line(document(n)) for n in range(8, 12)]

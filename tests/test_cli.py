@@ -58,9 +58,15 @@ def test_catalog_import_reports_bad_lines_and_strict_stops(tmp_path: Path) -> No
     source = tmp_path / "documents.jsonl"
     source.write_text(f"{good}\n{{not json\n")
     lenient = _run(["catalog", "import", str(source), "--catalog-dir", str(tmp_path / "c1")], tmp_path)
-    assert lenient.returncode == 0, lenient.stderr[-2000:]
+    assert lenient.returncode == 3, lenient.stderr[-2000:]
     assert "imported 1 of 2 lines (1 bad)" in lenient.stdout
-    assert "line 2:" in lenient.stderr
+    assert "line 2:" in lenient.stderr and "--max-bad" in lenient.stderr
+    assert not (tmp_path / "c1" / "catalog.json").exists()
+
+    accepted = _run(["catalog", "import", str(source), "--catalog-dir", str(tmp_path / "c1"),
+                     "--max-bad", "1"], tmp_path)
+    assert accepted.returncode == 0, accepted.stderr[-2000:]
+    assert "imported 1 of 2 lines (1 bad)" in accepted.stdout
 
     strict = _run(["catalog", "import", str(source), "--catalog-dir", str(tmp_path / "c2"), "--strict"],
                   tmp_path)
@@ -84,6 +90,21 @@ def test_catalog_import_refuses_a_truncated_gzip(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr[-2000:]
     assert "ended early or is corrupt at line" in result.stderr and "re-download it" in result.stderr
     assert not (tmp_path / "c" / "catalog.json").exists()
+
+
+def test_catalog_import_refuses_a_plain_file_cut_mid_line(tmp_path: Path) -> None:
+    whole = _documents(range(40))
+    catalog = tmp_path / "c"
+    good = tmp_path / "documents.jsonl"
+    good.write_bytes(whole)
+    assert _run(["catalog", "import", str(good), "--catalog-dir", str(catalog)], tmp_path).returncode == 0
+    good.write_bytes(whole[: len(whole) // 2])
+
+    result = _run(["catalog", "import", str(good), "--catalog-dir", str(catalog)], tmp_path)
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "the file ended early" in result.stderr
+    assert orjson.loads((catalog / "catalog.json").read_bytes())["index"]["documents"] == 40
 
 
 def test_catalog_import_of_shards_replaces_what_the_directory_held(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ A build is exactly the union of its source files, whatever the directory held be
 imported into a fresh ``products.sqlite3.partial``, the index is built from it, then the store is
 renamed over ``products.sqlite3`` and ``catalog.json`` is written last. ``catalog.json`` is removed
 before the index or store is touched, so a build cut short is never taken as done; a build that fails
-while importing (bad line under ``--strict``, truncated or corrupt source) leaves the previous catalog
-as it was.
+while importing (bad line under ``--strict``, truncated or corrupt source, more bad lines than
+``max_bad``) leaves the previous catalog as it was.
 """
 
 from __future__ import annotations
@@ -44,19 +44,32 @@ class CatalogBuildReport(BaseModel):
     index: IndexStats
 
 
+class TooManyBadLines(Exception):
+    """A build skipped more bad lines than it was allowed: the previous catalog was kept."""
+
+    def __init__(self, reports: list[ImportReport], max_bad: int) -> None:
+        bad = sum(report.bad for report in reports)
+        super().__init__(f"{bad} bad line{'s' if bad != 1 else ''} skipped, more than the {max_bad} allowed; "
+                         "the previous catalog was kept")
+        self.reports = reports
+        self.max_bad = max_bad
+
+
 def _remove_side_files(path: Path) -> None:
     for suffix in _SQLITE_SIDE_FILES:
         path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def build_catalog(sources: Path | Sequence[Path], catalog_dir: Path, *, strict: bool = False,
-                  progress: bool = True) -> CatalogBuildReport:
+                  max_bad: int | None = None, progress: bool = True) -> CatalogBuildReport:
     """Build the catalog from one or more ``documents.jsonl[.gz]`` files (shards), replacing its contents.
 
     The catalog holds exactly the union of ``sources`` (a product id seen twice keeps its last line), so
     building the same sources again gives the same catalog. Raises :class:`CatalogImportError` on the
     first bad line with ``strict``, and always when a source ends early or is corrupt (a truncated
-    gzip): a catalog missing the tail of its source must not be taken as complete.
+    gzip, a plain file cut mid-line): a catalog missing the tail of its source must not be taken as
+    complete. Raises :class:`TooManyBadLines` when the sources hold more than ``max_bad`` bad lines
+    together (``None``: any number).
     """
     paths = [Path(sources)] if isinstance(sources, (str, Path)) else [Path(s) for s in sources]
     if not paths:
@@ -76,6 +89,8 @@ def build_catalog(sources: Path | Sequence[Path], catalog_dir: Path, *, strict: 
                         path, report.lines, f"the file ended early or is corrupt at line {report.lines} "
                         f"({report.stream_error}); re-download it")
                 reports.append(report)
+            if max_bad is not None and sum(report.bad for report in reports) > max_bad:
+                raise TooManyBadLines(reports, max_bad)
             # From here the index and store are replaced one after the other: without the record the
             # directory is never opened half-swapped.
             record.unlink(missing_ok=True)

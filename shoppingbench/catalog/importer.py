@@ -60,9 +60,10 @@ class ImportReport(BaseModel):
     lines: int
     """Lines read, counting blank ones; a truncated or corrupt gzip tail counts as one (bad) line."""
     complete: bool = True
-    """Whether the file was read to its end. False when a gzip stream is truncated or corrupt: the
-    lines before the damage were imported, but the rest of the catalog is missing (``lines`` is then
-    the number of the damaged line, ``stream_error`` why)."""
+    """Whether the file was read to its end. False when a gzip stream is truncated or corrupt, or the
+    file was cut mid-line (an unterminated last line that does not parse): the lines before the damage
+    were imported, but the rest of the catalog is missing (``lines`` is then the number of the damaged
+    line, ``stream_error`` why)."""
     stream_error: str | None = None
     imported: int
     """Valid lines upserted; a product that appears twice counts twice (the later line wins)."""
@@ -88,6 +89,10 @@ class _BadLine(Exception):
     """Internal: the current line is not a valid catalog document; the message is the reason."""
 
 
+class _Tail(bytes):
+    """Internal: the file's last line when the file does not end with a newline (it may be cut short)."""
+
+
 class _BrokenStream(Exception):
     """Internal: the compressed stream cannot be read past this point; the message is the reason."""
 
@@ -105,7 +110,8 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
     Bad lines (invalid JSON or UTF-8, not an object, invalid fields, mismatched ids, over
     ``MAX_LINE_BYTES``) are reported by 1-based line number; the import goes on with the next line.
     A truncated or corrupt gzip stream ends the import at that point, counts as one bad line and
-    sets ``complete=False`` in the report: callers building a catalog must not treat it as whole.
+    sets ``complete=False`` in the report: callers building a catalog must not treat it as whole. So
+    does a last line without a newline that is not a valid document: the file was cut mid-line.
 
     Documents are written in transactions of ``batch_size`` valid documents, in file order; importing
     the same file again leaves the store as it was (upsert by product id).
@@ -151,7 +157,10 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
                 try:
                     batch.append(_parse_document(line))
                 except _BadLine as exc:
-                    reject(lines, str(exc))
+                    reason = str(exc)
+                    if isinstance(line, _Tail):
+                        stream_error = reason = f"the file ended early (last line, no newline): {exc}"
+                    reject(lines, reason)
                     continue
                 if len(batch) >= batch_size:
                     imported += store.upsert(batch)
@@ -175,7 +184,8 @@ def _read_lines(raw: io.BufferedReader) -> Iterator[bytes | None]:
     """Yield the file's lines without their newline (``None`` for an over-long line), reading in chunks.
 
     ``read1`` returns the data decompressed so far before a truncated gzip raises, so every complete
-    line before the damage is still yielded; the incomplete line in flight is dropped.
+    line before the damage is still yielded; the incomplete line in flight is dropped. A last line
+    without a newline is yielded as a :class:`_Tail`.
     """
     head = raw.read(2)
     raw.seek(0)
@@ -211,12 +221,12 @@ def _read_lines(raw: io.BufferedReader) -> Iterator[bytes | None]:
             oversized = True
             pending = b""
     if pending and not oversized:
-        yield pending
+        yield _Tail(pending)
 
 
 def _parse_document(line: bytes) -> CatalogDocument:
     try:
-        value = orjson.loads(line)
+        value = orjson.loads(memoryview(line))  # orjson refuses bytes subclasses such as _Tail
     except orjson.JSONDecodeError as exc:
         raise _BadLine(_json_reason(line, exc)) from None
     if not isinstance(value, dict):
