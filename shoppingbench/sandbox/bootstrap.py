@@ -13,7 +13,7 @@ importable. It then
    calls ``agent_main(problem)``, checks the steps' shape, serialises them and
    writes them to a pipe; the parent enforces the wall-clock limit and the size of the answer,
    then kills every other process of the sandbox and empties its /tmp (so nothing outlives its
-   problem) and answers.
+   problem), ends the problem's proxy connections and answers.
 
 Protocol (host -> sandbox, one JSON line each): ``{"type": "run", "nonce", "problem", "timeout_s"}``
 or ``{"type": "exit"}``. Sandbox -> host: ``{"type": "ready", ...}\\n``, and per run a header line
@@ -313,11 +313,12 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     here = os.path.dirname(os.path.abspath(__file__))
+    forwarder = None
     if config.get("proxy_socket"):
         sys.path.insert(0, here)
         from forwarder import start  # a sibling file, mounted next to this one
 
-        start(int(config["proxy_port"]), config["proxy_socket"])
+        forwarder = start(int(config["proxy_port"]), config["proxy_socket"])
     # Only the configured paths and the standard library: not this directory, not the working directory.
     sys.path[:] = [*config["python_paths"], *(p for p in sys.path if p and p != here)]
     warm_failed = _warm_up(config.get("warm_modules", []))
@@ -330,6 +331,9 @@ def main() -> None:
         if command.get("type") != "run":
             break
         header, payload = _run_problem(config, code, compile_error, command)
+        # The problem's processes are dead: its connections end now, not inside the next problem's fork.
+        if forwarder is not None and not forwarder.drop_connections():
+            header["clean"] = False
         _write_all(protocol_out, json.dumps(header).encode() + b"\n" + payload)
 
 
