@@ -62,6 +62,7 @@ EXIT_NO_STORE = 4
 EXIT_CHAIN = 5
 EXIT_NOT_DELIVERED = 6
 EXIT_NO_ANSWER = 7
+EXIT_MISSING_ANSWERS = 8
 
 
 def _print_findings(console: Console, report: CheckReport) -> None:
@@ -91,6 +92,28 @@ def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Pa
     if not suite:
         raise typer.BadParameter("the suite is empty")
     return open_catalog(catalog_dir), suite
+
+
+def _missing_answers(engine: BM25SearchEngine, suite: list[Problem]) -> tuple[list[str], list[str]]:
+    """The answer ids of ``suite`` absent from the catalog, and the problems that have any."""
+    answers = sorted({target.product_id for problem in suite for target in problem.targets})
+    found = engine.get_products(answers)
+    missing = [product_id for product_id in answers if product_id not in found]
+    absent = set(missing)
+    return missing, [p.id for p in suite if any(t.product_id in absent for t in p.targets)]
+
+
+def _check_answers(console: Console, engine: BM25SearchEngine, suite: list[Problem], allow: bool) -> None:
+    missing, problems = _missing_answers(engine, suite)
+    if not missing:
+        return
+    console.print(f"[yellow]warning[/yellow]: {len(missing)} answer ids of {len(problems)} of the "
+                  f"{len(suite)} problems are not in the catalog (e.g. {', '.join(missing[:3])}): those "
+                  "problems cannot be solved with it", highlight=False)
+    if not allow:
+        console.print("Pass the catalog the suite comes from (--catalog), or --allow-missing-answers to run "
+                      "anyway.")
+        raise typer.Exit(EXIT_MISSING_ANSWERS)
 
 
 WalletPathOption = Annotated[Path, typer.Option("--wallet-path", file_okay=False, help="Wallets directory")]
@@ -138,6 +161,9 @@ def test(
         "--store/--no-store", help="Also record every attempt, labelled by the structural filter, in the "
                                    "trajectory store ($ARENA_STORE_URL, default SQLite under the data root)"
     )] = True,
+    allow_missing_answers: Annotated[bool, typer.Option(
+        "--allow-missing-answers", help="Run even when some of the suite's answer ids are not in the "
+                                        "catalog (those problems cannot be solved)")] = False,
     log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
 ) -> None:
     """Check AGENT statically, run it in the sandbox over a suite, and print its scores.
@@ -146,7 +172,8 @@ def test(
     (its dialogue, the verified proxy log and its scores) to a JSONL file as it finishes, and to the
     trajectory store as a `local_test` run with its structural-filter label (agentic, sub_task or
     no_llm). Exit code 2: static analysis rejected the file; 3: the sandbox cannot run on this host;
-    4: the trajectory store cannot be opened.
+    4: the trajectory store cannot be opened; 8: answer ids of the suite are missing from the catalog
+    (unless --allow-missing-answers).
     """
     overrides: dict[str, Any] = {"home": home, "workers": workers, "suite_per_category": per_category,
                                  "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
@@ -161,6 +188,7 @@ def test(
     except (ProblemFileError, FileNotFoundError) as exc:
         console.print(f"error: {exc}", markup=False)
         raise typer.Exit(1) from exc
+    _check_answers(console, engine, suite, allow_missing_answers)
 
     answers = {target.product_id for problem in suite for target in problem.targets}
     report = check_agent(agent_file.source, known_product_ids=answers)

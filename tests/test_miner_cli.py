@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
-from neurons.miner import EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
+from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
 from shoppingbench.llm_stub import create_app as create_stub_app
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.records import AttemptRecord
@@ -80,6 +80,27 @@ def test_a_rejected_agent_never_runs(small_world: SampleWorld, suite_files: list
     assert result.exit_code == EXIT_REJECTED, result.output
     assert "rejected" in result.output and "line 1" in result.output
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_suite_whose_answers_are_not_in_the_catalog_stops_unless_allowed(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.jsonl"
+    line = orjson.loads(suite_files[0].read_text().splitlines()[0])
+    line["reward"]["product_id"] = "no-such-product-42"
+    foreign.write_bytes(orjson.dumps(line) + b"\n")
+    args = _args(BASELINE, small_world, [*suite_files, foreign], tmp_path)
+
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == EXIT_MISSING_ANSWERS, refused.output
+    said = " ".join(refused.output.split())  # whatever the console's width wrapped
+    assert "1 answer ids of 1 of the 5 problems are not in the catalog" in said
+    assert "no-such-product-42" in said and "--allow-missing-answers" in said
+    assert not (tmp_path / "out.jsonl").exists()
+
+    allowed = CliRunner().invoke(app, [*args, "--allow-missing-answers", "--no-store"])
+    assert allowed.exit_code == 0, allowed.output
+    assert "not in the catalog" in allowed.output
+    assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == 5
 
 
 def test_a_custom_catalog_needs_its_suite(small_world: SampleWorld, tmp_path: Path) -> None:
