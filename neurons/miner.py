@@ -1,5 +1,6 @@
 """``miner``: what a miner runs locally. ``miner test AGENT.py`` scores an agent file exactly as a
-validator will: static analysis, then the sandbox, the verified proxy and the one scorer.
+validator's qualifying run will: static analysis, then the sandbox, the verified proxy, the one scorer,
+the judge from the settings and the final score with its quality coefficient.
 ``miner submit AGENT.py`` commits the file's sha256 on chain and uploads it, signed with the hotkey,
 to every validator with a permit. ``miner status`` asks each of those validators' public APIs what
 became of the hotkey's agents.
@@ -26,11 +27,13 @@ from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
 from arena.chain import ChainError, ChainSettings, Commitment, Neuron, open_chain
+from arena.judge import FinalScore, JudgeInput, JudgeVerdict, final_score, suite_score
 from arena.race.state import CompletedRace, RunningRace, Submission
 from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites.clusters import cluster_problems
 from arena.validator.api import EmbargoEntry
+from arena.validator.runs import stored_verdict
 from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
@@ -51,7 +54,7 @@ from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
 from trajectories.recorder import RunRecorder
 from trajectories.settings import StoreSettings
-from trajectories.store import AgentEntry, StoreError, TrajectoryStore
+from trajectories.store import AgentEntry, AttemptKey, StoreError, TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Shopping-agent arena, miner side: score your agent locally exactly as validators do.")
@@ -168,10 +171,14 @@ def test(
 ) -> None:
     """Check AGENT statically, run it in the sandbox over a suite, and print its scores.
 
-    Prints per-category success and gt rates and the suite aggregate (ASR), and writes every attempt
-    (its dialogue, the verified proxy log and its scores) to a JSONL file as it finishes, and to the
-    trajectory store as a `local_test` run with its structural-filter label (agentic, sub_task or
-    no_llm). Exit code 2: static analysis rejected the file; 3: the sandbox cannot run on this host;
+    Prints per-category success and gt rates and the suite aggregate (ASR), then what a validator's
+    qualifying run scores: each attempt judged by the judge of the settings (the offline rules unless
+    ARENA_JUDGE_BASE_URL and ARENA_JUDGE_MODELS are set), per category and for the suite the success
+    rate, mean judge quality, quality coefficient and final score. Writes every attempt (its dialogue,
+    the verified proxy log and its scores) to a JSONL file as it finishes, and to the trajectory store
+    as a `local_test` run with its structural-filter label (agentic, sub_task or no_llm) and verdict.
+
+    Exit code 2: static analysis rejected the file; 3: the sandbox cannot run on this host;
     4: the trajectory store cannot be opened; 8: answer ids of the suite are missing from the catalog
     (unless --allow-missing-answers).
     """
@@ -212,13 +219,17 @@ def test(
     destination = out or results_path(settings, f"miner-test-{agent.stem}")
     destination.parent.mkdir(parents=True, exist_ok=True)
     grader = Grader.from_settings(engine.get_products, settings)
+    judge = ArenaSettings().judge()
+    verdicts: dict[str, JudgeVerdict] = {}
     run_id = new_run_id()
     recorder = _recorder(settings, agent_file, suite, run_id, console) if store else None
     with destination.open("wb") as handle:
         def on_attempt(record: AttemptRecord) -> None:
             _append(handle, record)
-            if recorder is not None:
+            verdicts[record.problem_id] = verdict = judge.judge(JudgeInput.from_record(record))
+            if recorder is not None:  # recorded, then its verdict beside it, as a validator's run does
                 recorder.record(record)
+                recorder.store.set_judge_verdict(AttemptKey.of(record), stored_verdict(verdict))
 
         try:
             with run_inference(settings, scripted=scripted_llm) as inference:
@@ -239,6 +250,7 @@ def test(
         if attempt.failure is not None:
             failures[attempt.failure.kind] = failures.get(attempt.failure.kind, 0) + 1
     console.print(results_table(result, f"{agent.name} on {len(suite)} problems"))
+    console.print(_final_score_table(result.attempts, verdicts))
     refusal = first_refusal(result)
     if refusal is not None:
         console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
@@ -250,6 +262,30 @@ def test(
         labels = ", ".join(f"{label} {n}" for label, n in sorted(recorder.labels.items()))
         console.print(f"trajectory store: run {run_id} ({labels}) in {recorder.store.engine.url!r}")
 
+
+
+def _final_scores(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict]) -> dict[str, FinalScore]:
+    """Per category and for the whole suite (``all``, what a qualifying run scores): the success rate,
+    the mean judge quality, the quality coefficient and the final score, as a validator computes them."""
+    scores: dict[str, FinalScore] = {}
+    for category in sorted({a.score.category for a in attempts}):
+        judged = [a for a in attempts if a.score.category == category]
+        successes = sum(a.score.success for a in judged) / len(judged)
+        scores[category] = final_score(successes, [verdicts[a.problem_id] for a in judged])
+    scores["all"] = suite_score([a.score.success for a in attempts],
+                                [verdicts[a.problem_id] for a in attempts], [a.problem_id for a in attempts])
+    return scores
+
+
+def _final_score_table(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict]) -> Table:
+    scores = _final_scores(attempts, verdicts)
+    table = Table(title=f"final score (judge: {scores['all'].judge_label})")
+    for column in ("category", "success", "mean quality", "coefficient", "final score"):
+        table.add_column(column, justify="left" if column == "category" else "right")
+    for name, score in scores.items():
+        table.add_row(name, f"{score.success_rate:.1%}", f"{score.mean_quality:.3f}",
+                      f"{score.coefficient:.4f}", f"{score.score:.2%}")
+    return table
 
 
 def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem], run_id: str,

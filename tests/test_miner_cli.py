@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
+from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
 from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
 from shoppingbench.llm_stub import create_app as create_stub_app
 from shoppingbench.llm_stub.policies import shopping_policy
@@ -69,6 +70,32 @@ def test_miner_test_scores_the_agent_and_writes_every_attempt(
     assert all(a.label is not None and a.label.label == "no_llm" for a in stored)
     assert set(clusters) == {r.problem_id for r in records} and all(clusters.values())
     assert "no_llm 4" in result.output
+
+
+def test_miner_test_judges_and_scores_as_a_validators_qualifying_run(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ARENA_JUDGE_BASE_URL", "ARENA_JUDGE_MODELS"):
+        monkeypatch.delenv(name, raising=False)  # the settings' judge is then the offline rules
+    result = CliRunner().invoke(app, _args(BASELINE, small_world, suite_files, tmp_path))
+    assert result.exit_code == 0, result.output
+
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
+        stored = sorted(store.load(store.attempt_ids()), key=lambda a: a.record.problem_id)
+    # Every attempt carries its verdict in the store, as a validator's run records it.
+    assert all(a.judge is not None and a.judge.model == OFFLINE_JUDGE for a in stored)
+    verdicts = [OfflineJudge().judge(JudgeInput.from_record(a.record)) for a in stored]
+    assert [a.judge.quality for a in stored if a.judge] == [v.quality for v in verdicts]
+    expected = suite_score([a.record.score.success for a in stored], verdicts,
+                           [a.record.problem_id for a in stored])
+    assert expected.coefficient < 1  # the baseline never reasons: the coefficient cuts its score
+    table = result.output[result.output.index(f"final score (judge: {expected.judge_label})"):]
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in table.splitlines()
+             if line.startswith("│")]
+    rows = {row[0]: row[1:] for row in cells if row[0] in ("product", "shop", "all")}
+    assert set(rows) == {"product", "shop", "all"}
+    assert rows["all"] == [f"{expected.success_rate:.1%}", f"{expected.mean_quality:.3f}",
+                           f"{expected.coefficient:.4f}", f"{expected.score:.2%}"]
 
 
 def test_a_rejected_agent_never_runs(small_world: SampleWorld, suite_files: list[Path],

@@ -35,7 +35,8 @@ def run_id_for(kind: RunKind, submission_id: str, suite_ids: Sequence[str]) -> s
     return f"{kind}-{submission_id}-{digest[:12]}"
 
 
-def _stored(verdict: JudgeVerdict) -> StoredVerdict:
+def stored_verdict(verdict: JudgeVerdict) -> StoredVerdict:
+    """A judge's verdict as the trajectory store keeps it beside its attempt."""
     return StoredVerdict(model=verdict.judge, quality=verdict.quality, offline=verdict.offline,
                          explanation=verdict.explanation,
                          details={"attempts": verdict.attempts, "models_tried": list(verdict.models_tried)})
@@ -101,5 +102,5 @@ class SuiteRun:
 
     def _judge(self, record: AttemptRecord) -> JudgeVerdict:
         verdict = self.judge.judge(JudgeInput.from_record(record))
-        self.store.set_judge_verdict(AttemptKey.of(record), _stored(verdict))
+        self.store.set_judge_verdict(AttemptKey.of(record), stored_verdict(verdict))
         return verdict
