@@ -7,7 +7,8 @@ import json
 import pytest
 
 from shoppingbench.scoring import format_score, is_well_formed, length_score, step_format
-from shoppingbench.scoring.format import has_timestamp
+from shoppingbench.scoring.format import has_timestamp, rendered_message
+from shoppingbench.scoring.profiles import ORIGINAL, PRODUCTION_STRICT
 from tests.test_scoring_support import TERMINATE, recommend, step
 
 CALL = '<tool_call>[{"name": "find_product", "parameters": {"q": "bottle"}}]</tool_call>'
@@ -126,3 +127,80 @@ def test_an_enormous_integer_timestamp_does_not_crash_scoring() -> None:
     stamped = step(TERMINATE)
     stamped["extra_info"]["timestamp"] = huge
     assert format_score([stamped]) == 1.0
+
+
+# --- production-strict: as the reference arena's production scorer (ProblemScorer.score_problem) -----
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "credit"),
+    [
+        (1_700_000_000.5, 1.0),
+        (1, 1.0),
+        (True, 1.0),  # isinstance(True, int) and True > 0 in the reference
+        (False, 0.5),
+        ("2026-11-21T10:00:00Z", 0.5),  # a string is not a number there
+        ("1700000000", 0.5),
+        (None, 0.5),
+        (0, 0.5),
+        (-5, 0.5),
+    ],
+)
+def test_production_timestamps_count_as_the_reference_counts_them(timestamp: object, credit: float) -> None:
+    item = step(recommend("a"))
+    item["extra_info"]["timestamp"] = timestamp
+    assert step_format(item, production=True) == credit
+
+
+def test_production_reads_the_message_when_content_disagrees() -> None:
+    junk_content = step(recommend("a"))
+    junk_content["completion"]["content"] = "no tags at all"
+    assert step_format(junk_content) == 0 and step_format(junk_content, production=True) == 1
+
+    no_message = step(recommend("a"))
+    del no_message["completion"]["message"]
+    assert step_format(no_message) == 1 and step_format(no_message, production=True) == 0
+
+    thinkless = step(recommend("a"))
+    thinkless["completion"]["message"]["think"] = ""  # an empty part is not rendered
+    assert step_format(thinkless) == 1 and step_format(thinkless, production=True) == 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"message": {"think": 3, "response": "r"}},  # the reference's Message refuses a non-string part
+        {"message": {"think": "t", "tool_call": ["not an object"]}},
+        {"message": {"think": "t", "response": "r", "obs": "x"}},
+        {"message": ["think"]},
+        {"message": None},
+    ],
+)
+def test_production_scores_0_for_a_message_the_reference_cannot_read(change: dict[str, object]) -> None:
+    item = step(recommend("a"))
+    item["completion"].update(change)
+    assert step_format(item, production=True) == 0
+
+
+def test_production_scores_0_when_extra_info_is_not_an_object() -> None:
+    item = step(recommend("a"))
+    item["extra_info"] = ["step", 1]
+    assert step_format(item, production=True) == 0
+    del item["extra_info"]  # missing entirely: only the timestamp is missing
+    assert step_format(item, production=True) == 0.5
+
+
+def test_production_renders_the_message_as_the_reference_does() -> None:
+    item = step(("find_product", {"q": "a/b é"}), response="ok")
+    assert rendered_message(item) == ('<think>thinking</think>\n'
+                                      '<tool_call>[{"name":"find_product",'
+                                      '"parameters":{"q":"a\\/b \\u00e9"}}]'
+                                      '</tool_call>\n<response>ok</response>')
+
+
+def test_the_profiles_grade_format_their_own_way() -> None:
+    assert PRODUCTION_STRICT.production_format and not ORIGINAL.production_format
+    stamped_as_text = step(recommend("a"))
+    stamped_as_text["extra_info"]["timestamp"] = "2026-11-21T10:00:00Z"
+    assert format_score([stamped_as_text]) == 1.0
+    assert format_score([stamped_as_text], production=True) == 0.5

@@ -100,7 +100,8 @@ def _assemble(problem: Problem, steps: object, answer: list[str], targets: list[
         price_rate=_field_rate([t.price for t in targets]),
         service_rate=_field_rate([t.service for t in targets]),
         sku_attr_rate=_field_rate([t.sku_attr for t in targets]),
-        shop=shop, budget=budget, format=format_score(steps), length=length_score(steps),
+        shop=shop, budget=budget, format=format_score(steps, production=profile.production_format),
+        length=length_score(steps),
         answer=answer, targets=targets, profile=profile.name)
 
 

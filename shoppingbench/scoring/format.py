@@ -1,16 +1,21 @@
 """The format score: how many steps carry well-formed tagged output (SPEC 2).
 
-The tag rules are those of the original ``rewards/prm.py::format_reward`` (think mode), applied to
-``completion.content`` as SPEC 2 and the agent contract say ("the step's output"): the original
-renders the structured ``message`` instead, which only ever fails when a part is missing. The
-timestamp half credit is the reference arena's ``TIMESTAMP_MISSING_PENALTY = 0.5``.
+The tag rules are those of the original ``rewards/prm.py::format_reward`` (think mode). By default they
+apply to ``completion.content`` as SPEC 2 and the agent contract say ("the step's output"). With
+``production=True`` (the ``production-strict`` profile) a step is graded as the reference arena's
+production scorer (``ProblemScorer.score_problem``) grades it: its ``message`` rendered into tags (the
+``content`` is not read, so the two disagreeing cannot matter), a timestamp counting only as a positive
+JSON number (``true`` counts as 1; a string does not count), and a step whose message or ``extra_info``
+the reference cannot read scores 0. The timestamp half credit is the reference arena's
+``TIMESTAMP_MISSING_PENALTY = 0.5``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from itertools import permutations
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -82,8 +87,67 @@ def has_timestamp(step: object) -> bool:
     return isinstance(stamp, str) and bool(stamp.strip())
 
 
-def step_format(step: object) -> float:
+_MESSAGE_TEXT: Final = ("user", "think", "response")
+_MESSAGE_LISTS: Final = ("tool_call", "obs")
+
+
+def _reference_json(value: list[Any]) -> str:
+    """``ujson.dumps`` as the reference renders a list: compact, ASCII-escaped, ``/`` escaped."""
+    return json.dumps(value, separators=(",", ":")).replace("/", "\\/")
+
+
+def rendered_message(step: object) -> str | None:
+    """``completion.message`` rendered as the reference's ``Message.to_string(OUTPUT_ROLES)``; ``None``
+    when the reference cannot build its ``Message`` from it (not an object, a text part that is not a
+    string, a list part that is not a list of objects)."""
+    completion = step.get("completion") if isinstance(step, dict) else None
+    message = completion.get("message") if isinstance(completion, dict) else None
+    if not isinstance(message, dict):
+        return None
+    if any(k in message and not isinstance(message[k], str) for k in _MESSAGE_TEXT) or any(
+            k in message and not _is_object_list(message[k]) for k in _MESSAGE_LISTS):
+        return None
+    parts = []
+    for role in ROLES:
+        value = message.get(role)
+        if value:
+            try:
+                text = value if isinstance(value, str) else _reference_json(value)
+            except RecursionError:  # nesting too deep to render: the reference fails on it too
+                return None
+            parts.append(f"<{role}>{text}</{role}>")
+    return "\n".join(parts)
+
+
+def _is_object_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def has_reference_timestamp(step: dict[str, Any]) -> bool | None:
+    """The reference's test: a positive JSON number (``true`` is 1); ``None`` when ``extra_info`` is
+    there but not an object (the reference then skips the step)."""
+    info = step.get("extra_info", {})
+    if not isinstance(info, dict):
+        return None
+    stamp = info.get("timestamp")
+    return isinstance(stamp, (int, float)) and not stamp <= 0
+
+
+def _production_step_format(step: object) -> float:
+    rendered = rendered_message(step)
+    if rendered is None or not is_well_formed(rendered):
+        return 0.0
+    assert isinstance(step, dict)  # rendered_message read a message from it
+    stamped = has_reference_timestamp(step)
+    if stamped is None:
+        return 0.0
+    return 1.0 if stamped else MISSING_TIMESTAMP_CREDIT
+
+
+def step_format(step: object, *, production: bool = False) -> float:
     """1 for a well-formed step, half that without a timestamp, 0 for junk."""
+    if production:
+        return _production_step_format(step)
     completion = step.get("completion") if isinstance(step, dict) else None
     content = completion.get("content") if isinstance(completion, dict) else None
     if not is_well_formed(content):
@@ -91,9 +155,9 @@ def step_format(step: object) -> float:
     return 1.0 if has_timestamp(step) else MISSING_TIMESTAMP_CREDIT
 
 
-def format_score(steps: object) -> float:
+def format_score(steps: object, *, production: bool = False) -> float:
     """Mean step credit; 0 for a dialogue without steps."""
     sequence = as_steps(steps)
     if not sequence:
         return 0.0
-    return sum(step_format(step) for step in sequence) / len(sequence)
+    return sum(step_format(step, production=production) for step in sequence) / len(sequence)

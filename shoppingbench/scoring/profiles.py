@@ -28,10 +28,14 @@ class ScoringProfile(BaseModel):
     """Read the answer as the reference arena's production scorer (``ProblemScorer``) does: only a string
     ``product_ids`` answers (a JSON list or a bare number answers nothing) and empty entries are dropped
     (``a,,b,c`` is ``a, b, c``). Otherwise as the original benchmark: an empty entry keeps its position."""
+    production_format: bool = False
+    """Grade format as the reference arena's production scorer: each step's ``message`` rendered into
+    tags, not its ``content``; a timestamp counts only as a positive JSON number (see
+    :mod:`shoppingbench.scoring.format`). Otherwise ``content``, and a non-blank string timestamp counts."""
 
 
 PRODUCTION_STRICT: Final = ScoringProfile(name="production-strict", title_threshold=0.7,
-                                          production_answers=True)
+                                          production_answers=True, production_format=True)
 """The arena's scoring (reference arena ``orm.py``: ``sim >= 0.7``; its ``ProblemScorer``'s answers); the
 default."""
 
