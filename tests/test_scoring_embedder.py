@@ -170,3 +170,27 @@ def test_minilm_vector_of_a_title_does_not_depend_on_its_batch(minilm: MiniLMEmb
     alone = minilm.embed([title])[0]
     with_long_neighbour = minilm.embed([title, " ".join(["Heavy Duty Pushcart Rubber Wheel"] * 12)])[0]
     assert np.array_equal(alone, with_long_neighbour)
+
+
+# Titles whose vectors moved between 1 and 2 torch threads before the embedder pinned its thread count.
+THREAD_SENSITIVE_TITLES = ["TRAINING CUP 120ML WIDE NECK GLASS AVENT", "Avent Anti Colic Training Cup",
+                           "Skin1004 Sunscreen - Lightweight Non Greasy", "Skin1004 Non Greasy Sunscreen",
+                           "Limited Minimalist Chronograph Watch"]
+
+
+@pytest.mark.slow
+def test_minilm_vectors_do_not_depend_on_the_number_of_torch_threads(minilm: MiniLMEmbedder) -> None:
+    import torch
+
+    previous = torch.get_num_threads()
+    vectors = {}
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            vectors[threads] = minilm.embed(THREAD_SENSITIVE_TITLES)
+            assert torch.get_num_threads() == threads  # the process's own setting is restored
+    finally:
+        torch.set_num_threads(previous)
+    assert np.array_equal(vectors[1], vectors[2])
+    similarities = {threads: v[0::2][:2] @ v[1::2][:2].T for threads, v in vectors.items()}
+    assert np.array_equal(similarities[1] >= 0.7, similarities[2] >= 0.7)

@@ -11,7 +11,8 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -52,7 +53,10 @@ class MiniLMEmbedder:
     Loading takes seconds and pulls in torch, so nothing happens until ``embed`` is first called.
     Texts are encoded one at a time by default: in a batch each is padded to the longest, which moves
     its vector by ~1e-7, so a title's similarity would depend on which titles shared its batch, and
-    a value that close to a threshold could score differently on two validators.
+    a value that close to a threshold could score differently on two validators. For the same reason
+    the encoding runs on ``EMBED_THREADS`` torch threads whatever the machine or the process set (the
+    sums are split differently across threads, which moves vectors by ~1e-7 too): each call sets
+    that count, encodes under the embedder's lock and restores the previous count.
     """
 
     def __init__(self, model_path: Path | None = None, batch_size: int = 1) -> None:
@@ -85,9 +89,31 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, MINILM_DIMENSION), dtype=np.float32)
-        encoded = self._load().encode(list(texts), batch_size=self._batch_size, convert_to_numpy=True,
-                                      normalize_embeddings=True, show_progress_bar=False)
+        model = self._load()
+        with self._lock, _torch_threads(EMBED_THREADS):
+            encoded = model.encode(list(texts), batch_size=self._batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(encoded, dtype=np.float32)
+
+
+EMBED_THREADS: Final = 1
+"""Torch threads an embedding runs on, on every validator: vectors must not depend on the machine."""
+
+
+@contextmanager
+def _torch_threads(count: int) -> Iterator[None]:
+    """Run the block on ``count`` torch intra-op threads, then restore the process's count.
+
+    The count is process-wide: torch work in other threads meanwhile runs on ``count`` threads too.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _decoded(blob: object) -> Vectors | None:
