@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -31,12 +32,14 @@ from arena.judge import FinalScore, JudgeInput, JudgeVerdict, final_score, suite
 from arena.race.state import CompletedRace, RunningRace, Submission
 from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
+from arena.suites import qualifying_seed, qualifying_week
 from arena.suites.clusters import cluster_problems
 from arena.validator.api import EmbargoEntry
 from arena.validator.runs import stored_verdict
 from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
@@ -81,9 +84,26 @@ def _load_suite(files: list[Path]) -> list[Problem]:
     return problems
 
 
+def _qualifying_suite(catalog_dir: Path, week: str) -> list[Problem]:
+    """Week ``week``'s public qualifying suite over the catalog, generated exactly as validators do."""
+    try:
+        date.fromisoformat(f"{week}-1")
+    except ValueError:
+        raise typer.BadParameter(f"{week!r} is not an ISO week such as 2026-W48",
+                                 param_hint="--week") from None
+    with ProblemGenerator.open(catalog_dir) as generator:
+        return generator.generate(qualifying_seed(week), ArenaSettings().qualifying_suite_sizes())
+
+
 def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path],
-           per_category: int) -> tuple[BM25SearchEngine, list[Problem]]:
-    """The catalog engine and the problems to run: the bundled world's, or the given ones."""
+           per_category: int, week: str | None) -> tuple[BM25SearchEngine, list[Problem]]:
+    """The catalog engine and the problems to run: week ``week``'s qualifying suite, the bundled world's,
+    or the given ones."""
+    if week is not None:
+        if suite_files:
+            raise typer.BadParameter("--qualifying generates its suite: drop --suite")
+        catalog_dir = catalog or sample_world(settings).catalog_dir
+        return open_catalog(catalog_dir), _qualifying_suite(catalog_dir, week)
     if catalog is None:
         world = sample_world(settings)
         catalog_dir = world.catalog_dir
@@ -164,6 +184,12 @@ def test(
         "--store/--no-store", help="Also record every attempt, labelled by the structural filter, in the "
                                    "trajectory store ($ARENA_STORE_URL, default SQLite under the data root)"
     )] = True,
+    qualifying: Annotated[bool, typer.Option(
+        "--qualifying", help="Run this week's public qualifying suite, generated over the catalog exactly "
+                             "as validators generate it (ARENA_QUALIFYING_SUITE_PER_CATEGORY per category)",
+    )] = False,
+    week: Annotated[str | None, typer.Option(
+        "--week", help="With --qualifying: another ISO week's suite, e.g. 2026-W48")] = None,
     allow_missing_answers: Annotated[bool, typer.Option(
         "--allow-missing-answers", help="Run even when some of the suite's answer ids are not in the "
                                         "catalog (those problems cannot be solved)")] = False,
@@ -191,7 +217,8 @@ def test(
     console = Console()
     agent_file = AgentFile.read(agent)
     try:
-        engine, suite = _world(settings, catalog, suite_files or [], settings.suite_per_category)
+        chosen_week = (week or qualifying_week(datetime.now(UTC).date())) if qualifying else None
+        engine, suite = _world(settings, catalog, suite_files or [], settings.suite_per_category, chosen_week)
     except (ProblemFileError, FileNotFoundError) as exc:
         console.print(f"error: {exc}", markup=False)
         raise typer.Exit(1) from exc

@@ -3,17 +3,22 @@ attempt with its proxy log."""
 
 from __future__ import annotations
 
+from datetime import date, time
 from pathlib import Path
 
 import orjson
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
+from arena.storage import Base
+from arena.suites import PublicSuites, SuiteCache, SuitePlan
 from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.llm_stub import create_app as create_stub_app
 from shoppingbench.llm_stub.policies import shopping_policy
+from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.tools.serving import running_server
@@ -208,3 +213,28 @@ def test_scripted_llm_and_an_endpoint_are_exclusive(small_world: SampleWorld, su
     result = CliRunner().invoke(app, [*_args(BASELINE, small_world, suite_files, tmp_path), "--scripted-llm",
                                       "--inference-url", "http://127.0.0.1:9/v1"])
     assert result.exit_code == 2 and "--scripted-llm" in result.output
+
+
+def test_miner_test_qualifying_runs_the_validators_generated_suite_of_a_week(
+        small_world: SampleWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_QUALIFYING_SUITE_PER_CATEGORY", "1")
+    result = CliRunner().invoke(app, [
+        "test", str(BASELINE), "--qualifying", "--week", "2026-W48",
+        "--catalog", str(small_world.catalog_dir), "--workers", "2", "--home", str(tmp_path / "home"),
+        "--out", str(tmp_path / "out.jsonl"), "--no-store"])
+    assert result.exit_code == 0, result.output
+    ran = {AttemptRecord.model_validate(orjson.loads(line)).problem_id
+           for line in (tmp_path / "out.jsonl").read_bytes().splitlines()}
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    sizes = dict.fromkeys(CATEGORIES, 1)
+    plan = SuitePlan(race_per_category=sizes, qualifying_per_category=sizes, race_time=time(16),
+                     first_day=date(2026, 11, 1))
+    with ProblemGenerator.open(small_world.catalog_dir) as generator:
+        validators = PublicSuites(generator, source_key="any", plan=plan, seed_at=lambda slot: None,
+                                  cache=SuiteCache(engine))
+        week = validators.qualifying_suite(date(2026, 11, 26))  # a Thursday of 2026-W48
+    assert ran == {p.id for p in week} and len(ran) == 3
+    bad = CliRunner().invoke(app, ["test", str(BASELINE), "--qualifying", "--week", "week 48",
+                                   "--catalog", str(small_world.catalog_dir), "--home", str(tmp_path / "h")])
+    assert bad.exit_code == 2 and "ISO week" in bad.output

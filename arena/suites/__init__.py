@@ -24,6 +24,7 @@ from arena.suites.public import (
     SuiteCache,
     SuitePlan,
     SuiteSource,
+    qualifying_seed,
     qualifying_week,
     targets_of,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "compromised",
     "exposures",
     "generate_held_out",
+    "qualifying_seed",
     "qualifying_week",
     "request_facts",
     "targets_of",

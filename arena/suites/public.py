@@ -100,6 +100,11 @@ def qualifying_week(day: date) -> str:
     return f"{year}-W{week:02d}"
 
 
+def qualifying_seed(week: str) -> str:
+    """The public seed of week ``week``'s qualifying suite: anyone can generate it, as validators do."""
+    return f"qualifying/{week}"
+
+
 def targets_of(problems: Iterator[Problem] | tuple[Problem, ...] | list[Problem]) -> frozenset[str]:
     return frozenset(t.product_id for p in problems for t in p.targets)
 
@@ -187,7 +192,7 @@ class PublicSuites:
     def qualifying_suite(self, day: date) -> tuple[Problem, ...]:
         """The public qualifying suite of ``day``'s ISO week (the same for the whole week)."""
         week = qualifying_week(day)
-        return self._generated(f"qualifying/{week}", f"qualifying/{week}", self.plan.qualifying_per_category,
+        return self._generated(f"qualifying/{week}", qualifying_seed(week), self.plan.qualifying_per_category,
                                frozenset())
 
     def race_suite(self, day: date) -> RaceSuite | None:
