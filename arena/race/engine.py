@@ -139,7 +139,8 @@ class RaceEngine:
         slot = race_slot(day, self.rules.race_time)
         challengers = [s.submission_id for s in self.challengers() if may_race(s, slot, seed_block, tempo)]
         if not challengers:
-            skipped = RaceSkipped(at=now, day=day, reason="no qualified challenger committed in time")
+            skipped = RaceSkipped(at=now, day=day,
+                                  reason="no challenger qualified before the slot and committed in time")
             self._emit(skipped)
             return skipped
         if not suite_ids:

@@ -8,8 +8,9 @@ differences as a one-sided lower bound on the lead. A challenger is promoted onl
 exceeds the margin and that bound is above zero.
 
 Every honest validator must reach the same bound from the same results, on any platform: the
-generator is the PCG64 bit stream (whose output NumPy keeps stable across versions) seeded from the
-race seed, indices are its raw words modulo the suite size, and the resampled sums are integer sums
+generator is the raw PCG64 bit stream seeded from the race seed (NumPy guarantees that a fixed seed
+always gives PCG64 the same integer stream, unlike ``Generator`` methods, which may change between
+versions), indices are its words modulo the suite size, and the resampled sums are integer sums
 (qualities in millionths), so no floating-point summation order can differ.
 """
 
