@@ -34,7 +34,7 @@ from arena.storage import Base
 from arena.suites.clusters import text_links
 from arena.suites.heldout import compromised, generate_held_out
 from arena.suites.public import PublicSuites, RaceSeed, SuiteCache, SuitePlan, qualifying_week, targets_of
-from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Problem
 
@@ -106,8 +106,7 @@ def simulate_year(generator: ProblemGenerator, *, days: int, per_category: int, 
                      first_day=FIRST_DAY, burn_days=days)
     engine = create_engine("sqlite://")
     Base.metadata.create_all(engine)
-    suites = PublicSuites(generator, source_key=f"{GENERATOR_VERSION}/{generator.fingerprint}", plan=plan,
-                          seed_at=stand_in_seed, cache=SuiteCache(engine))
+    suites = PublicSuites(generator, plan=plan, seed_at=stand_in_seed, cache=SuiteCache(engine))
     race_days: dict[date, tuple[Problem, ...]] = {}
     qualifying: dict[str, tuple[Problem, ...]] = {}
     held_out = []
@@ -123,7 +122,7 @@ def simulate_year(generator: ProblemGenerator, *, days: int, per_category: int, 
             held_out.append(generate_held_out(
                 generator, name="study", version=len(held_out) + 1, private_seed="validator-private",
                 per_category=dict.fromkeys(CATEGORIES, held_out_per_category), burnt=burnt,
-                source_key=suites.version, at=datetime.combine(day, clock_time(), UTC)))
+                source_key=generator.key, at=datetime.combine(day, clock_time(), UTC)))
             assert not targets_of(held_out[-1].problems) & burnt
         if progress and (n + 1) % 30 == 0:
             print(f"day {n + 1}/{days}: {sum(map(len, race_days.values()))} race problems, "

@@ -32,7 +32,6 @@ from arena.validator import (
     Validator,
     ValidatorStack,
     open_agent_runner,
-    open_suite_generator,
     open_validator_stack,
 )
 from arena.validator.demo import (
@@ -44,6 +43,7 @@ from arena.validator.demo import (
 )
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sample_world import SampleWorld
@@ -134,7 +134,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     with ExitStack() as stack:
         stack.callback(chain.close)
         run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted))
-        generator = stack.enter_context(open_suite_generator(world.catalog_dir))
+        generator = stack.enter_context(ProblemGenerator.open(world.catalog_dir))
         opened = []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})

@@ -26,12 +26,12 @@ from arena.settings import ArenaSettings
 from arena.validator import (
     ValidatorStack,
     open_agent_runner,
-    open_suite_generator,
     open_validator_stack,
     require_registration,
     validator_catalog,
 )
 from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import DEFAULT_NAME
 from shoppingbench.problems.models import CATEGORIES
@@ -76,7 +76,7 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
     log.info("validator_catalog", catalog_dir=str(catalog_dir))
     with open_agent_runner(settings, catalog_dir, scripted_llm=scripted_llm) as run_agent, \
-            open_suite_generator(catalog_dir) as generator, \
+            ProblemGenerator.open(catalog_dir) as generator, \
             open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, generator=generator,
                                  run_agent=run_agent) as stack:
         yield stack
@@ -194,7 +194,7 @@ def held_out(
                       if caught else ""))
         raise typer.Exit(3 if caught else 0)
     catalog = validator_catalog(settings, progress=sys.stderr.isatty())
-    with open_suite_generator(catalog) as generator:
+    with ProblemGenerator.open(catalog) as generator:
         path = create_held_out(settings, generator, name=name, at=datetime.now(UTC),
                                per_category=dict.fromkeys(CATEGORIES, per_category))
     typer.echo(f"held-out suite {path} (problems, ShoppingBench JSONL) and {path.with_suffix('.json')}")

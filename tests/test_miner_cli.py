@@ -231,7 +231,7 @@ def test_miner_test_qualifying_runs_the_validators_generated_suite_of_a_week(
     plan = SuitePlan(race_per_category=sizes, qualifying_per_category=sizes, race_time=time(16),
                      first_day=date(2026, 11, 1))
     with ProblemGenerator.open(small_world.catalog_dir) as generator:
-        validators = PublicSuites(generator, source_key="any", plan=plan, seed_at=lambda slot: None,
+        validators = PublicSuites(generator, plan=plan, seed_at=lambda slot: None,
                                   cache=SuiteCache(engine))
         week = validators.qualifying_suite(date(2026, 11, 26))  # a Thursday of 2026-W48
     assert ran == {p.id for p in week} and len(ran) == 3

@@ -51,7 +51,7 @@ from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
 from arena.submissions.store import FileStore, VerdictStore
 from arena.suites import SuiteSource
-from arena.validator import Validator, open_suite_generator, open_validator, run_id_for, sandbox_runner
+from arena.validator import Validator, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
 from arena.validator.runs import RunAgent
@@ -83,7 +83,7 @@ SCRIPTED = Path(scripted_baseline.__file__).read_bytes()
 @pytest.fixture(scope="module")
 def generator(small_world: SampleWorld) -> Iterator[ProblemGenerator]:
     """The problem generator over the small world's catalog, as each validator opens its own."""
-    with open_suite_generator(small_world.catalog_dir) as opened:
+    with ProblemGenerator.open(small_world.catalog_dir) as opened:
         yield opened
 
 
@@ -323,7 +323,7 @@ def test_a_validator_started_after_the_first_race_generates_the_same_suites_and_
     run_day(arena, [first])
     day_one = raced_suite(first)
     arena.clock.advance(timedelta(hours=16, minutes=50))  # Friday 08:55
-    with open_suite_generator(small_world.catalog_dir) as own_generator:
+    with ProblemGenerator.open(small_world.catalog_dir) as own_generator:
         late = arena.validator("late", own_generator, runner)
         regenerated = late.suites.race_suite(date(2026, 11, 19))
         assert regenerated is not None and [p.id for p in regenerated.problems] == day_one
@@ -347,7 +347,7 @@ class UsedUp:
 
     def __init__(self, generator: ProblemGenerator) -> None:
         self.generator = generator
-        self.fingerprint = generator.fingerprint
+        self.key = generator.key
 
     def generate(self, seed: str, per_category: Mapping[Category, int], *,
                  exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]:
@@ -478,7 +478,7 @@ def reopen(root: Path, at: datetime) -> Arena:
 def child(root: Path, catalog_dir: Path, at: str, marker: Path) -> None:
     arena = reopen(root, datetime.fromisoformat(at))
     with serving_runner(catalog_dir, uid_base=CHILD_UID_BASE, workers=1) as run_agent, \
-            open_suite_generator(catalog_dir) as generator:
+            ProblemGenerator.open(catalog_dir) as generator:
         validator = arena.validator("validator", generator, pausing_after(2, run_agent, marker))
         validator.tick()
     raise SystemExit("the child was not killed")

@@ -18,7 +18,7 @@ catalog and configuration (SPEC 5).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -58,8 +58,9 @@ class SuiteSource(Protocol):
     """What makes problems: ``shoppingbench.generator.ProblemGenerator`` over the validator's catalog."""
 
     @property
-    def fingerprint(self) -> str:
-        """The catalog's content digest: suites are only ever compared over the same catalog."""
+    def key(self) -> str:
+        """Names what the output depends on besides the seed (generator version and configuration,
+        catalog content): suites are only ever compared or reused under the same key."""
         ...
 
     def generate(self, seed: str, per_category: Mapping[Category, int], *,
@@ -105,7 +106,7 @@ def qualifying_seed(week: str) -> str:
     return f"qualifying/{week}"
 
 
-def targets_of(problems: Iterator[Problem] | tuple[Problem, ...] | list[Problem]) -> frozenset[str]:
+def targets_of(problems: Iterable[Problem]) -> frozenset[str]:
     return frozenset(t.product_id for p in problems for t in p.targets)
 
 
@@ -146,13 +147,13 @@ class SuiteCache:
 class PublicSuites:
     """The qualifying suite of any week and the race suite of any day, generated on demand and cached."""
 
-    def __init__(self, source: SuiteSource, *, source_key: str, plan: SuitePlan, seed_at: SeedLookup,
+    def __init__(self, source: SuiteSource, *, plan: SuitePlan, seed_at: SeedLookup,
                  cache: SuiteCache) -> None:
         self.source = source
         self.plan = plan
         self.seed_at = seed_at
         self.cache = cache
-        self.version = plan.digest(source_key)
+        self.version = plan.digest(source.key)
         self._suites: dict[str, tuple[Problem, ...]] = {}
         self._races: dict[date, RaceSuite] = {}
         self._wording = FactsIndex(plan.leak)

@@ -7,7 +7,6 @@ from arena.validator.assemble import (
     agent_files_dir,
     first_race_day,
     open_agent_runner,
-    open_suite_generator,
     open_validator,
     open_validator_stack,
     require_registration,
@@ -21,5 +20,5 @@ from arena.validator.service import Validator, ValidatorConfig
 
 __all__ = ["ChainSeeds", "SuiteRun", "UploadVerdict", "Validator", "ValidatorConfig", "ValidatorStack",
            "agent_files_dir", "first_block_at_or_after", "first_race_day", "ingest_uploads",
-           "open_agent_runner", "open_suite_generator", "open_validator", "open_validator_stack",
+           "open_agent_runner", "open_validator", "open_validator_stack",
            "require_registration", "run_id_for", "sandbox_runner", "upload_verdicts", "validator_catalog"]

@@ -1,8 +1,8 @@
-"""Build a validator from settings: ``validator_catalog`` (the catalog it serves), ``open_agent_runner``
-(what runs agents: catalog, inference endpoint, grader, sandbox), ``open_suite_generator`` (what makes its
-suites) and ``open_validator_stack`` (one validator: trajectory store, race log, generated suites,
-submission gate, public API), shared by ``validator run`` and the local network demo, plus
-``open_validator`` for the pieces that differ between a test and a deployment."""
+"""Build a validator from settings: ``validator_catalog`` (the catalog it serves and generates its suites
+over, with ``ProblemGenerator.open``), ``open_agent_runner`` (what runs agents: catalog, inference
+endpoint, grader, sandbox) and ``open_validator_stack`` (one validator: trajectory store, race log,
+generated suites, submission gate, public API), shared by ``validator run`` and the local network demo,
+plus ``open_validator`` for the pieces that differ between a test and a deployment."""
 
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
 from shoppingbench.catalog.build import catalog_exists, open_catalog
 from shoppingbench.evaluation import Grader
-from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
@@ -63,16 +62,6 @@ def validator_catalog(settings: ArenaSettings, *, progress: bool = False) -> Pat
     world = ensure_sample_world(settings.world_dir(), products=settings.world_products,
                                 seed=settings.world_seed, llm=settings.llm(), progress=progress)
     return world.catalog_dir
-
-
-@contextmanager
-def open_suite_generator(catalog_dir: Path) -> Iterator[ProblemGenerator]:
-    """The problem generator over ``catalog_dir`` (its own read-only view of the catalog)."""
-    generator = ProblemGenerator.open(catalog_dir)
-    try:
-        yield generator
-    finally:
-        generator.close()
 
 
 def first_race_day(settings: ArenaSettings, genesis: datetime) -> date:
@@ -113,8 +102,7 @@ def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clo
     arena_db = open_database(settings.arena_database_url())
     seeds = ChainSeeds(chain)
     plan = settings.suite_plan(first_race_day(settings, seeds.genesis_time()))
-    suites = PublicSuites(generator, source_key=f"{GENERATOR_VERSION}/{generator.fingerprint}", plan=plan,
-                          seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
+    suites = PublicSuites(generator, plan=plan, seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
     race = RaceEngine(SqlEventStore(arena_db), settings.race_rules(), clock)
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
                     validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config())

@@ -15,7 +15,7 @@ import structlog
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.suites import HeldOutSuite, SuiteCache, compromised, generate_held_out, targets_of
-from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.problems.models import Category, Problem
 
@@ -58,7 +58,7 @@ def create_held_out(settings: ArenaSettings, generator: ProblemGenerator, *, nam
     version = HeldOutSuite.load(latest).version + 1 if latest is not None else 1
     suite = generate_held_out(generator, name=name, version=version, private_seed=private_seed(settings),
                               per_category=per_category, burnt=targets_of(public_problems(settings)),
-                              source_key=f"{GENERATOR_VERSION}/{generator.fingerprint}", at=at,
+                              source_key=generator.key, at=at,
                               leak_config=settings.leak_config())
     path = suite.save(directory)
     log.info("held_out_created", name=name, version=version, problems=len(suite.problems), path=str(path))

@@ -8,6 +8,7 @@ counts and the excluded products, so every honest validator generates the same b
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -15,7 +16,7 @@ from types import TracebackType
 
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
-from shoppingbench.generator.config import GeneratorConfig
+from shoppingbench.generator.config import GENERATOR_VERSION, GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.space import problem_space
 from shoppingbench.generator.suite import SuiteDraw
@@ -42,6 +43,13 @@ class ProblemGenerator:
         generator = cls(open_catalog(catalog_dir), fingerprint=fingerprint, config=config)
         generator._owns_engine = True
         return generator
+
+    @property
+    def key(self) -> str:
+        """Generator version, catalog fingerprint and a digest of the configuration: everything a suite
+        depends on besides its seed and requested counts."""
+        config = hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:12]
+        return f"{GENERATOR_VERSION}/{self.fingerprint}/{config}"
 
     def close(self) -> None:
         """Close the catalog if :meth:`open` opened it (an engine passed in belongs to the caller)."""
