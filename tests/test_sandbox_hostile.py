@@ -128,7 +128,9 @@ def test_allocating_8_gb_is_a_memory_failure(engine: BM25SearchEngine) -> None:
 
 
 def test_spinning_forever_times_out_and_leaves_nothing_behind(engine: BM25SearchEngine) -> None:
-    limits = TIGHT.model_copy(update={"timeout_s": 2.0})
+    # The CPU limit defaults to the timeout, and a spinner burns a CPU second per second: which of the two
+    # fired first would depend on the machine's load. This test is about the wall clock.
+    limits = TIGHT.model_copy(update={"timeout_s": 2.0, "cpu_s": 60})
     started = time.monotonic()
     spin, after = run_agent(HOSTILE_AGENTS / "spin.py", [problem("spin", "spin"), problem("after", "after")],
                             engine, limits=limits)
