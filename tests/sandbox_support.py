@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem, RewardTarget
@@ -76,3 +81,32 @@ def processes_of_uids(uids: range) -> list[int]:
 
 
 SLOT_UIDS = range(UID_BASE, UID_BASE + 16)
+
+SANDBOX_IMAGE = "shopping-arena-sandbox:latest"
+
+
+@functools.cache
+def docker_unavailable() -> str | None:
+    """Why the docker backend cannot run here (no CLI, no engine, no sandbox image), or None if it can."""
+    if shutil.which("docker") is None:
+        return "no docker CLI on PATH: install an engine and run scripts/docker-check.sh"
+    try:
+        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
+                              check=False, timeout=30)
+        image = subprocess.run(["docker", "image", "inspect", SANDBOX_IMAGE], capture_output=True,
+                               check=False, timeout=30)
+    except subprocess.TimeoutExpired:
+        return "the docker engine did not answer within 30 s"
+    if info.returncode != 0:
+        return "no docker engine is running (scripts/docker-check.sh installs and starts one)"
+    if image.returncode != 0:
+        return f"the image {SANDBOX_IMAGE} is not built (scripts/docker-check.sh builds it)"
+    return None
+
+
+def sandbox_backends() -> list[pytest.param]:  # type: ignore[valid-type]
+    """Both isolating backends as test parameters; the docker one marked, and skipped where it cannot run."""
+    reason = docker_unavailable()
+    docker_marks = [pytest.mark.docker, pytest.mark.skipif(reason is not None, reason=reason or "")]
+    return [pytest.param("namespace", id="namespace"),
+            pytest.param("docker", id="docker", marks=docker_marks)]

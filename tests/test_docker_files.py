@@ -5,6 +5,7 @@ settings, and that the sandbox image has a mount point for every bind mount of t
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tomllib
 from pathlib import Path
@@ -147,11 +148,16 @@ def test_the_sandbox_image_has_a_mount_point_for_every_docker_backend_mount(tmp_
     created: set[str] = set()
     for op, args in steps:
         if op == "RUN":
-            for command in args.split("&&"):
-                words = shlex.split(command)
+            for command in re.split(r"&&|;", args):
+                words = shlex.split(command, comments=True)
                 if words[:2] == ["mkdir", "-p"] or words[:1] == ["touch"]:
                     created.update(w for w in words[1:] if w.startswith("/"))
+                if words[:3] == ["python3", "-m", "venv"]:
+                    created.add(words[3])
     assert targets and all(target in created for target in targets), (targets, created)
-    base = next(args for op, args in steps if op == "FROM")
-    version = DOCKER_SITE_PACKAGES.split("/")[-2].removeprefix("python")  # the interpreter the argv runs
-    assert base.startswith(f"python:{version}-") and DOCKER_PYTHON == "/usr/local/bin/python3"
+    # The interpreter the argv runs: the image's virtualenv, on the Python version of the default base.
+    venv = str(Path(DOCKER_PYTHON).parents[1])
+    assert venv in created and DOCKER_SITE_PACKAGES.startswith(f"{venv}/lib/")
+    base = next(args for op, args in steps if op == "ARG" and args.startswith("BASE_IMAGE="))
+    version = DOCKER_SITE_PACKAGES.split("/")[-2].removeprefix("python")
+    assert base.startswith(f"BASE_IMAGE=python:{version}-")

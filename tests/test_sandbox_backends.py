@@ -16,6 +16,7 @@ from shoppingbench.sandbox.backends import (
     AGENT_PATH,
     BOOTSTRAP,
     COMPAT_SRC,
+    DOCKER_PYTHON,
     FORWARDER,
     PROXY_SOCKET,
     SDK_DIR,
@@ -57,17 +58,27 @@ def test_docker_argv_carries_every_limit_and_no_network(tmp_path: Path) -> None:
     assert set(_option_values(argv, "--ulimit")) == {"nofile=128:128", f"fsize={32 * MiB}:{32 * MiB}",
                                                      "core=0"}
     assert _option_values(argv, "--name") == ["sb-0123456789ab-3"]
-    env = dict(value.split("=", 1) for value in _option_values(argv, "-e"))
+    image_at = argv.index("arena-sandbox:test")
+    assert argv[image_at + 1:image_at + 3] == ["/usr/bin/env", "-i"] and "-e" not in argv[:image_at]
+    python_at = argv.index(DOCKER_PYTHON)
+    env = dict(value.split("=", 1) for value in argv[image_at + 3:python_at])
     assert env == {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
                    "LANG": "C.UTF-8", "SANDBOX_PROXY_URL": "http://127.0.0.1:8765",
                    "SANDBOX_DEFAULT_MODEL": "m1", "SANDBOX_ALLOWED_MODELS": "m1,m2"}
     volumes = _option_values(argv, "-v")
     assert f"{spec.agent_file}:{AGENT_PATH}:ro" in volumes
-    assert f"{SDK_DIR}:/sandbox/sdk/shoppingbench/agent_sdk:ro" in volumes
+    # Every mounted source is in the run's workspace (which a containerised validator shares with the
+    # engine's host at the same path): copies of the bootstrap, forwarder and SDK, the agent, the socket.
+    assert f"{spec.workspace}/code/agent_sdk:/sandbox/sdk/shoppingbench/agent_sdk:ro" in volumes
+    assert all(v.startswith(f"{spec.workspace}/") for v in volumes)  # the test's socket is in it too
+    staged = spec.workspace / "code"
+    assert (staged / "bootstrap.py").read_bytes() == BOOTSTRAP.read_bytes()
+    assert (staged / "forwarder.py").read_bytes() == FORWARDER.read_bytes()
+    assert (staged / "agent_sdk" / "compat" / "src").is_dir()
+    assert DockerBackend("arena-sandbox:test").command(spec) == argv  # staged once per run, then reused
     assert f"{spec.channel.unix_path}:{PROXY_SOCKET}" in volumes  # the only writable mount: a socket
     assert all(v.endswith(":ro") for v in volumes if not v.endswith(PROXY_SOCKET))
-    image_at = argv.index("arena-sandbox:test")
-    assert argv[image_at + 1:image_at + 4] == ["/usr/local/bin/python3", "-I", "-S"]
+    assert argv[python_at:python_at + 3] == ["/opt/venv/bin/python3", "-I", "-S"]
     config = json.loads(argv[-1])
     assert config["isolated"] and config["proxy_socket"] == PROXY_SOCKET and "NPROC" not in config["rlimits"]
     assert config["rlimits"]["AS"] == 1536 * MiB and config["cpu_s"] == 30

@@ -1,5 +1,5 @@
-"""Hostile agents in the namespace sandbox: each ends as a recorded failure with a reason, the run goes
-on, and the host is unaffected (no escaped connection, file or process)."""
+"""Hostile agents in the namespace and docker sandboxes: each ends as a recorded failure with a reason,
+the run goes on, and the host is unaffected (no escaped connection, file or process)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,19 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.problems.models import public_id
+from shoppingbench.sandbox.backends import BackendName
 from shoppingbench.search.engine import BM25SearchEngine
-from tests.sandbox_support import HOSTILE_AGENTS, SLOT_UIDS, TIGHT, leftover_processes, problem, run_agent
+from tests.sandbox_support import (
+    HOSTILE_AGENTS,
+    SLOT_UIDS,
+    TIGHT,
+    leftover_processes,
+    problem,
+    run_agent,
+    sandbox_backends,
+)
+
+pytestmark = pytest.mark.parametrize("backend", sandbox_backends())
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +76,12 @@ def _host_address() -> str:
             return "127.0.0.1"
 
 
-def test_outside_addresses_are_unreachable(engine: BM25SearchEngine) -> None:
+def test_outside_addresses_are_unreachable(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
     listeners = [_Listener("127.0.0.1"), _Listener(_host_address())]
     try:
         query = ",".join([*(listener.address for listener in listeners), "1.1.1.1:53"])
-        (record,) = run_agent(HOSTILE_AGENTS / "network.py", [problem("net", query)], engine)
+        (record,) = run_agent(HOSTILE_AGENTS / "network.py", [problem("net", query)], engine, backend=backend)
     finally:
         for listener in listeners:
             listener.close()
@@ -80,13 +92,15 @@ def test_outside_addresses_are_unreachable(engine: BM25SearchEngine) -> None:
     assert not record.score.success
 
 
-def test_files_and_environment_of_the_host_stay_invisible(engine: BM25SearchEngine, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_and_environment_of_the_host_stay_invisible(
+        backend: BackendName, engine: BM25SearchEngine, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     wallet = tmp_path / "wallets" / "miner" / "hotkeys" / "default"
     wallet.parent.mkdir(parents=True)
     wallet.write_text("SECRET-MNEMONIC-abandon-abandon")
     monkeypatch.setenv("ARENA_WALLET_PASSWORD", "SECRET-PASSWORD")
-    (record,) = run_agent(HOSTILE_AGENTS / "read_secrets.py", [problem("wallet", str(wallet))], engine)
+    (record,) = run_agent(HOSTILE_AGENTS / "read_secrets.py", [problem("wallet", str(wallet))], engine,
+                          backend=backend)
     assert record.failure is not None and record.failure.kind == "crash"
     reason = record.failure.reason
     assert "FileNotFoundError" in reason and "home=/tmp" in reason
@@ -96,11 +110,12 @@ def test_files_and_environment_of_the_host_stay_invisible(engine: BM25SearchEngi
     assert "SANDBOX_PROXY_URL" in reason and "SANDBOX_DEFAULT_MODEL" in reason
 
 
-def test_writes_outside_the_private_tmp_fail(engine: BM25SearchEngine, tmp_path: Path) -> None:
+def test_writes_outside_the_private_tmp_fail(
+        backend: BackendName, engine: BM25SearchEngine, tmp_path: Path) -> None:
     target = tmp_path / "escaped.txt"
     agent = HOSTILE_AGENTS / "write_outside.py"
     before = agent.read_bytes()
-    (record,) = run_agent(agent, [problem("write", str(target))], engine)
+    (record,) = run_agent(agent, [problem("write", str(target))], engine, backend=backend)
     assert record.failure is not None and record.failure.kind == "crash"
     assert "written" not in record.failure.reason
     assert "Read-only file system" in record.failure.reason or "OSError" in record.failure.reason
@@ -108,10 +123,11 @@ def test_writes_outside_the_private_tmp_fail(engine: BM25SearchEngine, tmp_path:
     assert agent.read_bytes() == before
 
 
-def test_a_fork_bomb_is_contained_and_the_slot_recovers(engine: BM25SearchEngine) -> None:
+def test_a_fork_bomb_is_contained_and_the_slot_recovers(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
     started = time.monotonic()
     problems = [problem("bomb", "bomb"), problem("calm", "calm")]
-    bomb, calm = run_agent(HOSTILE_AGENTS / "fork_bomb.py", problems, engine)
+    bomb, calm = run_agent(HOSTILE_AGENTS / "fork_bomb.py", problems, engine, backend=backend)
     assert bomb.failure is not None and bomb.failure.kind == "crash"
     assert "BlockingIOError" in bomb.failure.reason
     assert calm.failure is None and len(calm.steps) == 1
@@ -121,19 +137,21 @@ def test_a_fork_bomb_is_contained_and_the_slot_recovers(engine: BM25SearchEngine
     os.wait()
 
 
-def test_allocating_8_gb_is_a_memory_failure(engine: BM25SearchEngine) -> None:
-    (record,) = run_agent(HOSTILE_AGENTS / "memory_hog.py", [problem("hog", "hog")], engine)
+def test_allocating_8_gb_is_a_memory_failure(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
+    (record,) = run_agent(HOSTILE_AGENTS / "memory_hog.py", [problem("hog", "hog")], engine, backend=backend)
     assert record.failure is not None and record.failure.kind == "memory"
     assert "MemoryError" in record.failure.reason
 
 
-def test_spinning_forever_times_out_and_leaves_nothing_behind(engine: BM25SearchEngine) -> None:
+def test_spinning_forever_times_out_and_leaves_nothing_behind(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
     # The CPU limit defaults to the timeout, and a spinner burns a CPU second per second: which of the two
     # fired first would depend on the machine's load. This test is about the wall clock.
     limits = TIGHT.model_copy(update={"timeout_s": 2.0, "cpu_s": 60})
     started = time.monotonic()
     spin, after = run_agent(HOSTILE_AGENTS / "spin.py", [problem("spin", "spin"), problem("after", "after")],
-                            engine, limits=limits)
+                            engine, limits=limits, backend=backend)
     elapsed = time.monotonic() - started
     assert spin.failure is not None and spin.failure.kind == "timeout"
     assert "2.0 s" in spin.failure.reason
@@ -143,9 +161,11 @@ def test_spinning_forever_times_out_and_leaves_nothing_behind(engine: BM25Search
     assert elapsed < 30
 
 
-def test_printing_1_gb_is_an_output_limit_failure(engine: BM25SearchEngine) -> None:
+def test_printing_1_gb_is_an_output_limit_failure(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
     started = time.monotonic()
-    (record,) = run_agent(HOSTILE_AGENTS / "print_flood.py", [problem("flood", "flood")], engine)
+    (record,) = run_agent(HOSTILE_AGENTS / "print_flood.py", [problem("flood", "flood")], engine,
+                          backend=backend)
     assert record.failure is not None and record.failure.kind == "output_limit"
     assert str(TIGHT.output_bytes) in record.failure.reason
     assert len(record.stderr_tail) <= TIGHT.stderr_tail_bytes
@@ -166,17 +186,19 @@ def test_printing_1_gb_is_an_output_limit_failure(engine: BM25SearchEngine) -> N
     ("exit", "crash", "exited with status 7"),
     ("raise", "crash", "SystemExit"),
 ])
-def test_junk_answers_are_recorded_failures(engine: BM25SearchEngine, kind: str, failure: str,
+def test_junk_answers_are_recorded_failures(
+        backend: BackendName, engine: BM25SearchEngine, kind: str, failure: str,
                                             reason: str) -> None:
-    (record,) = run_agent(HOSTILE_AGENTS / "bad_output.py", [problem(kind, kind)], engine)
+    (record,) = run_agent(HOSTILE_AGENTS / "bad_output.py", [problem(kind, kind)], engine, backend=backend)
     assert record.failure is not None, record.steps
     assert (record.failure.kind, reason in record.failure.reason) == (failure, True), record.failure
     assert record.steps == [] and not record.score.success and record.score.error == record.failure.reason
 
 
-def test_forged_log_text_never_reaches_the_verified_log(engine: BM25SearchEngine) -> None:
+def test_forged_log_text_never_reaches_the_verified_log(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
     problems = [problem(f"forger-{i}", "forge") for i in range(4)]
-    records = run_agent(HOSTILE_AGENTS / "forger.py", problems, engine, workers=2)
+    records = run_agent(HOSTILE_AGENTS / "forger.py", problems, engine, workers=2, backend=backend)
     for record in records:
         assert record.failure is None
         # Exactly the two searches this attempt made, each for its own problem's id, nothing forged.
@@ -189,12 +211,14 @@ def test_forged_log_text_never_reaches_the_verified_log(engine: BM25SearchEngine
         assert record.steps[0]["proxy_log"][0]["model"] == "gpt-forged"  # untrusted steps, kept as data
 
 
-def test_an_agent_cannot_freeze_its_bootstrap_and_simply_times_out(engine: BM25SearchEngine) -> None:
+def test_an_agent_cannot_freeze_its_bootstrap_and_simply_times_out(
+        backend: BackendName, engine: BM25SearchEngine) -> None:
     """The bootstrap is the PID namespace's init: SIGSTOP from inside is ignored, so the bootstrap's own
     wall-clock limit ends the problem (the host's kill of a frozen slot stays as the last resort)."""
     limits = TIGHT.model_copy(update={"timeout_s": 2.0, "kill_grace_s": 1.0})
     stalled, after = run_agent(HOSTILE_AGENTS / "stall_bootstrap.py",
-                               [problem("stall", "stall"), problem("after", "after")], engine, limits=limits)
+                               [problem("stall", "stall"), problem("after", "after")], engine, limits=limits,
+                               backend=backend)
     assert stalled.failure is not None and stalled.failure.kind == "timeout"
     assert "no answer within 2.0 s" in stalled.failure.reason
     assert stalled.finished_at - stalled.started_at < 2.0 + 1.0 + 2

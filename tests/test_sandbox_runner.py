@@ -25,7 +25,7 @@ from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox import backends
-from shoppingbench.sandbox.backends import NamespaceBackend, SandboxUnavailable
+from shoppingbench.sandbox.backends import BackendName, NamespaceBackend, SandboxUnavailable
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
 from shoppingbench.sandbox.uids import lease_uids
@@ -40,6 +40,7 @@ from tests.sandbox_support import (
     leftover_processes,
     problem,
     run_agent,
+    sandbox_backends,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -112,13 +113,14 @@ def _step_results(record: AttemptRecord) -> list[list[str]]:
     return results
 
 
+@pytest.mark.parametrize("backend", sandbox_backends())
 @pytest.mark.parametrize("name", sorted(REFERENCE_AGENTS))
-def test_reference_agents_score_in_the_sandbox_exactly_as_in_process(
+def test_reference_agents_score_in_the_sandbox_exactly_as_in_process(backend: BackendName,
         name: str, small_world: SampleWorld, engine: BM25SearchEngine, grader: Grader,
         inference: InferenceConfig, monkeypatch: pytest.MonkeyPatch) -> None:
     suite = small_world.suite(2)
     sandboxed = run_agent(REFERENCE_AGENTS[name], suite, engine, grader, limits=ROOMY, workers=2,
-                          inference=inference)
+                          inference=inference, backend=backend)
     assert [r.failure for r in sandboxed] == [None] * len(suite), [r.stderr_tail for r in sandboxed]
     assert any(r.score.success for r in sandboxed)
     trusted = _in_process(REFERENCE_AGENTS[name], suite, engine, grader, inference, monkeypatch)
@@ -144,8 +146,9 @@ def test_an_llm_agents_inference_calls_are_logged_with_their_completions(
         assert call.request_messages and call.completion_tokens and call.completion_tokens > 0
 
 
-def test_the_agent_sees_only_the_public_problem_and_its_sandbox_env(engine: BM25SearchEngine,
-                                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", sandbox_backends())
+def test_the_agent_sees_only_the_public_problem_and_its_sandbox_env(
+        backend: BackendName, engine: BM25SearchEngine, tmp_path: Path) -> None:
     agent = tmp_path / "introspect.py"
     agent.write_text(
         "import os, sys\n"
@@ -159,7 +162,7 @@ def test_the_agent_sees_only_the_public_problem_and_its_sandbox_env(engine: BM25
         "    return [{'problem': problem, 'env': dict(os.environ), 'uid': os.getuid(), 'scoring': scoring,\n"
         "             'cwd': os.getcwd(), 'argv_hidden': 'ARENA' not in ' '.join(sys.argv)}]\n")
     shown = problem("p-1", "a red kettle", target="secret-target")
-    (record,) = run_agent(agent, [shown], engine)
+    (record,) = run_agent(agent, [shown], engine, backend=backend)
     (step,) = record.steps
     assert step["problem"] == shown.public_view() and "secret-target" not in str(step)
     assert step["problem"]["id"] == public_id("p-1") != "p-1"
@@ -185,26 +188,29 @@ def test_records_stream_out_as_each_attempt_finishes(engine: BM25SearchEngine, t
     assert [r.problem_id for r in stream] == ["slow"]
 
 
+@pytest.mark.parametrize("backend", sandbox_backends())
 @pytest.mark.parametrize(("source", "reason"), [
     ("def agent_main(problem:\n", "does not compile"),
     ("import no_such_module\n", "importing the agent file failed: ModuleNotFoundError"),
     ("x = 1\n", "defines no agent_main"),
 ])
-def test_broken_agent_files_fail_every_problem_with_the_reason(engine: BM25SearchEngine, tmp_path: Path,
-                                                              source: str, reason: str) -> None:
+def test_broken_agent_files_fail_every_problem_with_the_reason(
+        backend: BackendName, engine: BM25SearchEngine, tmp_path: Path, source: str, reason: str) -> None:
     agent = tmp_path / "broken.py"
     agent.write_text(source)
-    records = run_agent(agent, [problem("a", "a"), problem("b", "b")], engine)
+    records = run_agent(agent, [problem("a", "a"), problem("b", "b")], engine, backend=backend)
     for record in records:
         assert record.failure is not None and record.failure.kind == "crash"
         assert reason in record.failure.reason
 
 
-def test_the_cpu_limit_holds_per_problem(engine: BM25SearchEngine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", sandbox_backends())
+def test_the_cpu_limit_holds_per_problem(backend: BackendName, engine: BM25SearchEngine,
+                                         tmp_path: Path) -> None:
     agent = tmp_path / "burn.py"
     agent.write_text("def agent_main(problem):\n    while True:\n        pass\n")
     limits = TIGHT.model_copy(update={"timeout_s": 30.0, "cpu_s": 1})
-    (record,) = run_agent(agent, [problem("burn", "burn")], engine, limits=limits)
+    (record,) = run_agent(agent, [problem("burn", "burn")], engine, limits=limits, backend=backend)
     assert record.failure is not None and record.failure.kind == "timeout"
     assert "CPU time limit of 1 s" in record.failure.reason
 
@@ -242,7 +248,9 @@ def test_concurrent_runs_get_disjoint_slot_uids(tmp_path: Path) -> None:
         assert again == UID_BASE
 
 
-def test_problems_in_one_slot_share_no_files(engine: BM25SearchEngine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", sandbox_backends())
+def test_problems_in_one_slot_share_no_files(backend: BackendName, engine: BM25SearchEngine,
+                                             tmp_path: Path) -> None:
     agent = tmp_path / "remember.py"
     agent.write_text("import os\n"
                      "def agent_main(problem):\n"
@@ -254,7 +262,7 @@ def test_problems_in_one_slot_share_no_files(engine: BM25SearchEngine, tmp_path:
                      "        handle.write('remember me')\n"
                      "    os.symlink('/tmp/notes', '/tmp/link')\n"
                      "    return [{'seen': seen}]\n")
-    records = run_agent(agent, [problem(f"p{i}", "q") for i in range(3)], engine, workers=1)
+    records = run_agent(agent, [problem(f"p{i}", "q") for i in range(3)], engine, workers=1, backend=backend)
     assert [r.steps for r in records] == [[{"seen": []}]] * 3
 
 

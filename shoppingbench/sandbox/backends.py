@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
@@ -50,8 +51,8 @@ SDK_ROOT: Final = "/sandbox/sdk"
 AGENT_PATH: Final = "/sandbox/agent/agent.py"
 PROXY_SOCKET: Final = "/run/proxy.sock"
 PROXY_PORT: Final = 8765
-DOCKER_PYTHON: Final = "/usr/local/bin/python3"
-DOCKER_SITE_PACKAGES: Final = "/usr/local/lib/python3.11/site-packages"
+DOCKER_PYTHON: Final = "/opt/venv/bin/python3"
+DOCKER_SITE_PACKAGES: Final = "/opt/venv/lib/python3.11/site-packages"
 
 WARM_MODULES: Final = ("json", "re", "httpx", "httpcore", "h11", "anyio", "certifi", "importlib.resources",
                        "encodings.idna", "shoppingbench.agent_sdk", "src.agent.agent_interface",
@@ -122,11 +123,37 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _code_mounts(spec: SlotSpec) -> list[tuple[str, str]]:
-    """(host path, sandbox path) of the bootstrap, the SDK and the agent file; all mounted read-only."""
-    return [(str(BOOTSTRAP), f"{BOOT_DIR}/bootstrap.py"), (str(FORWARDER), f"{BOOT_DIR}/forwarder.py"),
-            (str(SDK_DIR), f"{SDK_ROOT}/shoppingbench/agent_sdk"), (str(COMPAT_SRC), f"{SDK_ROOT}/src"),
+def _code_mounts(spec: SlotSpec, code: Path | None = None) -> list[tuple[str, str]]:
+    """(host path, sandbox path) of the bootstrap, the SDK and the agent file; all mounted read-only.
+    ``code``: a directory of copies (:func:`_staged_code`) to mount instead of the installed package."""
+    bootstrap, forwarder, sdk = (BOOTSTRAP, FORWARDER, SDK_DIR) if code is None else (
+        code / BOOTSTRAP.name, code / FORWARDER.name, code / SDK_DIR.name)
+    return [(str(bootstrap), f"{BOOT_DIR}/bootstrap.py"), (str(forwarder), f"{BOOT_DIR}/forwarder.py"),
+            (str(sdk), f"{SDK_ROOT}/shoppingbench/agent_sdk"), (str(sdk / COMPAT_SRC.relative_to(SDK_DIR)),
+                                                                f"{SDK_ROOT}/src"),
             (str(spec.agent_file), AGENT_PATH)]
+
+
+def _staged_code(workspace: Path) -> Path:
+    """Copies of the bootstrap, the forwarder and the SDK in the run's workspace, made once per run.
+
+    The docker engine resolves bind-mount sources on its own host. A validator in a container has its
+    package where the host has nothing, but its workspace (under ``TMPDIR``) can be a host directory
+    mounted at the same path (docker/compose.docker-sandbox.yaml), so everything mounted lives there.
+    """
+    staged = workspace / "code"
+    if staged.is_dir():
+        return staged
+    scratch = Path(tempfile.mkdtemp(prefix="code-", dir=workspace))
+    shutil.copy2(BOOTSTRAP, scratch / BOOTSTRAP.name)
+    shutil.copy2(FORWARDER, scratch / FORWARDER.name)
+    shutil.copytree(SDK_DIR, scratch / SDK_DIR.name, ignore=shutil.ignore_patterns("__pycache__"))
+    scratch.chmod(0o755)
+    try:
+        scratch.rename(staged)
+    except OSError:  # another slot of the run staged it first
+        shutil.rmtree(scratch, ignore_errors=True)
+    return staged
 
 
 def _entries_under(directory: str, targets: list[str]) -> list[str]:
@@ -250,6 +277,9 @@ class DockerBackend:
         limits = spec.limits
         argv = [self.docker, "run", "--rm", "-i", "--name", self.container_name(spec),
                 "--network", "none", "--read-only", "--ipc", "none",
+                # The runner reads output from the attached stream; an engine-side log copy of it would
+                # let an agent fill the host's disk (and slows a flood down to the logger's pace).
+                "--log-driver", "none",
                 "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777",
                 "--user", f"{spec.uid}:{spec.uid}", "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges",
@@ -258,22 +288,29 @@ class DockerBackend:
                 "--ulimit", f"nofile={limits.open_files}:{limits.open_files}",
                 "--ulimit", f"fsize={limits.tmp_bytes}:{limits.tmp_bytes}", "--ulimit", "core=0",
                 "--workdir", "/tmp"]
-        for key, value in sandbox_environment(spec, "/tmp", f"http://127.0.0.1:{PROXY_PORT}").items():
-            argv += ["-e", f"{key}={value}"]
-        for source, target in _code_mounts(spec):
+        for source, target in _code_mounts(spec, _staged_code(spec.workspace)):
             argv += ["-v", f"{source}:{target}:ro"]
         if spec.channel.unix_path is not None:
             argv += ["-v", f"{spec.channel.unix_path}:{PROXY_SOCKET}"]
         # The cgroup (--pids-limit) bounds processes; RLIMIT_NPROC would count the uid across containers.
         config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, DOCKER_SITE_PACKAGES],
                                   proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=False)
-        return [*argv, self.image, DOCKER_PYTHON, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
+        # `env -i`: the agent gets exactly the sandbox environment, not the engine's additions (HOSTNAME)
+        # nor the image's ENV; env execs the interpreter, which stays the container's pid 1.
+        environment = sandbox_environment(spec, "/tmp", f"http://127.0.0.1:{PROXY_PORT}")
+        pairs = [f"{key}={value}" for key, value in environment.items()]
+        return [*argv, self.image, "/usr/bin/env", "-i", *pairs,
+                DOCKER_PYTHON, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
 
     def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
-        # Killing the CLI does not stop the container: ask the engine.
-        subprocess.run([self.docker, "kill", self.container_name(spec)], capture_output=True, check=False,
-                       timeout=30)
+        # Killing the CLI does not stop the container, so the engine is asked too; the CLI goes first: while
+        # it is attached and not read (a flooding agent), the engine's kill waits on the blocked stream.
         _kill_group(process)
+        try:
+            subprocess.run([self.docker, "kill", self.container_name(spec)], capture_output=True, check=False,
+                           timeout=30)
+        except subprocess.TimeoutExpired:
+            log.warning("sandbox_docker_kill_timeout", container=self.container_name(spec))
 
 
 class NoSandboxBackend:
