@@ -1,6 +1,6 @@
 """Harness overhead: the scripted baseline through sandbox + verified proxy + scorer vs. in-process.
 
-    python -m benchmarks.harness [--problems 200] [--workers 4] [--products 3000] [--sandbox namespace]
+    python -m benchmarks.harness [--problems 200] [--workers 4] [--products 3000] [--sandbox namespace,docker]
 
 Both runs use the same agent file, problems, worker count, catalog and scorer (MiniLM titles, cache
 warmed by an untimed first pass). The proxy's inference upstream is a zero-latency OpenAI-compatible
@@ -15,7 +15,9 @@ and the proxy add per problem, amortised over the run with its concurrency (it i
 proxy and the slots). It can be negative: sandboxed agents run in processes of their own, in-process
 ones share one interpreter lock. Also printed: the per-problem latency the slot adds around the agent
 (host round trip minus the agent's own time as the sandbox measured it) and the slot start time.
-The last line printed is one JSON object.
+``--sandbox`` takes a comma list: each backend runs the same suite after the one in-process run, and its
+figures go under ``backends`` side by side (the docker backend needs an engine and the sandbox image:
+``scripts/docker-check.sh``). The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -37,6 +39,7 @@ from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
+from shoppingbench.sandbox.backends import BackendName
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
@@ -78,8 +81,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--products", type=int, default=3000, help="sample world size (built once, cached)")
-    parser.add_argument("--sandbox", choices=["namespace", "docker", "none"], default="namespace")
+    parser.add_argument("--sandbox", default="namespace",
+                        help="Backends to compare, comma-separated: namespace, docker, none")
     args = parser.parse_args(argv)
+    backends: list[BackendName] = []
+    for name in args.sandbox.split(","):
+        if name not in ("namespace", "docker", "none"):
+            parser.error(f"unknown sandbox backend {name!r}: namespace, docker or none")
+        backends.append(cast(BackendName, name))
 
     settings = HarnessSettings()
     world = ensure_sample_world(settings.root / "benchmarks" / f"harness-world-{args.products}",
@@ -88,33 +97,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine = open_catalog(world.catalog_dir)
     grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
                     PRODUCTION_STRICT)
-    agent = AgentFile.read(Path(scripted_baseline.__file__))
-    sandbox = SandboxConfig(backend=args.sandbox, limits=SandboxLimits(timeout_s=60),
-                            uid_base=settings.sandbox_uid_base)
 
-    print(f"{len(suite)} problems, {args.workers} workers, sandbox {args.sandbox}, "
+    print(f"{len(suite)} problems, {args.workers} workers, sandbox {', '.join(backends)}, "
           f"{len(engine):,} products", file=sys.stderr)
     _in_process(suite, engine, grader, args.workers)  # warms the embedding cache and the page cache
     started = time.perf_counter()
     trusted = _in_process(suite, engine, grader, args.workers)
     in_process_s = time.perf_counter() - started
+    figures = {backend: _sandboxed(backend, suite, engine, grader, trusted, in_process_s, args.workers,
+                                   settings.sandbox_uid_base) for backend in backends}
+    engine.close()
+    result = {"problems": len(suite), "workers": args.workers, "in_process_s": round(in_process_s, 3),
+              "backends": figures}
+    print(orjson.dumps(result).decode())
+    return result
 
+
+def _sandboxed(backend: BackendName, suite: list[Problem], engine: BM25SearchEngine, grader: Grader,
+               trusted: EvaluationResult, in_process_s: float, workers: int, uid_base: int) -> dict[str, Any]:
+    """The suite through ``backend``'s sandbox and the verified proxy, against the in-process run."""
+    agent = AgentFile.read(Path(scripted_baseline.__file__))
+    sandbox = SandboxConfig(backend=backend, limits=SandboxLimits(timeout_s=60), uid_base=uid_base)
     with running_server(create_app(lambda body: StubReply(content="<think>ok</think>"),
                                    models=[STUB_MODEL])) as llm:
         inference = InferenceConfig(base_url=f"{llm}/v1", models=[STUB_MODEL])
         started = time.perf_counter()
         sandboxed = run_suite(agent, suite, engine, grader, inference=inference, sandbox=sandbox,
-                              workers=args.workers, progress=False)
+                              workers=workers, progress=False)
         sandboxed_s = time.perf_counter() - started
-    engine.close()
 
     round_trips = [(r.finished_at - r.started_at) * 1000 for r in sandboxed.attempts]
     around_agent = [trip - (record.agent_ms or 0.0)
                     for trip, record in zip(round_trips, sandboxed.attempts, strict=True)]
     failures = sum(1 for r in sandboxed.attempts if r.failure is not None)
     result = {
-        "problems": len(suite), "workers": args.workers, "sandbox": args.sandbox,
-        "in_process_s": round(in_process_s, 3), "sandboxed_s": round(sandboxed_s, 3),
+        "sandboxed_s": round(sandboxed_s, 3),
         "overhead_ms_per_problem": round((sandboxed_s - in_process_s) / len(suite) * 1000, 2),
         "sandboxed_problem_ms": _percentiles(round_trips),
         "slot_overhead_ms": _percentiles(around_agent),
@@ -123,11 +140,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "same_scores": [a.score for a in sandboxed.attempts] == [a.score for a in trusted.attempts],
         "asr": round(sandboxed.suite.success_rate, 4),
     }
-    print(f"in-process {in_process_s:.2f} s, sandboxed {sandboxed_s:.2f} s: "
+    print(f"{backend}: in-process {in_process_s:.2f} s, sandboxed {sandboxed_s:.2f} s: "
           f"{result['overhead_ms_per_problem']} ms per problem amortised; "
           f"slot overhead around the agent p50 {result['slot_overhead_ms']['p50']} ms; "
           f"same scores: {result['same_scores']}; failures: {failures}", file=sys.stderr)
-    print(orjson.dumps(result).decode())
     return result
 
 

@@ -1,6 +1,7 @@
-"""What can be checked of docker/ without a Docker engine: the compose file's services and wiring, that
+"""What can be checked of docker/ without a Docker engine: the compose files' services and wiring, that
 every COPY source and bind-mounted file exists, that entrypoints and commands are real CLIs and
-settings, and that the sandbox image has a mount point for every bind mount of the docker backend."""
+settings, and that the sandbox image has a mount point for every bind mount of the docker backend.
+Building and running them is scripts/docker-check.sh's job (and the docker-marked tests')."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ SCRIPTS: dict[str, str] = tomllib.loads((REPO / "pyproject.toml").read_text())["
 # Dockerfile -> its build context, as docker/README.md and the compose file build them.
 IMAGES = {"validator": (DOCKER / "validator" / "Dockerfile", REPO),
           "worker": (DOCKER / "worker" / "Dockerfile", REPO),
-          "sandbox": (DOCKER / "sandbox" / "Dockerfile", DOCKER / "sandbox")}
+          "sandbox": (DOCKER / "sandbox" / "Dockerfile", DOCKER / "sandbox"),
+          "postgres": (DOCKER / "postgres" / "Dockerfile", DOCKER / "postgres")}
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:
@@ -48,31 +50,47 @@ def instructions(dockerfile: Path) -> list[tuple[str, str]]:
     return [(head.upper(), rest.strip()) for head, _, rest in (entry.partition(" ") for entry in logical)]
 
 
-@pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+COMPOSE_FILES = ("compose.yaml", "compose.gpu.yaml", "compose.namespace-sandbox.yaml",
+                 "checks/compose.check.yaml")
+
+
+def _load(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((DOCKER / name).read_text())
     return loaded
 
 
-def test_compose_has_the_services_profiles_and_gpu_reservations(compose: dict[str, Any]) -> None:
-    services = compose["services"]
-    assert set(services) == {"postgres", "validator", "vllm", "worker"}
-    assert {name: s.get("profiles") for name, s in services.items()} == {
-        "postgres": None, "validator": None, "vllm": ["gpu"], "worker": ["gpu"]}
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return _load("compose.yaml")
+
+
+@pytest.fixture(scope="module")
+def gpu() -> dict[str, Any]:
+    return _load("compose.gpu.yaml")
+
+
+def test_compose_has_postgres_and_the_validator_and_the_gpu_file_vllm_and_the_worker(
+        compose: dict[str, Any], gpu: dict[str, Any]) -> None:
+    assert set(compose["services"]) == {"postgres", "validator"}
+    assert set(gpu["services"]) == {"validator", "vllm", "worker"}
+    # Compose v1 (Debian's docker-compose) reads both: no top-level name, no `required:` dependencies.
+    assert "name" not in compose and "name" not in gpu
+    assert gpu["services"]["validator"] == {"depends_on": {"vllm": {"condition": "service_healthy"}}}
     for name in ("vllm", "worker"):
-        devices = services[name]["deploy"]["resources"]["reservations"]["devices"]
+        devices = gpu["services"][name]["deploy"]["resources"]["reservations"]["devices"]
         assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
-    assert services["vllm"]["image"].startswith("vllm/vllm-openai:")
-    assert "${VLLM_MODEL" in " ".join(services["vllm"]["command"])
-    postgres = services["postgres"]
+    assert gpu["services"]["vllm"]["image"].startswith("vllm/vllm-openai:")
+    assert "${VLLM_MODEL" in " ".join(gpu["services"]["vllm"]["command"])
+    postgres = compose["services"]["postgres"]
+    assert postgres["image"] == "${POSTGRES_IMAGE:-postgres:16-bookworm}"
     assert any(v.endswith(":/var/lib/postgresql/data") for v in postgres["volumes"])
     assert postgres["healthcheck"]["test"]
-    named = {v.split(":")[0] for s in services.values() for v in s.get("volumes", [])
-             if not v.startswith((".", "$", "/", "~"))}
-    assert named and set(compose["volumes"]) >= named
+    named = {v.split(":")[0] for loaded in (compose, gpu) for s in loaded["services"].values()
+             for v in s.get("volumes", []) if not v.startswith((".", "$", "/", "~"))}
+    assert named and set(compose["volumes"]) | set(gpu["volumes"]) >= named
 
 
-def test_the_validator_reaches_postgres_mounts_the_wallet_read_only_and_may_run_bubblewrap(
+def test_the_validator_reaches_postgres_mounts_the_wallet_read_only_and_runs_agents_in_docker(
         compose: dict[str, Any]) -> None:
     validator = compose["services"]["validator"]
     assert validator["depends_on"]["postgres"]["condition"] == "service_healthy"
@@ -84,29 +102,42 @@ def test_the_validator_reaches_postgres_mounts_the_wallet_read_only_and_may_run_
     assert wallet.endswith(":/wallets:ro") and env["ARENA_WALLET_PATH"] == "/wallets"
     assert "arena-data:/data" in validator["volumes"] and env["ARENA_HOME"] == "/data"
     assert validator["ports"] == [f"${{API_PORT:-8090}}:{env['ARENA_API_PORT']}"]
-    assert env["ARENA_SANDBOX"] == "namespace" and validator["cap_add"] == ["SYS_ADMIN"]
+    # The docker backend through the host's engine: the socket, and the run workspaces (TMPDIR) on a
+    # host directory mounted at the same path, since the engine resolves bind-mount sources on the host.
+    assert env["ARENA_SANDBOX"] == "docker"
+    assert "/var/run/docker.sock:/var/run/docker.sock" in validator["volumes"]
+    share = env["TMPDIR"]
+    assert f"{share}:{share}" in validator["volumes"]
+    assert "cap_add" not in validator and "security_opt" not in validator
+
+
+def test_the_namespace_overlay_grants_what_bubblewrap_needs() -> None:
+    validator = _load("compose.namespace-sandbox.yaml")["services"]["validator"]
+    assert validator["environment"]["ARENA_SANDBOX"] == "namespace" and validator["cap_add"] == ["SYS_ADMIN"]
     assert set(validator["security_opt"]) == {"seccomp=unconfined", "apparmor=unconfined",
                                               "systempaths=unconfined"}
 
 
-def test_every_arena_variable_in_compose_is_a_real_setting(compose: dict[str, Any]) -> None:
+@pytest.mark.parametrize("name", COMPOSE_FILES)
+def test_every_arena_variable_in_compose_is_a_real_setting(name: str) -> None:
     known = set(ValidatorSettings.model_fields) | set(StoreSettings.model_fields)
-    for name in ("validator", "worker"):
-        for key in compose["services"][name]["environment"]:
+    for service_name, service in _load(name)["services"].items():
+        for key in service.get("environment", {}):
             if key.startswith("ARENA_"):
-                assert key.removeprefix("ARENA_").lower() in known, f"{name}: {key} is not an ARENA_ setting"
+                assert key.removeprefix("ARENA_").lower() in known, f"{service_name}: {key} is not a setting"
 
 
-def test_compose_builds_and_bind_mounts_name_files_that_exist(compose: dict[str, Any]) -> None:
-    for name, service in compose["services"].items():
+@pytest.mark.parametrize("name", COMPOSE_FILES)
+def test_compose_builds_and_bind_mounts_name_files_that_exist(name: str) -> None:
+    for service_name, service in _load(name)["services"].items():
         if "build" in service:
             context = (DOCKER / service["build"]["context"]).resolve()
-            assert (context / service["build"]["dockerfile"]).is_file(), name
+            assert (context / service["build"]["dockerfile"]).is_file(), service_name
             assert (context, context / service["build"]["dockerfile"]) in {
                 (c.resolve(), d.resolve()) for d, c in IMAGES.values()}
         for volume in service.get("volumes", []):
-            if volume.startswith("."):
-                assert (DOCKER / volume.split(":")[0]).exists(), f"{name}: {volume}"
+            if volume.startswith("."):  # relative to the first file's directory, docker/
+                assert (DOCKER / volume.split(":")[0]).exists(), f"{service_name}: {volume}"
 
 
 @pytest.mark.parametrize("image", sorted(IMAGES))
@@ -125,12 +156,13 @@ def test_every_copy_source_exists_in_the_build_context(image: str) -> None:
 
 @pytest.mark.parametrize(("image", "cli"), [("validator", validator_app), ("worker", worker_app)])
 def test_entrypoint_and_commands_are_declared_console_scripts_that_accept_them(
-        compose: dict[str, Any], image: str, cli: Any) -> None:
+        compose: dict[str, Any], gpu: dict[str, Any], image: str, cli: Any) -> None:
     steps = dict(instructions(IMAGES[image][0]))
     entrypoint = json.loads(steps["ENTRYPOINT"])
     assert entrypoint[:2] == ["tini", "--"] and entrypoint[2] in SCRIPTS
     assert SCRIPTS[entrypoint[2]].startswith(f"neurons.{image}:")
-    for command in (json.loads(steps["CMD"]), compose["services"][image]["command"]):
+    service = (compose if image == "validator" else gpu)["services"][image]
+    for command in (json.loads(steps["CMD"]), service["command"]):
         args = [*command, "--help"] if command != ["--help"] else command
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, (command, result.output)

@@ -139,7 +139,7 @@ def _staged_code(workspace: Path) -> Path:
 
     The docker engine resolves bind-mount sources on its own host. A validator in a container has its
     package where the host has nothing, but its workspace (under ``TMPDIR``) can be a host directory
-    mounted at the same path (docker/compose.docker-sandbox.yaml), so everything mounted lives there.
+    mounted at the same path (docker/compose.yaml), so everything mounted lives there.
     """
     staged = workspace / "code"
     if staged.is_dir():
