@@ -10,8 +10,9 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 import typer
@@ -42,6 +43,20 @@ ScriptedTeacherOption = Annotated[bool, typer.Option("--scripted-teacher", help=
 ResumeOption = Annotated[bool, typer.Option(help=(
     "Continue from what OUT holds (rollouts, the newest checkpoint, finished pipeline stages)"))]
 HomeOption = Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")]
+
+
+
+class Serving(StrEnum):
+    """How `worker evaluate` serves a saved model (trajectories.training.backends)."""
+
+    auto = "auto"
+    hf = "hf"
+    vllm = "vllm"
+
+    @property
+    def backend(self) -> Literal["auto", "hf", "vllm"]:
+        return self.value
+
 
 EXIT_NOTHING_TO_TRAIN = 4
 EXIT_SANDBOX = 3
@@ -418,6 +433,10 @@ def evaluate(
     registry: Annotated[Path | None, typer.Option("--registry", dir_okay=False, help=(
         "Model registry SQLite file (default $ARENA_HOME/models/registry.sqlite3)"))] = None,
     workers: Annotated[int, typer.Option(min=1, help="Problems run at once")] = 2,
+    serving: Annotated[Serving, typer.Option("--serving", help=(
+        "How a --model directory is served: vllm (`vllm serve`, GPU; `pip install .[gpu]`), hf "
+        "(transformers on loopback, CPU), or auto: vllm where CUDA and vllm are present, else hf"))
+    ] = Serving.auto,
     home: HomeOption = None,
     log_format: LogFormatOption = "console",
 ) -> None:
@@ -455,7 +474,8 @@ def evaluate(
         run = evaluate_checkpoint(model, suite, catalog=catalog, out=out, k=k, settings=_settings(home),
                                   stage=stage, data_manifest=data_manifest or dump, registry=registry,
                                   agent=agent, inference_url=inference_url, temperature=temperature,
-                                  max_tokens=max_tokens, workers=workers)
+                                  max_tokens=max_tokens, workers=workers,
+                                  serving=serving.backend)
     Console().print(evaluation.results_table(run.report))
     typer.echo(orjson.dumps(run.summary()).decode())
 
