@@ -17,6 +17,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.training import vllm_server
 from trajectories.training.heldout import evaluate_checkpoint
 from trajectories.training.rollouts import ServingSettings
+from trajectories.training.stage import for_installed_transformers
 from trajectories.training.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable
 
 REPO = Path(__file__).parents[2]
@@ -104,3 +105,15 @@ def test_held_out_evaluation_on_a_gpu_host_serves_the_checkpoint_with_vllm(
     assert inference[0]["params"].get("temperature") == 1.0  # forced by the proxy
     assert "fake vllm 0.31.0 serving" in (tmp_path / "eval" / "vllm.log").read_text(encoding="utf-8")
     assert run.report.k == 1
+
+
+def test_activation_checkpointing_is_renamed_for_a_transformers_that_predates_it() -> None:
+    """The gpu extra's vLLM 0.31 caps transformers below 5.18, whose TrainingArguments has only
+    ``gradient_checkpointing``; newer ones have ``activation_checkpointing``."""
+    old = frozenset({"output_dir", "gradient_checkpointing"})
+    new = old | {"activation_checkpointing"}
+    asked = {"output_dir": "x", "activation_checkpointing": True}
+    assert for_installed_transformers(asked, old) == {"output_dir": "x", "gradient_checkpointing": True}
+    assert for_installed_transformers(asked, new) == asked
+    assert asked == {"output_dir": "x", "activation_checkpointing": True}  # not changed in place
+    assert "activation_checkpointing" in for_installed_transformers(asked)  # the installed transformers
