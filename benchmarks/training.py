@@ -13,7 +13,9 @@ tiny model with its ``configs/*_tiny.yaml`` (steps and sequence length from the 
 - ``teacher``: rollouts of the scripted teacher (the OpenAI-compatible test double), then SFT on its
   successes;
 - ``dpo``: pairs of successful and failed attempts of one problem from the dump and the rejection rollouts;
-- ``grpo``: Dr. GRPO with multi-turn tool rollouts against the catalog and the teacher's attempts.
+- ``grpo``: Dr. GRPO with multi-turn tool rollouts against the catalog and the teacher's attempts;
+- ``rewrite``: ``worker rewrite`` with the scripted rewriting teacher (a test double) over a sample dump of
+  ReAct and sub-task attempts: candidates, kept and discarded rewrites (top-level ``rewritten_kept``).
 
 Per stage: wall seconds, the trainer's runtime, the tokens TRL counted (``num_tokens``) and tokens/s over
 the runtime, steps and the last loss; for rollouts the attempts, completion tokens generated and their
@@ -37,6 +39,7 @@ from shoppingbench.logs import configure_logging
 
 CONFIGS = Path(__file__).parents[1] / "trajectories" / "training" / "configs"
 STAGES = ("sft", "rejection", "teacher", "dpo", "grpo")
+EXTRA_STAGES = ("rewrite",)
 
 
 def _rss_mb() -> float:
@@ -73,15 +76,16 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=4, help="Problems per category in the dump")
     parser.add_argument("--steps", type=int, default=4, help="Optimizer steps per stage")
     parser.add_argument("--max-length", type=int, default=768, help="Tokens per example (not GRPO)")
-    parser.add_argument("--stages", default=",".join(STAGES), help="Comma list of stages to time")
+    parser.add_argument("--stages", default=",".join(STAGES + EXTRA_STAGES),
+                        help="Comma list of stages to time")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     configure_logging()
     chosen = [s for s in args.stages.split(",") if s]
-    unknown = set(chosen) - set(STAGES)
+    unknown = set(chosen) - set(STAGES + EXTRA_STAGES)
     if unknown:
-        parser.error(f"unknown stages {sorted(unknown)}: choose from {', '.join(STAGES)}")
+        parser.error(f"unknown stages {sorted(unknown)}: choose from {', '.join(STAGES + EXTRA_STAGES)}")
 
     from shoppingbench.sample_world import ensure_sample_world
     from shoppingbench.settings import HarnessSettings
@@ -96,10 +100,32 @@ def main() -> None:
         model = save_tiny_model(root / "model")
         # The tiny model talks junk until the proxy's budget ends an attempt; the teacher needs more calls
         settings = HarnessSettings(home=root / "home", inference_attempt_calls=4)
-        for name, figures in _time_stages(chosen, args, world.catalog_dir, dump, model, settings, root):
+        trained = [name for name in chosen if name in STAGES]
+        for name, figures in _time_stages(trained, args, world.catalog_dir, dump, model, settings, root):
             results[name] = figures
             print(f"{name:>9}: {figures}", flush=True)
+        if "rewrite" in chosen:
+            results["rewrite"] = _time_rewrite(root)
+            results["rewritten_kept"] = results["rewrite"]["rewritten_kept"]
+            print(f"{'rewrite':>9}: {results['rewrite']}", flush=True)
     print(orjson.dumps(results).decode())
+
+
+def _time_rewrite(root: Path) -> dict[str, Any]:
+    """``worker rewrite`` with the scripted teacher over a sample dump with sub-task attempts."""
+    from shoppingbench.tools.serving import running_server
+    from trajectories.rewrite.run import rewrite_dump
+    from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
+    from trajectories.rewrite.teacher import EndpointTeacher
+    from trajectories.training.sample import write_sample_dump
+
+    dump = write_sample_dump(root / "rewrite-dump", problems=12, styles=("react", "sub_task"))
+    wall = time.perf_counter()
+    with running_server(create_app()) as url:
+        summary = rewrite_dump(dump, EndpointTeacher(f"{url}/v1", SCRIPTED_TEACHER_MODEL), progress=False)
+    return {"candidates": summary.candidates, "rewritten_kept": summary.rewritten_kept,
+            "discarded": sum(summary.discarded.values()), "skipped": sum(summary.skipped.values()),
+            "wall_s": round(time.perf_counter() - wall, 2), "peak_rss_mb": _rss_mb()}
 
 
 def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dump: Path, model: Path,

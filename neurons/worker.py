@@ -10,8 +10,9 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 import typer
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Post-training worker: fine-tune a model on the arena's daily trajectory dumps "
                        "(filtered, leak-cluster guarded) through the recipe's stages (sft, rejection, "
-                       "teacher, dpo, grpo), evaluate checkpoints on held-out problems through the "
+                       "teacher, dpo, grpo), rewrite sub-task attempts into agentic ones with a teacher, "
+                       "evaluate checkpoints on held-out problems through the "
                        "validator's sandbox, or build the tiny Qwen3 used on CPU.")
 
 LogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
@@ -41,6 +43,20 @@ ScriptedTeacherOption = Annotated[bool, typer.Option("--scripted-teacher", help=
 ResumeOption = Annotated[bool, typer.Option(help=(
     "Continue from what OUT holds (rollouts, the newest checkpoint, finished pipeline stages)"))]
 HomeOption = Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")]
+
+
+
+class Serving(StrEnum):
+    """How `worker evaluate` serves a saved model (trajectories.training.backends)."""
+
+    auto = "auto"
+    hf = "hf"
+    vllm = "vllm"
+
+    @property
+    def backend(self) -> Literal["auto", "hf", "vllm"]:
+        return self.value
+
 
 EXIT_NOTHING_TO_TRAIN = 4
 EXIT_SANDBOX = 3
@@ -307,6 +323,73 @@ def watch(
                 since=since.date() if since is not None else None).run(interval, once=once)
 
 
+@app.command()
+def rewrite(
+    dump: Annotated[Path, typer.Option("--dump", exists=True, file_okay=False, help=(
+        "A directory written by `dump export`"))],
+    out: Annotated[Path | None, typer.Option("--out", file_okay=False, help=(
+        "Where the rewritten rows go (default DUMP/rewritten, where SFT's data.include_rewritten finds "
+        "them)"))] = None,
+    teacher_url: Annotated[str | None, typer.Option("--teacher-url", help=(
+        "OpenAI-compatible base URL of the teacher (.../v1): a gateway to a hosted model, or vLLM"))] = None,
+    teacher_model: Annotated[str | None, typer.Option("--teacher-model", help=(
+        "The teacher's model name at that endpoint"))] = None,
+    teacher_key_env: Annotated[str, typer.Option("--teacher-key-env", help=(
+        "Environment variable holding the teacher's API key (unset: no key is sent)"
+    ))] = "ARENA_TEACHER_API_KEY",
+    scripted_teacher: Annotated[bool, typer.Option("--scripted-teacher", help=(
+        "The teacher is the bundled scripted rewriter (an OpenAI-compatible test double) served on "
+        "loopback: for CPU runs without an endpoint; it measures the plumbing, not a model"))] = False,
+    held_out_clusters: Annotated[Path | None, typer.Option("--held-out-clusters", exists=True,
+                                                           dir_okay=False, help=(
+        "Cluster ids never rewritten, one per line (`dump export`'s format)"))] = None,
+    max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1, help=(
+        "Rewrite at most this many candidates"))] = None,
+    max_result_chars: Annotated[int, typer.Option("--max-result-chars", min=16, help=(
+        "Tool results are cut to this many characters in the teacher's prompt"))] = 2000,
+    temperature: Annotated[float, typer.Option(min=0, max=2, help="The teacher's temperature")] = 0.3,
+    resume: ResumeOption = True,
+    log_format: LogFormatOption = "console",
+) -> None:
+    """Rewrite a dump's successful sub-task attempts into agentic dialogues with a teacher model.
+
+    For each `train` row the structural filter labelled `sub_task` that succeeded with a verified answer
+    (held-out clusters excluded), the tool calls and results the verified proxy log vouches for are sent
+    to the teacher, which writes the reasoning that drives each call. An answer whose calls or results
+    differ from the verified ones (changed, added, dropped, reordered), that is not JSON or that carries
+    chat tags is discarded and counted by reason. Kept rows (`origin` rewrite, `rewritten_from`) go to
+    OUT/data/train-00000.parquet; SFT trains on them with `data.include_rewritten: true`. The last line
+    printed is the JSON summary. Exit codes: 2 no teacher given or the teacher refused the key.
+    """
+    _start(log_format)
+    from pydantic import SecretStr
+
+    from shoppingbench.tools.serving import running_server
+    from trajectories.rewrite.run import rewrite_dump
+    from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
+    from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
+    from trajectories.training.conversations import read_held_out_clusters
+
+    if scripted_teacher == bool(teacher_url or teacher_model):
+        raise typer.BadParameter("give --teacher-url with --teacher-model, or --scripted-teacher")
+    if not scripted_teacher and not (teacher_url and teacher_model):
+        raise typer.BadParameter("--teacher-url and --teacher-model go together")
+    clusters = read_held_out_clusters(held_out_clusters) if held_out_clusters is not None else frozenset()
+    key = os.environ.get(teacher_key_env) or "not-needed"
+    with running_server(create_app()) if scripted_teacher else nullcontext(None) as served:
+        url, name = (f"{served}/v1", SCRIPTED_TEACHER_MODEL) if served else (teacher_url, teacher_model)
+        assert url is not None and name is not None
+        teacher = EndpointTeacher(url, name, api_key=SecretStr(key), temperature=temperature)
+        try:
+            summary = rewrite_dump(dump, teacher, out=out, held_out_clusters=clusters,
+                                   max_attempts=max_attempts, max_result_chars=max_result_chars,
+                                   resume=resume)
+        except TeacherAuthError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+    typer.echo(summary.model_dump_json())
+
+
 @app.command("tiny-model")
 def tiny_model(
     out: Annotated[Path, typer.Option("--out", help="Directory to write the model and tokenizer to")],
@@ -350,6 +433,10 @@ def evaluate(
     registry: Annotated[Path | None, typer.Option("--registry", dir_okay=False, help=(
         "Model registry SQLite file (default $ARENA_HOME/models/registry.sqlite3)"))] = None,
     workers: Annotated[int, typer.Option(min=1, help="Problems run at once")] = 2,
+    serving: Annotated[Serving, typer.Option("--serving", help=(
+        "How a --model directory is served: vllm (`vllm serve`, GPU; `pip install .[gpu]`), hf "
+        "(transformers on loopback, CPU), or auto: vllm where CUDA and vllm are present, else hf"))
+    ] = Serving.auto,
     home: HomeOption = None,
     log_format: LogFormatOption = "console",
 ) -> None:
@@ -387,7 +474,8 @@ def evaluate(
         run = evaluate_checkpoint(model, suite, catalog=catalog, out=out, k=k, settings=_settings(home),
                                   stage=stage, data_manifest=data_manifest or dump, registry=registry,
                                   agent=agent, inference_url=inference_url, temperature=temperature,
-                                  max_tokens=max_tokens, workers=workers)
+                                  max_tokens=max_tokens, workers=workers,
+                                  serving=serving.backend)
     Console().print(evaluation.results_table(run.report))
     typer.echo(orjson.dumps(run.summary()).decode())
 

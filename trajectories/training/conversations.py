@@ -9,6 +9,12 @@ log) are taken by default, and never one whose answer failed the arena's verifie
 (``unverified_answer``, ``shoppingbench.verified``); a row whose steps do not parse is skipped and
 counted, never fatal.
 
+With ``include_rewritten`` the side datasets ``worker rewrite`` writes next to each dump
+(``DUMP/rewritten/``: successful sub-task attempts whose verified tool calls and results a teacher gave
+model-driven reasoning, :mod:`trajectories.rewrite`) are read too, under the same guard and thresholds
+but for the label (their calls were checked against the proxy log when rewritten) and the judge's
+quality (it scored the original's reasoning, which the rewrite replaces).
+
 Leak-cluster guard: only rows of the ``train`` split are read, and a row is dropped when its cluster is
 in the explicit held-out list or appears in a ``held_out`` row of any dump read, so a cluster placed
 differently by two dumps' split rules can still never reach training.
@@ -36,6 +42,8 @@ from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)
 
+REWRITTEN_DIR = "rewritten"
+"""Where ``worker rewrite`` puts a dump's rewritten rows by default (``DUMP/rewritten/data/*.parquet``)."""
 _COLUMNS = ["attempt_id", "split", "problem_id", "category", "query", "leak_cluster", "success", "rule",
             "judge_quality", "filter_label", "failure_kind", "steps_json"]
 
@@ -53,6 +61,8 @@ class DataFilter(BaseModel):
         "Minimum judge quality; an unjudged attempt fails any minimum"))
     max_tool_chars: int = Field(default=MAX_TOOL_CHARS, ge=16, description=(
         "Tool results longer than this are cut (the model reads them, it is not trained on them)"))
+    include_rewritten: bool = Field(default=False, description=(
+        "Also train on the dumps' rewritten sub-task attempts (DUMP/rewritten/, `worker rewrite`)"))
 
 
 @dataclass
@@ -142,7 +152,13 @@ def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int
     return messages
 
 
-def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> str | None:
+def rewritten_files(dumps: Iterable[Path]) -> list[Path]:
+    """The rewritten rows' files of the dumps that have them (``DUMP/rewritten/data/*.parquet``)."""
+    return [path for dump in dumps for path in sorted((dump / REWRITTEN_DIR / "data").glob("*.parquet"))]
+
+
+def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
+            rewritten: bool = False) -> str | None:
     """Why ``row`` may not be trained on, or None."""
     if row["failure_kind"] == UNVERIFIED_ANSWER:  # its answer came from outside the dialogue
         return UNVERIFIED_ANSWER
@@ -150,13 +166,13 @@ def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> 
         return f"split:{row['split']}"
     if not row["leak_cluster"] or row["leak_cluster"] in held_out:
         return "held_out_cluster"
-    if row["filter_label"] not in data.labels:
+    if not rewritten and row["filter_label"] not in data.labels:
         return f"label:{row['filter_label']}"
     if data.require_success and not row["success"]:
         return "not_successful"
     if data.min_rule is not None and (row["rule"] is None or row["rule"] < data.min_rule):
         return "rule_below_minimum"
-    if data.min_judge_quality is not None and (row["judge_quality"] is None
+    if not rewritten and data.min_judge_quality is not None and (row["judge_quality"] is None
                                                or row["judge_quality"] < data.min_judge_quality):
         return "judge_quality_below_minimum"
     return None
@@ -179,9 +195,10 @@ def _parse_steps(text: str | None) -> list[DialogueStep] | None:
         return None
 
 
-def _graded(row: dict[str, Any], data: DataFilter, held_out: frozenset[str]) -> GradedConversation | str:
+def _graded(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
+            rewritten: bool = False) -> GradedConversation | str:
     """The row's conversation and grades, or why there is none."""
-    reason = _reject(row, data, held_out)
+    reason = _reject(row, data, held_out, rewritten=rewritten)
     if reason is not None:
         return reason
     steps = _parse_steps(row["steps_json"])
@@ -199,6 +216,7 @@ def select_graded(dumps: Iterable[Path], data: DataFilter | None = None, *,
     """Conversations with their grades of the dumps' ``train`` rows that pass ``data`` and the leak-cluster
     guard."""
     data = data or DataFilter()
+    dumps = list(dumps)
     files = dump_files(dumps)
     held_out = held_out_clusters | frozenset(
         row["leak_cluster"] for row in _rows(files) if row["split"] == "held_out" and row["leak_cluster"])
@@ -210,8 +228,15 @@ def select_graded(dumps: Iterable[Path], data: DataFilter | None = None, *,
             dropped[result] += 1
         else:
             kept.append(result)
+    rewritten = rewritten_files(dumps) if data.include_rewritten else []
+    for row in _rows(rewritten):
+        result = _graded(row, data, held_out, rewritten=True)
+        if isinstance(result, str):
+            dropped[f"rewritten:{result}"] += 1
+        else:
+            kept.append(result)
     log.info("training.conversations_selected", kept=len(kept), dropped=dict(dropped),
-             held_out_clusters=len(held_out), files=len(files))
+             held_out_clusters=len(held_out), files=len(files), rewritten_files=len(rewritten))
     return GradedSelection(graded=kept, dropped=dropped, held_out_clusters=held_out)
 
 

@@ -19,8 +19,10 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
 from trajectories.training import evaluate as evaluation
+from trajectories.training.backends import served_checkpoint
 from trajectories.training.plots import find_log_history, history_series, plot_history, plot_problems
 from trajectories.training.registry import CheckpointEntry, ModelRegistry, manifest_sha256
+from trajectories.training.vllm_server import ServingBackend
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,13 @@ def evaluate_checkpoint(model: str, problems: Sequence[Problem], *, catalog: Pat
                         settings: HarnessSettings, stage: str = "base", data_manifest: Path | None = None,
                         registry: Path | None = None, agent: Path | None = None,
                         inference_url: str | None = None, temperature: float = 1.0, max_tokens: int = 4096,
-                        workers: int = 2, progress: bool = True) -> HeldOutRun:
+                        workers: int = 2, progress: bool = True, serving: ServingBackend = "auto",
+                        vllm_args: Sequence[str] = ()) -> HeldOutRun:
     """Evaluate ``model`` (a saved directory served on loopback, or with ``inference_url`` the model name
     at that endpoint) on ``problems`` of ``catalog``; writes ``results.json``, ``attempts.jsonl`` and
-    ``plot.png`` to ``out`` and adds a registry row (default ``$ARENA_HOME/models/registry.sqlite3``)."""
+    ``plot.png`` to ``out`` and adds a registry row (default ``$ARENA_HOME/models/registry.sqlite3``).
+    A saved directory is served on ``serving`` (:mod:`backends`: ``auto`` is vLLM on a host with CUDA and
+    vLLM, else transformers)."""
     model_dir = None if inference_url else Path(model).resolve()
     # Key and budgets per attempt and run as the validator sets them (ARENA_INFERENCE_*)
     proxy_inference = inference_config(settings)
@@ -52,8 +57,8 @@ def evaluate_checkpoint(model: str, problems: Sequence[Problem], *, catalog: Pat
                   "base_url": inference_url, "models": [model], "max_tokens": max_tokens,
                   "forced_params": {"temperature": temperature}}))
               if inference_url else
-              evaluation.local_inference(Path(model), temperature=temperature, max_tokens=max_tokens,
-                                         budgets=proxy_inference.budgets))
+              served_checkpoint(Path(model), backend=serving, out=out, temperature=temperature,
+                                max_tokens=max_tokens, budgets=proxy_inference.budgets, vllm_args=vllm_args))
     engine = open_catalog(catalog)
     out.mkdir(parents=True, exist_ok=True)
     try:

@@ -3,7 +3,8 @@
 Every attempt runs the agent file in the sandbox behind the verified proxy (``run_suite``) and is graded by
 the one scorer, so a rollout is judged exactly as an arena attempt. The model answers from one of three
 places (:class:`ServingSettings`): ``hf``, the checkpoint served on loopback over transformers' generate
-(CPU, tests); ``vllm``, ``vllm serve`` started for the stage (GPU); ``endpoint``, an OpenAI-compatible URL
+(CPU, tests); ``vllm``, ``vllm serve`` started for the stage (GPU); ``auto`` (the default), ``vllm`` where
+CUDA and vLLM are present, else ``hf`` (:mod:`backends`); ``endpoint``, an OpenAI-compatible URL
 that already serves it (a hosted teacher, or a vLLM started by hand). The sampling temperature is forced
 on every call by the proxy, since agents usually ask for greedy decoding and k greedy samples would be one.
 
@@ -37,9 +38,8 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
 from trajectories.filter import label_attempt
+from trajectories.training.backends import served_checkpoint
 from trajectories.training.conversations import Conversation, record_conversation
-from trajectories.training.evaluate import local_inference
-from trajectories.training.vllm_server import merged_model, running_vllm
 
 log = structlog.get_logger(__name__)
 
@@ -52,9 +52,10 @@ class ServingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["hf", "vllm", "endpoint"] = Field(default="hf", description=(
+    backend: Literal["auto", "hf", "vllm", "endpoint"] = Field(default="auto", description=(
         "hf: serve the stage's model on loopback with transformers (CPU); vllm: start `vllm serve` for it "
-        "(GPU); endpoint: an OpenAI-compatible URL that serves it already (base_url, model_name)"))
+        "(GPU); auto: vllm where CUDA and vllm are present, else hf; endpoint: an OpenAI-compatible URL "
+        "that serves it already (base_url, model_name)"))
     base_url: str | None = Field(default=None, description="endpoint only: the OpenAI base URL (.../v1)")
     model_name: str | None = Field(default=None, description="endpoint only: the model name it serves")
     api_key_env: str | None = Field(default=None, description=(
@@ -113,16 +114,10 @@ def served_model(serving: ServingSettings, model: str | Path, *, out: Path,
     if not local.is_dir():
         raise FileNotFoundError(f"{model} is not a local model directory: backends hf and vllm serve a saved "
                                 "checkpoint (download it first, or use serving.backend endpoint)")
-    name = local.resolve().name
-    if serving.backend == "hf":
-        with local_inference(local, temperature=serving.temperature, max_tokens=serving.max_tokens,
-                             served_name=name, budgets=budgets) as inference:
-            yield inference.model_copy(update={"forced_params": forced})
-        return
-    with running_vllm(merged_model(local, out / "merged"), served_name=name, log_path=out / "vllm.log",
-                      extra_args=serving.vllm_args, startup_timeout_s=serving.startup_timeout_s) as url:
-        yield InferenceConfig(base_url=url, models=[name], max_tokens=serving.max_tokens, budgets=budgets,
-                              forced_params=forced)
+    with served_checkpoint(local, backend=serving.backend, out=out, temperature=serving.temperature,
+                           max_tokens=serving.max_tokens, budgets=budgets, vllm_args=serving.vllm_args,
+                           startup_timeout_s=serving.startup_timeout_s) as inference:
+        yield inference
 
 
 class RolloutMeta(BaseModel):

@@ -19,7 +19,7 @@ from trl.trainer.sft_trainer import SFTTrainer
 
 from trajectories.training import stage
 from trajectories.training.conversations import Conversation, DataFilter, select_conversations
-from trajectories.training.stage import StageConfig, StageResult
+from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
 from trajectories.training.tokens import build_dataset
 
 log = structlog.get_logger(__name__)
@@ -60,5 +60,7 @@ def train_sft(config: StageConfig, conversations: Sequence[Conversation], out: P
 def run_sft(config: SFTStageConfig, dumps: list[Path], out: Path, *, resume: bool = True) -> StageResult:
     """Train on the dumps' selected conversations; checkpoints under ``out``, the result in ``out/final``."""
     selection = select_conversations(dumps, config.data, held_out_clusters=config.held_out_clusters())
+    if not selection.conversations:
+        raise NothingToTrain(f"no dump row passed the data selection ({dict(selection.dropped)})")
     return train_sft(config, selection.conversations, out, resume=resume,
                      extra={"dropped": dict(selection.dropped)})

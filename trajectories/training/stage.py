@@ -10,6 +10,7 @@ argument (``deepspeed``, ``save_steps``, ``use_vllm``, ...) is set in the YAML. 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -159,6 +160,21 @@ def trainer_arguments(config: StageConfig, out: Path, **fixed: Any) -> dict[str,
         arguments.update(bf16=False, use_cpu=True, activation_checkpointing=False)
         if "use_vllm" in arguments:
             arguments["use_vllm"] = False
+    return for_installed_transformers(arguments)
+
+
+def for_installed_transformers(arguments: dict[str, Any],
+                               fields: frozenset[str] | None = None) -> dict[str, Any]:
+    """``arguments`` with ``activation_checkpointing`` named ``gradient_checkpointing`` when the installed
+    transformers predates the rename (``fields``: ``TrainingArguments``' field names, default the
+    installed ones). The ``gpu`` extra's vLLM caps transformers below 5.18, which has only the old name."""
+    if fields is None:
+        from transformers import TrainingArguments
+
+        fields = frozenset(f.name for f in dataclasses.fields(TrainingArguments))
+    if "activation_checkpointing" in arguments and "activation_checkpointing" not in fields:
+        arguments = dict(arguments)
+        arguments["gradient_checkpointing"] = arguments.pop("activation_checkpointing")
     return arguments
 
 

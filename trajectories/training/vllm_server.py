@@ -7,7 +7,10 @@ quoted when it fails to start. The process runs in its own session and is stoppe
 engine core and workers) on exit. A LoRA adapter directory is merged into its base model first, since the
 rolled-out model is the trained one.
 
-The worker image installs vLLM in its own virtualenv (``/opt/vllm``) with ``vllm`` on ``PATH``.
+vLLM is the project's ``gpu`` extra (``pip install .[gpu]``: ``vllm`` pinned to the release whose torch pin
+is the project's torch). :func:`choose_backend` picks the serving backend of rollouts and held-out
+evaluation: ``auto`` is ``vllm`` where CUDA and the ``vllm`` executable are both present (on ``PATH`` or
+next to this interpreter, as a virtualenv installs it), else ``hf`` (transformers' generate, CPU).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import structlog
@@ -35,8 +40,38 @@ STOP_GRACE_S = 30.0
 LOG_TAIL_LINES = 30
 
 
+ServingBackend = Literal["auto", "hf", "vllm"]
+
+
 class VllmError(RuntimeError):
     """vLLM could not be started; the message quotes its log."""
+
+
+def vllm_executable(name: str = "vllm") -> str | None:
+    """The ``vllm`` command: on ``PATH``, else next to this interpreter (an unactivated virtualenv)."""
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    sibling = Path(sys.executable).parent / name
+    return str(sibling) if sibling.is_file() and os.access(sibling, os.X_OK) else None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def choose_backend(requested: ServingBackend, *, cuda: Callable[[], bool] | None = None,
+                   executable: Callable[[], str | None] | None = None) -> Literal["hf", "vllm"]:
+    """``requested``, with ``auto`` resolved: ``vllm`` when CUDA and the ``vllm`` executable are present
+    (the probes default to :func:`cuda_available` and :func:`vllm_executable`)."""
+    if requested != "auto":
+        return requested
+    has_cuda = (cuda or cuda_available)()
+    chosen: Literal["hf", "vllm"] = "vllm" if has_cuda and (executable or vllm_executable)() else "hf"
+    log.info("training.serving_backend", requested=requested, chosen=chosen)
+    return chosen
 
 
 def merged_model(model: Path, out: Path) -> Path:
@@ -99,10 +134,11 @@ def running_vllm(model: Path | str, *, served_name: str, log_path: Path, extra_a
                  executable: str = "vllm", host: str = "127.0.0.1", startup_timeout_s: float = 900.0,
                  ) -> Iterator[str]:
     """Serve ``model`` with vLLM on a free loopback port; yield the OpenAI base URL (``.../v1``)."""
-    found = shutil.which(executable)
+    found = vllm_executable(executable)
     if found is None:
-        raise VllmError(f"{executable!r} is not on PATH: install vLLM (the worker image has it), or roll out "
-                        "with serving.backend hf (CPU) or endpoint (a vLLM you started yourself)")
+        raise VllmError(f"{executable!r} is not on PATH: install vLLM (`pip install .[gpu]`; the worker "
+                        "image has it), or serve with backend hf (CPU) or endpoint (a vLLM you started "
+                        "yourself)")
     port = _free_port(host)
     argv = [found, "serve", str(model), "--served-model-name", served_name, "--host", host,
             "--port", str(port), *QWEN3_PARSER_ARGS, *extra_args]
