@@ -153,7 +153,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ARENA_HOME="$WORK/home"
 say "docker-marked tests (hostile agents, runner) on both backends"
 .venv/bin/python -m pytest -q -m docker -p no:cacheprovider tests/ >"$WORK/pytest-docker.log" 2>&1 \
   || { tail -30 "$WORK/pytest-docker.log" >&2; fail "docker-marked tests"; }
-grep -q " skipped" "$WORK/pytest-docker.log" && { tail -5 "$WORK/pytest-docker.log" >&2; fail "docker tests skipped"; }
+if grep -q " skipped" "$WORK/pytest-docker.log"; then tail -5 "$WORK/pytest-docker.log" >&2; fail "docker tests skipped"; fi
 record pytest_docker "\"$(tail -1 "$WORK/pytest-docker.log")\""
 
 say "miner test of the reference agents on both backends"
@@ -205,8 +205,8 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
 }
 report() { "${DC[@]}" exec -T validator python /checks/round.py report 2>/dev/null | tail -1; }
 wait_for 180 "/health" curl -sf "http://127.0.0.1:$API_PORT/health"
-raced() { report | grep -q '"RaceFinished": 1'; }
-alice_qualified() { report | grep -q '"QualifyingFinished": 2'; }
+raced() { [[ "$(report)" == *'"RaceFinished": 1'* ]]; }
+alice_qualified() { [[ "$(report)" == *'"QualifyingFinished": 2'* ]]; }
 wait_for 300 "the race and its weights" raced
 "${DC[@]}" exec -T validator miner submit \
   /opt/venv/lib/python3.11/site-packages/shoppingbench/agents/react_llm.py --wallet-name alice \
@@ -222,9 +222,12 @@ assert state["events"].get("RaceFinished") == 1 and state["events"].get("Submiss
 assert str(uids["bob"]) in weights and str(uids["alice"]) not in weights, state
 assert state["attempts"] >= 6, state
 PY
-curl -sf "http://127.0.0.1:$API_PORT/" | grep -q "leaderboard" || fail "the leaderboard page"
-curl -sf "http://127.0.0.1:$API_PORT/metrics" | grep -q "^arena_race_events" || fail "/metrics"
-"${DC[@]}" logs validator 2>/dev/null | grep -q '"backend": "docker"' || fail "agents did not run in the docker backend"
+curl -sf "http://127.0.0.1:$API_PORT/" -o "$WORK/round-leaderboard.html" || fail "the leaderboard page"
+grep -q "leaderboard" "$WORK/round-leaderboard.html" || fail "the leaderboard page"
+curl -sf "http://127.0.0.1:$API_PORT/metrics" -o "$WORK/round-metrics.txt" || fail "/metrics"
+grep -q "^arena_race_events" "$WORK/round-metrics.txt" || fail "/metrics"
+"${DC[@]}" logs --no-color validator >"$WORK/round-validator.log" 2>&1 || true
+grep -q '"backend": "docker"' "$WORK/round-validator.log" || fail "agents did not run in the docker backend"
 "${DC[@]}" restart >/dev/null 2>&1 || fail "compose restart"
 wait_for 180 "/health after restart" curl -sf "http://127.0.0.1:$API_PORT/health"
 sleep 10  # a few ticks: nothing may be run again or lost
