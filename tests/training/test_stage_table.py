@@ -180,3 +180,29 @@ def test_the_pipeline_evaluates_base_and_each_stage_once_and_names_the_best(
     again = run_pipeline(pipeline, [world_dump], out, evaluate=evaluate)
     assert len(evaluated) == 4 and again == summaries  # nothing evaluated twice
     assert StageTable.model_validate_json((out / TABLE_JSON).read_text(encoding="utf-8")) == table
+
+
+def test_an_evaluation_skipped_for_want_of_problems_is_tried_again_on_the_next_run(
+        tiny_model_dir: Path, world_dump: Path, tmp_path: Path) -> None:
+    raw = yaml.safe_load((CONFIGS / "sft_tiny.yaml").read_text(encoding="utf-8"))
+    (tmp_path / "first.yaml").write_text(yaml.safe_dump({**raw, "model": str(tiny_model_dir)}))
+    (tmp_path / "pipeline.yaml").write_text(yaml.safe_dump({"stages": ["first.yaml"],
+                                                            "evaluation": {"after": "every"}}))
+    pipeline = PipelineConfig.load(tmp_path / "pipeline.yaml")
+    out = tmp_path / "run"
+    _finished_stage(out / "01-sft", {"stage": "sft", "final": str(out / "01-sft" / "final")})
+    suites: list[str] = []
+
+    def evaluate(model: Path, stage: str, eval_out: Path) -> dict[str, Any]:
+        if not suites:
+            return {"skipped": "no held-out problem yet"}
+        return _evaluation(eval_out, _report(str(model), 0.5, 0.5, 0.5, 0.0), registry_id=1)
+
+    (summary,) = run_pipeline(pipeline, [world_dump], out, evaluate=evaluate)
+    assert summary["evaluation"] == {"skipped": "no held-out problem yet"}
+    assert not (out / "01-sft" / EVALUATION_FILE).exists() and not (out / TABLE_JSON).exists()
+    suites.append("study-v1")  # `validator held-out` made one since
+    (summary,) = run_pipeline(pipeline, [world_dump], out, evaluate=evaluate)
+    assert summary["evaluation"]["registry_id"] == 1 and (out / "01-sft" / EVALUATION_FILE).exists()
+    table = StageTable.model_validate_json((out / TABLE_JSON).read_text(encoding="utf-8"))
+    assert [(r.stage, r.status) for r in table.rows] == [("sft", "evaluated")]

@@ -206,15 +206,17 @@ def base_model_dir(model: str, out: Path) -> Path:
 
 def _evaluated(evaluate: Evaluator, model: Path, stage: str, stage_out: Path, resume: bool) -> dict[str, Any]:
     """``stage_out/evaluation.json`` when ``resume`` finds one (never evaluated twice), else a new
-    evaluation into ``stage_out/eval``, kept there."""
+    evaluation into ``stage_out/eval``, kept there unless it was skipped (no held-out problem yet: a
+    later run, e.g. once `validator held-out` made a suite, tries again)."""
     done = stage_out / EVALUATION_FILE
     if resume and done.exists():
         log.info("training.pipeline_evaluation_skipped", stage=stage, out=str(done))
         found: dict[str, Any] = json.loads(done.read_text(encoding="utf-8"))
         return found
     evaluation = evaluate(model, stage, stage_out / "eval")
-    stage_out.mkdir(parents=True, exist_ok=True)
-    done.write_text(json.dumps(evaluation, indent=2, default=str), encoding="utf-8")
+    if "skipped" not in evaluation:
+        stage_out.mkdir(parents=True, exist_ok=True)
+        done.write_text(json.dumps(evaluation, indent=2, default=str), encoding="utf-8")
     return evaluation
 
 
