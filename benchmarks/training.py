@@ -19,7 +19,10 @@ tiny model with its ``configs/*_tiny.yaml`` (steps and sequence length from the 
 
 Per stage: wall seconds, the trainer's runtime, the tokens TRL counted (``num_tokens``) and tokens/s over
 the runtime, steps and the last loss; for rollouts the attempts, completion tokens generated and their
-rate. Each stage's line is printed as it ends; the last line printed is one JSON object of all of them.
+rate. Then ``stages_evaluated``: the study's per-stage table (:mod:`stage_table`), the tiny base model and
+every trained stage's model evaluated on the dump's held-out problems through the sandbox (k=2) as
+``worker pipeline`` does, with the rows, the evaluation's wall seconds and the best row. Each line is
+printed as it ends; the last line printed is one JSON object of all of them.
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ def main() -> None:
         for name, figures in _time_stages(trained, args, world.catalog_dir, dump, model, settings, root):
             results[name] = figures
             print(f"{name:>9}: {figures}", flush=True)
+        results["stages_evaluated"] = _evaluate_stages(model, root, dump, world.catalog_dir, settings)
+        print(f"stages_evaluated: {results['stages_evaluated']}", flush=True)
         if "rewrite" in chosen:
             results["rewrite"] = _time_rewrite(root)
             results["rewritten_kept"] = results["rewrite"]["rewritten_kept"]
@@ -168,6 +173,31 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
             figures.update(wall_s=round(time.perf_counter() - wall, 2), load_1m=round(os.getloadavg()[0], 2),
                            peak_rss_mb=_rss_mb())
             yield name, figures
+
+
+def _evaluate_stages(model: Path, root: Path, dump: Path, catalog: Path, settings: Any) -> dict[str, Any]:
+    """The per-stage table of the study: the base model, then each stage's ``final`` (stages that trained),
+    on the dump's held-out problems, k=2, through the sandbox and the registry, as the pipeline does."""
+    from trajectories.training.evaluate import held_out_problems
+    from trajectories.training.heldout import evaluate_checkpoint
+    from trajectories.training.stage_table import evaluated_row, write_table
+
+    problems = held_out_problems(dump)[:3]
+    models = [("base", model), *((name, root / name / "final") for name in STAGES
+                                 if (root / name / "final").is_dir())]
+    wall = time.perf_counter()
+    rows = []
+    for stage, directory in models:
+        run = evaluate_checkpoint(str(directory), problems, catalog=catalog, out=root / "eval" / stage, k=2,
+                                  settings=settings, stage=stage, data_manifest=dump, max_tokens=16,
+                                  progress=False)
+        rows.append(evaluated_row(stage, str(directory), {**run.summary(), "problems_source": str(dump)}))
+    table = write_table(rows, root / "eval")
+    seconds = round(time.perf_counter() - wall, 2)
+    return {"rows": len(rows), "problems": len(problems), "k": 2, "eval_s": seconds,
+            "best": None if table.best is None else table.best.stage,
+            "table": [{"stage": r.stage, "pass_at_1": r.pass_at_1.get("all"), "pass_at_2": r.pass_at_k,
+                       "step_hallucination_rate": r.step_hallucination_rate} for r in rows]}
 
 
 if __name__ == "__main__":

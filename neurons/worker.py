@@ -214,6 +214,7 @@ def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: i
     suite = latest_held_out(settings.root / HELD_OUT_DIR)
 
     def evaluate(model: Path, stage: str, out: Path) -> dict[str, Any]:
+        source = str(suite) if suite is not None else "held_out split of " + ", ".join(str(d) for d in dumps)
         if suite is not None:
             problems, reason = load_problems(suite)[:max_problems], f"{suite} holds no problem"
         else:
@@ -229,7 +230,7 @@ def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: i
         run = evaluate_checkpoint(str(model), problems, catalog=catalog, out=out, k=k, settings=settings,
                                   stage=stage, data_manifest=dumps[-1], temperature=temperature,
                                   max_tokens=max_tokens)
-        return run.summary()
+        return {**run.summary(), "problems_source": source}
 
     return evaluate
 
@@ -270,13 +271,19 @@ def pipeline(
     home: HomeOption = None,
     log_format: LogFormatOption = "console",
 ) -> None:
-    """Run the whole recipe: each stage starts from the previous stage's model; finished stages are
-    skipped on a rerun. The last line printed is the JSON list of stage summaries."""
+    """Run the whole recipe: each stage starts from the previous stage's model; finished stages (and
+    evaluations) are skipped on a rerun. The held-out table per stage, with the best checkpoint, is
+    written to OUT/stages.md (and .json, .png) and printed; the last line printed is the JSON list of
+    stage summaries."""
     _start(log_format)
+    from trajectories.training.stage_table import TABLE_MARKDOWN
+
     settings = _settings(home)
     with _stage_errors():
         summaries = _run_pipeline(config, dump, out, catalog=catalog, scripted_teacher=scripted_teacher,
                                   resume=resume, evaluate=evaluate, settings=settings)
+    if (out / TABLE_MARKDOWN).exists():
+        typer.echo((out / TABLE_MARKDOWN).read_text(encoding="utf-8"))
     typer.echo(orjson.dumps(summaries, default=str).decode())
 
 

@@ -276,3 +276,35 @@ def test_grpo_prompts_are_the_sft_prompts(tiny_model_dir: Path, train_problems: 
     methods = tokenizer.apply_chat_template(prompt(problem), tools=list(tool_methods(environment)),
                                             add_generation_prompt=True, tokenize=True, return_dict=False)
     assert methods != ids  # what TRL alone would have rendered
+
+
+def test_the_study_mode_trains_on_the_per_step_teacher_match_alone(
+        tool_calling_model: Path, world_dump: Path, small_world: SampleWorld, teacher_attempts: Path,
+        settings: HarnessSettings, tmp_path: Path) -> None:
+    """grpo_study_tiny.yaml: one Dr. GRPO step whose only reward is the study's teacher tool match; only the
+    problem with a teacher plan is rolled out on, however many train problems there are."""
+    study = GRPOStageConfig.load(CONFIGS / "grpo_study_tiny.yaml")
+    assert study.rewards.mode == "study_teacher_match"
+    assert trainer_arguments(study, tmp_path).reward_weights == [1.0]
+    production = GRPOStageConfig.load(CONFIGS / "grpo_study.yaml")
+    assert production.rewards.mode == "study_teacher_match" and production.trainer["max_steps"] == 20
+    assert production.model != "tiny" and trainer_arguments(production, tmp_path).loss_type == "dr_grpo"
+    trainer = {**study.trainer, **ROLLOUTS, "max_steps": 1}
+    config = study.model_copy(update={"model": str(tool_calling_model), "catalog": small_world.catalog_dir,
+                                      "teacher_attempts": [teacher_attempts], "max_problems": None,
+                                      "trainer": trainer})
+    result = run_grpo(config, [world_dump], tmp_path / "run", settings=settings)
+    assert result.extra["problems"] == 1 and result.extra["reward_mode"] == "study_teacher_match"
+    (step,) = _steps(result.log_history)
+    rewards = {key for key in step if key.startswith("rewards/")}
+    assert rewards == {"rewards/study_teacher_reward/mean", "rewards/study_teacher_reward/std"}
+    assert 0 <= step["rewards/study_teacher_reward/mean"] <= 1 and step["reward"] == pytest.approx(
+        step["rewards/study_teacher_reward/mean"])  # weight 1, nothing else added
+    assert 0 <= step["teacher/step_match"] <= 1
+    assert "hallucinations/ids" in step and "outcome/success" in step  # watched, not rewarded
+    assert math.isfinite(step["loss"]) and step["tools/call_frequency"] > 0
+    if step["frac_reward_zero_std"] < 1:  # the group's rollouts matched the teacher differently
+        assert step["grad_norm"] > 0
+    with pytest.raises(NothingToTrain, match="study_teacher_match needs teacher plans"):
+        run_grpo(config.model_copy(update={"teacher_attempts": []}), [world_dump], tmp_path / "none",
+                 settings=settings)

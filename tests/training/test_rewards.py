@@ -1,5 +1,6 @@
 """GRPO's reward rules on hand-built episodes: the scorer's outcome on a real small-world problem, the
-per-step agreement with the teacher, the hallucination penalty, the teacher plan chosen, the TRL adapters."""
+per-step agreement with the teacher, the hallucination penalty, the teacher plan chosen, the TRL adapters;
+and the study's reward, the per-step match with the teacher's tool choice alone."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ from trajectories.training.rewards import (
     reward_functions,
     score_episode,
     step_agreement,
+    step_matches,
+    study_match,
+    study_teacher_reward,
     teacher_agreement,
     teacher_reward,
 )
@@ -167,6 +171,57 @@ def test_a_problem_without_a_teacher_plan_gets_no_teacher_term() -> None:
                             argument_credit=0.5)
     assert values == [1.0, None]
 
+
+# -- the study's reward: the per-step teacher tool match alone ---------------------------------------------
+
+def test_the_study_reward_matches_the_teachers_tool_choice_step_by_step() -> None:
+    # arguments earn nothing: the right tools with other arguments match at every step
+    others = [ToolStep("find_product", {"q": "kettle"}), ToolStep("recommend_product", {"product_ids": "z"}),
+              ToolStep("terminate", {"status": "failure"})]
+    assert step_matches(others, TEACHER) == [1.0, 1.0, 1.0] and study_match(others, TEACHER) == 1.0
+    # step i against step i: a view where the teacher recommended breaks steps 2 and 3
+    detour = [ToolStep("find_product", {"q": "toy"}),
+              ToolStep("view_product_information", {"product_ids": "a"}),
+              ToolStep("recommend_product", {"product_ids": "a"}),
+              ToolStep("terminate", {"status": "success"})]
+    assert step_matches(detour, TEACHER) == [1.0, 0.0, 0.0, 0.0]
+    assert study_match(detour, TEACHER) == 0.25  # 4 steps: the model's extra step counts against it
+    assert step_matches(others[:1], TEACHER) == [1.0, 0.0, 0.0]  # missing steps cost as well
+    assert study_match([], TEACHER) == 0.0 and study_match([], []) == 1.0
+    # unlike the arena's teacher term, which gives half a step for the tool and half for the argument
+    assert teacher_agreement(others, TEACHER, 0.5) < study_match(others, TEACHER)
+
+
+def test_the_study_reward_function_is_the_match_alone_and_logs_outcome_and_hallucinations_aside(
+        product_problem: Problem, grader: Grader) -> None:
+    target = product_problem.targets[0].product_id
+    guessed = _episode(_recommend(target), EpisodeCall("terminate", {"status": "success"}))  # unseen id
+    planned = _episode(_search(target, q="x"), _recommend(target), EpisodeCall("terminate", {"status": "s"}))
+    rollouts = [_Rollout(product_problem, planned, grader), _Rollout(product_problem, guessed, grader),
+                _Rollout(product_problem, planned, grader)]
+    metrics = _Metrics()
+    values = study_teacher_reward(environments=rollouts, teacher_plan=[plan_json(TEACHER)] * 2 + [None],
+                                  log_metric=metrics, prompts=[], completions=[])
+    # planned: all three tools in the teacher's order; guessed: recommend/terminate against find/recommend
+    assert values == [1.0, 0.0, None]
+    # the right answer was named without a search: the arena's reward would penalise it, the study's not
+    assert hallucination_penalty(episode_hallucinations(guessed).ids_hallucinated) == -0.5
+    assert metrics.logged["teacher/step_match"] == [3 / 6]
+    assert metrics.logged["hallucinations/ids"] == [1]
+    assert metrics.logged["hallucinations/rollouts"] == [1 / 3]
+    assert metrics.logged["outcome/success"] == [1.0]  # measured on every rollout, never rewarded
+
+
+def test_the_study_mode_is_one_reward_of_weight_one_and_refuses_the_arenas_shaping() -> None:
+    study = RewardSettings(mode="study_teacher_match")
+    assert study.weights() == [1.0]
+    assert [get_callable_name(f) for f in reward_functions(study)] == ["study_teacher_reward"]
+    for shaping in ({"outcome": 1.0}, {"hallucination": 0.0}, {"argument_credit": 0.0}):
+        with pytest.raises(ValueError, match="teacher match alone"):
+            RewardSettings.model_validate({"mode": "study_teacher_match", **shaping})
+    with pytest.raises(ValueError, match="mode"):
+        RewardSettings.model_validate({"mode": "outcome_only"})
+    assert RewardSettings().mode == "arena" and len(reward_functions(RewardSettings())) == 3
 
 
 # -- hallucination ---------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ the system prompt and the user's query. ``GRPOTrainer`` samples ``num_generation
 each, the model's tool calls run against :class:`~environment.ShoppingEnvironment` (the catalog's search
 engine, in process) until it stops calling tools or ``max_tool_calling_iterations`` turns have passed.
 The rollouts are scored by the three reward functions of :mod:`rewards` (outcome, per-step teacher
-agreement, hallucination penalty), weighted by ``rewards`` in the YAML (TRL's ``reward_weights``).
+agreement, hallucination penalty), weighted by ``rewards`` in the YAML (TRL's ``reward_weights``); with
+``rewards.mode: study_teacher_match`` by the study's per-step teacher tool match alone, and only problems
+with a teacher plan are rolled out on (a rollout without one would have no reward at all).
 
 The spec names Dr. GRPO, so the loss is ``dr_grpo`` (token losses summed and divided by a constant, no
 length bias) and rewards are not divided by the group's standard deviation (``scale_rewards: none``, no
@@ -150,6 +152,12 @@ def run_grpo(config: GRPOStageConfig, dumps: list[Path], out: Path, *, resume: b
     if config.catalog is None:
         raise ValueError("no catalog to roll out on: set catalog in the config or pass --catalog")
     plans = read_teacher_plans(config.teacher_attempts)
+    if config.rewards.mode == "study_teacher_match":  # the reward is the plan: roll out where there is one
+        problems = [p for p in found.problems if p.id in plans][:config.max_problems]
+        if not problems:
+            raise NothingToTrain(f"rewards.mode study_teacher_match needs teacher plans, and none of the "
+                                 f"{len(found.problems)} train problems has a successful teacher attempt in "
+                                 f"{[str(path) for path in config.teacher_attempts]}")
     planned = sum(1 for p in problems if p.id in plans)
     engine = open_catalog(config.catalog)
     try:
@@ -177,6 +185,7 @@ def run_grpo(config: GRPOStageConfig, dumps: list[Path], out: Path, *, resume: b
     log.info("training.grpo_finished", step=output.global_step, train_loss=output.training_loss,
              final=str(final))
     extra: dict[str, Any] = {"problems": len(problems), "with_teacher_plan": planned,
+                             "reward_mode": config.rewards.mode,
                              "skipped": dict(found.skipped)}
     return StageResult(stage=config.stage, final_dir=final,
                        resumed_from=None if checkpoint is None else Path(checkpoint),

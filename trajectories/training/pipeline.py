@@ -7,7 +7,10 @@ earlier ones produced: DPO the rejection-sampling rollouts (k samples per proble
 failures of one problem), GRPO the teacher's attempts (its per-step teacher reward). A stage whose
 ``result.json`` is written is done and skipped when the pipeline runs again, so a preempted pipeline
 resumes at the stage it was in (which itself resumes from its newest checkpoint). After the last stage
-(or every stage) the model is evaluated on the dumps' held-out problems and entered in the registry.
+(or every stage, and the base model first: the study's table) the model is evaluated on the held-out
+problems and entered in the registry; each evaluation is kept in ``OUT/NN-<stage>/evaluation.json`` (the
+base model's in ``OUT/00-base/``) and never repeated on a rerun. The per-stage table, with the best
+checkpoint named, goes to ``OUT/stages.{json,md,png}`` (:mod:`stage_table`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ log = structlog.get_logger(__name__)
 
 STAGE_NAMES = ("sft", "rejection", "teacher", "dpo", "grpo")
 RESULT_FILE = "result.json"
+EVALUATION_FILE = "evaluation.json"
+BASE_DIRECTORY = "00-base"
 
 
 def _config_class(stage: str) -> type[StageConfig]:
@@ -125,6 +130,8 @@ class PipelineEvaluation(BaseModel):
 
     after: Literal["last", "every", "none"] = Field(default="last", description=(
         "Evaluate the final model only, every stage's model, or none"))
+    base: bool = Field(default=False, description=(
+        "Also evaluate the first stage's starting model (the table's `base` row)"))
     k: int = Field(default=4, ge=1, description="Attempts per held-out problem (pass@k)")
     max_problems: int | None = Field(default=None, ge=1, description="The first N held-out problems")
     temperature: float = Field(default=1.0, ge=0)
@@ -183,15 +190,61 @@ Evaluator = Callable[[Path, str, Path], dict[str, Any]]
 """(model directory, stage name, evaluation output directory) -> summary; see :func:`run_pipeline`."""
 
 
+def base_model_dir(model: str, out: Path) -> Path:
+    """The directory the first stage's ``model`` loads from: ``tiny`` built into ``out/base`` (the same
+    seed-0 weights the first stage builds for itself), a local directory as is, else the Hugging Face id's
+    snapshot in the local cache (never downloaded: the worker runs offline)."""
+    from trajectories.training.stage import model_source
+
+    source = model_source(model, out)
+    if isinstance(source, Path) or Path(source).is_dir():
+        return Path(source)
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(source, local_files_only=True))
+
+
+def _evaluated(evaluate: Evaluator, model: Path, stage: str, stage_out: Path, resume: bool) -> dict[str, Any]:
+    """``stage_out/evaluation.json`` when ``resume`` finds one (never evaluated twice), else a new
+    evaluation into ``stage_out/eval``, kept there unless it was skipped (no held-out problem yet: a
+    later run, e.g. once `validator held-out` made a suite, tries again)."""
+    done = stage_out / EVALUATION_FILE
+    if resume and done.exists():
+        log.info("training.pipeline_evaluation_skipped", stage=stage, out=str(done))
+        found: dict[str, Any] = json.loads(done.read_text(encoding="utf-8"))
+        return found
+    evaluation = evaluate(model, stage, stage_out / "eval")
+    if "skipped" not in evaluation:
+        stage_out.mkdir(parents=True, exist_ok=True)
+        done.write_text(json.dumps(evaluation, indent=2, default=str), encoding="utf-8")
+    return evaluation
+
+
 def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resume: bool = True,
                  settings: HarnessSettings | None = None, evaluate: Evaluator | None = None,
                  adjust: Callable[[StageConfig], StageConfig] | None = None) -> list[dict[str, Any]]:
     """Run every stage in order (skipping those already done when ``resume``); returns their summaries.
-    ``adjust`` is applied to each stage's config last (the command line's overrides)."""
+    ``adjust`` is applied to each stage's config last (the command line's overrides).
+
+    With ``evaluate``: the base model first when ``evaluation.base``, then each stage's model as
+    ``evaluation.after`` says; a model already evaluated in this run is not evaluated again (a stage skipped
+    as empty carries its row). The table of every row is written to ``OUT/stages.*``."""
+    from trajectories.training import stage_table
+
     summaries: list[dict[str, Any]] = []
+    rows: list[stage_table.StageRow] = []
+    by_model: dict[str, stage_table.StageRow] = {}
     previous: Path | None = None
     produced: dict[str, Path] = {}
     configs = [load_stage_config(path) for path in pipeline.stages]  # refuse a bad file before training
+    if evaluate is not None and pipeline.evaluation.base:
+        first = adjust(configs[0]) if adjust is not None else configs[0]
+        base_out = out / BASE_DIRECTORY
+        base = base_model_dir(first.model, base_out)
+        evaluation = _evaluated(evaluate, base, "base", base_out, resume)
+        row = stage_table.evaluated_row("base", str(base), evaluation, directory=base_out.name)
+        rows.append(row)
+        by_model[str(base)] = row
     for number, loaded in enumerate(configs, start=1):
         stage_out = out / f"{number:02d}-{loaded.stage}"
         config = chain_stage(loaded, previous, produced)
@@ -215,15 +268,33 @@ def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resu
         if attempts:
             produced[config.stage] = Path(attempts)
         if summary.get("final") is None:
+            rows.append(stage_table.skipped_row(config.stage, str(summary.get("skipped", "no model")),
+                                                directory=stage_out.name))
             summaries.append(summary)
             continue
         previous = Path(summary["final"])
         last = number == len(configs)
-        if evaluate is not None and (pipeline.evaluation.after == "every"
-                                     or (pipeline.evaluation.after == "last" and last)):
-            summary["evaluation"] = evaluate(previous, config.stage, stage_out / "eval")
+        carried = by_model.get(str(previous))
+        wanted = pipeline.evaluation.after == "every" or (pipeline.evaluation.after == "last" and last)
+        if carried is not None and "skipped" in summary:
+            rows.append(stage_table.carried_row(config.stage, carried, str(summary["skipped"]),
+                                                directory=stage_out.name))
+        elif evaluate is not None and wanted:
+            summary["evaluation"] = _evaluated(evaluate, previous, config.stage, stage_out, resume)
+            row = stage_table.evaluated_row(config.stage, str(previous), summary["evaluation"],
+                                            directory=stage_out.name)
+            rows.append(row)
+            by_model[str(previous)] = row
+        elif evaluate is not None:
+            rows.append(stage_table.skipped_row(config.stage, f"not evaluated (evaluation.after: "
+                                                f"{pipeline.evaluation.after})", model=str(previous),
+                                                directory=stage_out.name))
         summaries.append(summary)
     (out / "pipeline.json").write_text(json.dumps(summaries, indent=2, default=str), encoding="utf-8")
+    if any(row.status != "not_evaluated" for row in rows):
+        table = stage_table.write_table(rows, out, title=f"Held-out evaluation per stage: {out.name}")
+        log.info("training.pipeline_table", table=str(out / stage_table.TABLE_MARKDOWN),
+                 best=None if table.best is None else table.best.stage)
     return summaries
 
 

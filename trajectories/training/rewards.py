@@ -23,6 +23,15 @@ Three components, each a separate TRL reward function (so each is logged per tra
   -0.5 for one, towards -1 for many; it cannot be diluted by naming more real ids. The counts are also
   logged per step: ``hallucinations/ids`` (unseen ids named in the step's rollouts, per process),
   ``hallucinations/calls`` (calls naming one) and ``hallucinations/rollouts`` (share of rollouts with any).
+
+That is the arena's own reward (``mode: arena``). ``mode: study_teacher_match`` is the study's (SPEC 7):
+one reward function, ``study_teacher_reward``, the **per-step match with the teacher's tool choice** and
+nothing else: step i of the rollout scores 1 when it calls the tool the teacher's plan calls at step i,
+0 otherwise (another tool, or a step only one side has), over ``max(len(model), len(teacher))`` steps
+(:func:`step_matches`). TRL's ``GRPOTrainer`` takes one scalar per rollout, so the rollout's reward is
+the mean of its per-step matches (:func:`study_match`); arguments earn nothing (the study matches the tool
+choice). Outcome and hallucinations are still measured and logged (``outcome/success``,
+``hallucinations/ids``...) but never enter that reward.
 """
 
 from __future__ import annotations
@@ -32,9 +41,9 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoppingbench.dialogue import ToolCall, create_dialogue_step
 from shoppingbench.evaluation import Grader
@@ -71,11 +80,19 @@ class Episode:
     terminated: bool = False
 
 
+RewardMode = Literal["arena", "study_teacher_match"]
+SHAPING_FIELDS = ("outcome", "teacher", "hallucination", "success_share", "argument_credit")
+
+
 class RewardSettings(BaseModel):
-    """Weights (TRL's ``reward_weights``, in the order outcome, teacher, hallucination) and shaping."""
+    """The reward ``mode``; for ``arena`` the weights (TRL's ``reward_weights``, in the order outcome,
+    teacher, hallucination) and shaping. ``study_teacher_match`` takes none of them (one term, weight 1)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    mode: RewardMode = Field(default="arena", description=(
+        "arena: outcome + per-step teacher agreement + hallucination penalty, weighted; "
+        "study_teacher_match: the study's per-step match with the teacher's tool choice only"))
     outcome: float = Field(default=1.0, ge=0, description="Weight of the scorer's outcome")
     teacher: float = Field(default=0.5, ge=0, description="Weight of the per-step agreement with the teacher")
     hallucination: float = Field(default=1.0, ge=0, description="Weight of the hallucination penalty")
@@ -84,7 +101,16 @@ class RewardSettings(BaseModel):
     argument_credit: float = Field(default=0.5, ge=0, le=1, description=(
         "Share of a step's teacher credit for its key argument (0: the tool name alone)"))
 
+    @model_validator(mode="after")
+    def _study_takes_no_shaping(self) -> RewardSettings:
+        given = sorted(set(SHAPING_FIELDS) & self.model_fields_set)
+        if self.mode == "study_teacher_match" and given:
+            raise ValueError(f"rewards.mode study_teacher_match is the teacher match alone: remove {given}")
+        return self
+
     def weights(self) -> list[float]:
+        if self.mode == "study_teacher_match":
+            return [1.0]
         return [self.outcome, self.teacher, self.hallucination]
 
 
@@ -146,6 +172,21 @@ def teacher_agreement(model: Sequence[ToolStep], teacher: Sequence[ToolStep],
         return 1.0
     aligned = zip(model, teacher, strict=False)
     return sum(step_agreement(ours, theirs, argument_credit) for ours, theirs in aligned) / longest
+
+
+def step_matches(model: Sequence[ToolStep], teacher: Sequence[ToolStep]) -> list[float]:
+    """The study's per-step reward: for each step of the longer sequence, 1.0 when the model's i-th call
+    names the teacher's i-th tool, else 0.0 (another tool, a missing step or an extra one)."""
+    longest = max(len(model), len(teacher))
+    return [1.0 if i < len(model) and i < len(teacher) and model[i].name == teacher[i].name else 0.0
+            for i in range(longest)]
+
+
+def study_match(model: Sequence[ToolStep], teacher: Sequence[ToolStep]) -> float:
+    """The rollout's reward in ``study_teacher_match`` mode: the mean of :func:`step_matches` (1.0 when
+    both are empty, which a teacher plan never is)."""
+    matches = step_matches(model, teacher)
+    return sum(matches) / len(matches) if matches else 1.0
 
 
 def attempt_plan(record: AttemptRecord) -> list[ToolStep]:
@@ -216,12 +257,25 @@ class EpisodeSource(Protocol):
     def grader(self) -> Grader: ...
 
 
-def outcome_reward(*, environments: Sequence[EpisodeSource], log_metric: LogMetric, success_share: float,
-                   **_: Any) -> list[float | None]:
+def _logged_scores(environments: Sequence[EpisodeSource], log_metric: LogMetric) -> list[AttemptScore]:
     scores = [score_episode(env.problem, env.episode, env.grader) for env in environments]
     log_metric("outcome/success", sum(score.success for score in scores) / len(scores))
     log_metric("outcome/rule", sum(score.rule for score in scores) / len(scores))
-    return [outcome_value(score, success_share) for score in scores]
+    return scores
+
+
+def _logged_hallucinations(environments: Sequence[EpisodeSource],
+                           log_metric: LogMetric) -> list[Hallucinations]:
+    counts = [episode_hallucinations(env.episode) for env in environments]
+    log_metric("hallucinations/ids", sum(c.ids_hallucinated for c in counts))
+    log_metric("hallucinations/calls", sum(c.steps_hallucinated for c in counts))
+    log_metric("hallucinations/rollouts", sum(1 for c in counts if c.ids_hallucinated) / len(counts))
+    return counts
+
+
+def outcome_reward(*, environments: Sequence[EpisodeSource], log_metric: LogMetric, success_share: float,
+                   **_: Any) -> list[float | None]:
+    return [outcome_value(score, success_share) for score in _logged_scores(environments, log_metric)]
 
 
 def teacher_reward(*, environments: Sequence[EpisodeSource], teacher_plan: Sequence[str | None],
@@ -232,15 +286,29 @@ def teacher_reward(*, environments: Sequence[EpisodeSource], teacher_plan: Seque
 
 def hallucination_reward(*, environments: Sequence[EpisodeSource], log_metric: LogMetric,
                          **_: Any) -> list[float | None]:
-    counts = [episode_hallucinations(env.episode) for env in environments]
-    log_metric("hallucinations/ids", sum(c.ids_hallucinated for c in counts))
-    log_metric("hallucinations/calls", sum(c.steps_hallucinated for c in counts))
-    log_metric("hallucinations/rollouts", sum(1 for c in counts if c.ids_hallucinated) / len(counts))
+    counts = _logged_hallucinations(environments, log_metric)
     return [hallucination_penalty(c.ids_hallucinated) for c in counts]
+
+
+def study_teacher_reward(*, environments: Sequence[EpisodeSource], teacher_plan: Sequence[str | None],
+                         log_metric: LogMetric, **_: Any) -> list[float | None]:
+    """The study's reward: per rollout the mean per-step match with the teacher's tool choice (None
+    without a plan; the study stage trains only on problems that have one). Also logs
+    ``teacher/step_match`` (matched steps / all steps of the batch) and, for watching only, the outcome
+    and hallucination counts, which are not part of the reward."""
+    matches = [None if plan is None else step_matches(env.episode.calls, parse_plan(plan))
+               for env, plan in zip(environments, teacher_plan, strict=True)]
+    steps = [value for found in matches if found is not None for value in found]
+    log_metric("teacher/step_match", sum(steps) / len(steps) if steps else 0.0)
+    _logged_scores(environments, log_metric)
+    _logged_hallucinations(environments, log_metric)
+    return [None if found is None else (sum(found) / len(found) if found else 1.0) for found in matches]
 
 
 def reward_functions(settings: RewardSettings) -> list[Callable[..., list[float | None]]]:
     """The reward functions in the order of ``settings.weights()``."""
+    if settings.mode == "study_teacher_match":
+        return [study_teacher_reward]
     return [functools.partial(outcome_reward, success_share=settings.success_share),
             functools.partial(teacher_reward, argument_credit=settings.argument_credit),
             hallucination_reward]
