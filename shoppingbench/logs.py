@@ -42,7 +42,8 @@ def configure_logging(fmt: Literal["console", "json"] = "console", level: str = 
     )
     handler = _CurrentStderrHandler()
     # JSON lines carry an exception as a structured traceback; without this they said only "exc_info": true.
-    exceptions: list[structlog.typing.Processor] = [structlog.processors.dict_tracebacks] if fmt == "json" else []
+    exceptions: list[structlog.typing.Processor] = (
+        [structlog.processors.dict_tracebacks] if fmt == "json" else [])
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *exceptions, renderer],
         foreign_pre_chain=shared,
