@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,18 @@ def world_dump(small_world: SampleWorld, tmp_path_factory: pytest.TempPathFactor
     leak cluster, the first cluster held out; one synthetic ReAct attempt each."""
     return write_world_dump(tmp_path_factory.mktemp("world-dump") / "dump", small_world.suite(2),
                             held_out_clusters=frozenset({WORLD_HELD_OUT_CLUSTER}))
+
+
+@pytest.fixture
+def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``vllm`` on PATH is the test double ``tests/fake_vllm.py``; returns the file of its recorded argv."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    executable = bin_dir / "vllm"
+    executable.write_text(f"#!/bin/sh\nexec {sys.executable} -m tests.fake_vllm \"$@\"\n", encoding="utf-8")
+    executable.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    argv = tmp_path / "argv.json"
+    monkeypatch.setenv("FAKE_VLLM_ARGV", str(argv))
+    return argv

@@ -278,6 +278,8 @@ def test_grpo_prompts_are_the_sft_prompts(tiny_model_dir: Path, train_problems: 
     assert methods != ids  # what TRL alone would have rendered
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # a real Dr. GRPO step of multi-turn rollouts on CPU
 def test_the_study_mode_trains_on_the_per_step_teacher_match_alone(
         tool_calling_model: Path, world_dump: Path, small_world: SampleWorld, teacher_attempts: Path,
         settings: HarnessSettings, tmp_path: Path) -> None:

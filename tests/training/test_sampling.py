@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,7 +46,6 @@ from trajectories.training.stage import NothingToTrain, StageResult
 from trajectories.training.vllm_server import VllmError, running_vllm
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
-REPO = Path(__file__).parents[2]
 TEACHER = "teacher"
 TEACHER_KEY = "sk-teacher-test"
 KEY_VARIABLE = "ARENA_TEST_TEACHER_KEY"
@@ -179,21 +177,6 @@ def test_rejection_sampling_of_a_model_that_never_succeeds_stops_with_a_clear_re
                               for c in served)
     summary = json.loads((tmp_path / "run" / "rollouts" / "summary.json").read_text(encoding="utf-8"))
     assert summary["attempts"] == 2 and summary["kept"] == 0
-
-
-@pytest.fixture
-def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``vllm`` on PATH is the test double; returns the file it records its argv in."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    executable = bin_dir / "vllm"
-    executable.write_text(f"#!/bin/sh\nexec {sys.executable} -m tests.fake_vllm \"$@\"\n", encoding="utf-8")
-    executable.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
-    argv = tmp_path / "argv.json"
-    monkeypatch.setenv("FAKE_VLLM_ARGV", str(argv))
-    return argv
 
 
 def test_rejection_sampling_on_vllm_merges_the_adapter_and_serves_it_with_qwen3_parsers(

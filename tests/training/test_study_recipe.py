@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from neurons.validator import app as validator
@@ -28,6 +29,8 @@ ENV = {"ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_SANDBOX_TIMEOUT_S": "120"
        "ARENA_INFERENCE_ATTEMPT_CALLS": "40"}
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # five stages, six evaluations and a rerun on CPU: minutes on a loaded 2-core host
 def test_the_tiny_study_recipe_writes_the_per_stage_table(small_world: SampleWorld, tmp_path: Path) -> None:
     home = tmp_path / "home"
     made = CliRunner().invoke(validator, ["held-out", "--home", str(home), "--catalog",

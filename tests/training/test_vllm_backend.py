@@ -69,23 +69,8 @@ def test_the_double_refuses_what_vllm_refuses() -> None:
     assert missing.returncode == 1 and "requires --tool-call-parser" in missing.stderr
 
 
-@pytest.fixture
-def fake_vllm_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``vllm`` on PATH is the test double; returns the file it records its argv in."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    executable = bin_dir / "vllm"
-    executable.write_text(f"#!/bin/sh\nexec {sys.executable} -m tests.fake_vllm \"$@\"\n", encoding="utf-8")
-    executable.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
-    argv = tmp_path / "argv.json"
-    monkeypatch.setenv("FAKE_VLLM_ARGV", str(argv))
-    return argv
-
-
 def test_held_out_evaluation_on_a_gpu_host_serves_the_checkpoint_with_vllm(
-        fake_vllm_on_path: Path, tiny_model_dir: Path, small_world: SampleWorld, tmp_path: Path,
+        fake_vllm: Path, tiny_model_dir: Path, small_world: SampleWorld, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``serving: auto`` on a host that reports CUDA (the probe is the test's) and has ``vllm``: the
     checkpoint is served by ``vllm serve`` with Qwen3's parsers, the agent's calls reach it through the
@@ -96,7 +81,7 @@ def test_held_out_evaluation_on_a_gpu_host_serves_the_checkpoint_with_vllm(
     run = evaluate_checkpoint(str(tiny_model_dir), small_world.suite(1)[:1], catalog=small_world.catalog_dir,
                               out=tmp_path / "eval", k=1, settings=settings, max_tokens=8, workers=1,
                               progress=False)
-    argv = json.loads(fake_vllm_on_path.read_text(encoding="utf-8"))
+    argv = json.loads(fake_vllm.read_text(encoding="utf-8"))
     assert argv[:2] == ["serve", str(tiny_model_dir)] and set(QWEN3_PARSER_ARGS) <= set(argv)
     assert argv[argv.index("--served-model-name") + 1] == tiny_model_dir.resolve().name
     record = json.loads((tmp_path / "eval" / "attempts.jsonl").read_text(encoding="utf-8").splitlines()[0])
