@@ -183,9 +183,12 @@ def step_matches(model: Sequence[ToolStep], teacher: Sequence[ToolStep]) -> list
 
 
 def study_match(model: Sequence[ToolStep], teacher: Sequence[ToolStep]) -> float:
-    """The rollout's reward in ``study_teacher_match`` mode: the mean of :func:`step_matches` (1.0 when
-    both are empty, which a teacher plan never is)."""
-    matches = step_matches(model, teacher)
+    """The rollout's reward in ``study_teacher_match`` mode: the mean of :func:`step_matches`."""
+    return _mean_match(step_matches(model, teacher))
+
+
+def _mean_match(matches: Sequence[float]) -> float:
+    """The mean of per-step matches; 1.0 for no step on either side (which a teacher plan never is)."""
     return sum(matches) / len(matches) if matches else 1.0
 
 
@@ -302,7 +305,7 @@ def study_teacher_reward(*, environments: Sequence[EpisodeSource], teacher_plan:
     log_metric("teacher/step_match", sum(steps) / len(steps) if steps else 0.0)
     _logged_scores(environments, log_metric)
     _logged_hallucinations(environments, log_metric)
-    return [None if found is None else (sum(found) / len(found) if found else 1.0) for found in matches]
+    return [None if found is None else _mean_match(found) for found in matches]
 
 
 def reward_functions(settings: RewardSettings) -> list[Callable[..., list[float | None]]]:
