@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fastapi import FastAPI
@@ -94,6 +95,19 @@ def test_faithful_rewrites_keep_every_verified_call_and_result_in_order(dump: Pa
         thinks = [DialogueStep.model_validate(s).completion.message.think for s in new_steps]
         assert all(t and len(t) >= 20 for t in thinks)
         assert "Checking candidate details." not in thinks  # the agent's own narration is gone
+
+
+@pytest.mark.parametrize("junk", ["{not json", "[1, 2]", '{"steps": []}'])
+def test_a_candidate_whose_recorded_steps_do_not_parse_is_skipped_not_fatal(
+        dump: Path, teachers: dict[str, str], junk: str) -> None:
+    table = dump / "data" / "train-00000.parquet"
+    rows = pq.read_table(table).to_pylist()
+    broken = next(r for r in rows if r["attempt_id"] in {c["attempt_id"] for c in _candidates(dump)})
+    broken["steps_json"] = junk
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(table)), table)
+    summary = rewrite_dump(dump, _teacher(teachers["faithful"]), progress=False)
+    assert summary.skipped == {"unreadable_record": 1}
+    assert summary.rewritten_kept == summary.candidates - 1 > 0
 
 
 @pytest.mark.parametrize(("mode", "reason"), [

@@ -37,7 +37,7 @@ from trajectories.rewrite.prompt import Discard, check_rewrite, teacher_messages
 from trajectories.rewrite.teacher import Teacher, TeacherUnavailable
 from trajectories.rewrite.verified import verified_calls
 from trajectories.store.blobs import expand_proxy_log
-from trajectories.training.conversations import REWRITTEN_DIR, dump_files, parse_steps
+from trajectories.training.conversations import REWRITTEN_DIR, dump_files, parse_steps_json
 
 log = structlog.get_logger(__name__)
 
@@ -104,7 +104,7 @@ def _proxy_log(text: str | None) -> list[ProxyCall] | None:
 def _decide(row: dict[str, Any], teacher: Teacher, max_result_chars: int) -> dict[str, Any]:
     """One candidate's outcome as its progress line."""
     outcome: dict[str, Any] = {"attempt_id": row["attempt_id"]}
-    steps = parse_steps(orjson.loads(row["steps_json"] or "null")) if row["steps_json"] else None
+    steps = parse_steps_json(row["steps_json"])
     proxy_log = _proxy_log(row["proxy_log_json"])
     if not steps or proxy_log is None:
         return outcome | {"status": "skipped", "reason": "unreadable_record"}

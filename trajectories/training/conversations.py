@@ -188,7 +188,8 @@ def parse_steps(raw: Any) -> list[DialogueStep] | None:
         return None
 
 
-def _parse_steps(text: str | None) -> list[DialogueStep] | None:
+def parse_steps_json(text: str | None) -> list[DialogueStep] | None:
+    """A dump row's ``steps_json`` as ``DialogueStep``s, or None when it is not JSON of such steps."""
     try:
         return parse_steps(orjson.loads(text or "null"))
     except (orjson.JSONDecodeError, RecursionError):
@@ -201,7 +202,7 @@ def _graded(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
     reason = _reject(row, data, held_out, rewritten=rewritten)
     if reason is not None:
         return reason
-    steps = _parse_steps(row["steps_json"])
+    steps = parse_steps_json(row["steps_json"])
     if not steps:
         return "unreadable_steps"
     conversation = Conversation(attempt_id=row["attempt_id"], problem_id=row["problem_id"],
