@@ -43,6 +43,7 @@ from shoppingbench.logs import configure_logging
 CONFIGS = Path(__file__).parents[1] / "trajectories" / "training" / "configs"
 STAGES = ("sft", "rejection", "teacher", "dpo", "grpo")
 EXTRA_STAGES = ("rewrite",)
+CHOICES = STAGES + EXTRA_STAGES
 
 
 def _rss_mb() -> float:
@@ -79,16 +80,16 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=4, help="Problems per category in the dump")
     parser.add_argument("--steps", type=int, default=4, help="Optimizer steps per stage")
     parser.add_argument("--max-length", type=int, default=768, help="Tokens per example (not GRPO)")
-    parser.add_argument("--stages", default=",".join(STAGES + EXTRA_STAGES),
+    parser.add_argument("--stages", default=",".join(CHOICES),
                         help="Comma list of stages to time")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     configure_logging()
     chosen = [s for s in args.stages.split(",") if s]
-    unknown = set(chosen) - set(STAGES + EXTRA_STAGES)
+    unknown = set(chosen) - set(CHOICES)
     if unknown:
-        parser.error(f"unknown stages {sorted(unknown)}: choose from {', '.join(STAGES + EXTRA_STAGES)}")
+        parser.error(f"unknown stages {sorted(unknown)}: choose from {', '.join(CHOICES)}")
 
     from shoppingbench.sample_world import ensure_sample_world
     from shoppingbench.settings import HarnessSettings

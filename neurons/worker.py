@@ -45,7 +45,6 @@ ResumeOption = Annotated[bool, typer.Option(help=(
 HomeOption = Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")]
 
 
-
 class Serving(StrEnum):
     """How `worker evaluate` serves a saved model (trajectories.training.backends)."""
 
