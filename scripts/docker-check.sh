@@ -72,18 +72,16 @@ BUILD+=(--network host)
 PIP_CA=${PIP_CERT:-$(pip config get global.cert 2>/dev/null || true)}
 if [ -n "$PIP_CA" ] && [ -s "$PIP_CA" ]; then BUILD+=(--secret "id=pip_ca,src=$PIP_CA"); fi
 
-built_seconds=0
 build() {  # build TAG ARGS... : timed, quiet, log in $WORK
-  local tag=$1 started log="$WORK/build-${1//[:\/]/_}.log"
+  local tag=$1 started seconds size log="$WORK/build-${1//[:\/]/_}.log"
   shift
   say "building $tag (log: $log)"
   started=$(date +%s)
   "${BUILD[@]}" --progress plain -t "$tag" "$@" >"$log" 2>&1 || { tail -30 "$log" >&2; fail "building $tag"; }
-  built_seconds=$(( $(date +%s) - started ))
-  local size
+  seconds=$(( $(date +%s) - started ))
   size=$(docker image inspect --format '{{.Size}}' "$tag")
-  say "$tag: ${built_seconds} s, $(( size / 1000000 )) MB"
-  record "image:$tag" "{\"build_s\": $built_seconds, \"size_mb\": $(( size / 1000000 ))}"
+  say "$tag: ${seconds} s, $(( size / 1000000 )) MB"
+  record "image:$tag" "{\"build_s\": $seconds, \"size_mb\": $(( size / 1000000 ))}"
 }
 
 # --- 2. base images ---------------------------------------------------------------------------------
@@ -134,16 +132,17 @@ for dir in ${PIP_FIND_LINKS:-} $(pip config get global.find-links 2>/dev/null ||
 done
 build shopping-arena-validator:latest "${BASE_ARGS[@]}" "${TORCH_ARGS[@]}" -f docker/validator/Dockerfile .
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
-  build shopping-arena-worker:latest "${BASE_ARGS[@]}" -f docker/worker/Dockerfile .
+  WORKER_TAG=shopping-arena-worker:latest
+  build "$WORKER_TAG" "${BASE_ARGS[@]}" -f docker/worker/Dockerfile .
 else
   say "no NVIDIA GPU: the worker's CPU variant (no gpu extra, no DeepSpeed, CPU torch)"
   [ ${#TORCH_ARGS[@]} -gt 0 ] || TORCH_ARGS=(--build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu)
-  build shopping-arena-worker:cpu "${BASE_ARGS[@]}" "${TORCH_ARGS[@]}" --build-arg EXTRAS= \
+  WORKER_TAG=shopping-arena-worker:cpu
+  build "$WORKER_TAG" "${BASE_ARGS[@]}" "${TORCH_ARGS[@]}" --build-arg EXTRAS= \
     --build-arg DEEPSPEED_VERSION= -f docker/worker/Dockerfile .
 fi
 docker run --rm --network none shopping-arena-validator:latest --help >/dev/null || fail "validator --help"
-docker run --rm --network none "$(docker image inspect shopping-arena-worker:latest >/dev/null 2>&1 \
-  && echo shopping-arena-worker:latest || echo shopping-arena-worker:cpu)" --help >/dev/null || fail "worker --help"
+docker run --rm --network none "$WORKER_TAG" --help >/dev/null || fail "worker --help"
 if [ -n "$POSTGRES_IMAGE" ]; then
   build "$POSTGRES_IMAGE" "${BASE_ARGS[@]}" docker/postgres
 fi
@@ -232,9 +231,10 @@ grep -q '"backend": "docker"' "$WORK/round-validator.log" || fail "agents did no
 wait_for 180 "/health after restart" curl -sf "http://127.0.0.1:$API_PORT/health"
 sleep 10  # a few ticks: nothing may be run again or lost
 after=$(report)
-[ "$(echo "$before" | .venv/bin/python -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["attempts"], d["weights"])')" = \
-  "$(echo "$after" | .venv/bin/python -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["attempts"], d["weights"])')" ] \
-  || fail "the state changed across the restart: $before -> $after"
+kept() {  # the part of a report a restart must not change
+  .venv/bin/python -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["attempts"], d["weights"])'
+}
+[ "$(kept <<<"$before")" = "$(kept <<<"$after")" ] || fail "the state changed across the restart: $before -> $after"
 record compose_round "$after"
 "${DC[@]}" down -v >/dev/null 2>&1 || true
 say "all checks passed; figures in $SUMMARY"

@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,7 @@ def docker_unavailable() -> str | None:
     return None
 
 
-def sandbox_backends() -> list[pytest.param]:  # type: ignore[valid-type]
+def sandbox_backends() -> list[Any]:
     """Both isolating backends as test parameters; the docker one marked, and skipped where it cannot run."""
     reason = docker_unavailable()
     docker_marks = [pytest.mark.docker, pytest.mark.skipif(reason is not None, reason=reason or "")]
