@@ -18,7 +18,9 @@ from arena.race.calendar import MarginCurve
 from arena.race.rules import RaceRules
 from arena.suites.clusters import LeakConfig
 from arena.suites.public import SuitePlan
+from arena.suites.schedule import GeneratorSchedule, GeneratorSpec, ScheduleEntry
 from arena.weights import WeightRules
+from shoppingbench.generator import GENERATOR_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
 from shoppingbench.settings import HarnessSettings
 
@@ -53,6 +55,11 @@ class ArenaSettings(HarnessSettings):
                                   "default: the first slot after the chain's first block")
     race_burn_days: int = Field(default=365, ge=1, description="Days a public suite's target products stay "
                                                                "out of race suites")
+    generator_schedule: list[ScheduleEntry] = Field(
+        default_factory=list, description="The generator in force from each race day, as JSON: "
+        '[{"from_day": "YYYY-MM-DD", "version": "sbgen-1", "config": {...}, "lexicon_sha256": "..."}, ...], '
+        "strictly ordered, the first entry also covering every earlier day; the same on every validator of "
+        "the subnet (docs/validator.md); default: the current version with its defaults for every day")
     held_out_seed: SecretStr | None = Field(
         default=None, description="Private seed of held-out suites; default: made once under ARENA_HOME")
     # race
@@ -74,6 +81,13 @@ class ArenaSettings(HarnessSettings):
     burn_uid: int = Field(default=0, ge=0, le=65_535)
     database_url: str | None = Field(default=None, description="SQLAlchemy URL of the race log and exposure "
                                                                "ledger; default: SQLite under ARENA_HOME")
+
+    @field_validator("generator_schedule")
+    @classmethod
+    def _schedule_ordered(cls, value: list[ScheduleEntry]) -> list[ScheduleEntry]:
+        if value:
+            GeneratorSchedule(entries=tuple(value))
+        return value
 
     @field_validator("judge_models", mode="before")
     @classmethod
@@ -107,6 +121,12 @@ class ArenaSettings(HarnessSettings):
         return SuitePlan(race_per_category=self.race_suite_sizes(),
                          qualifying_per_category=self.qualifying_suite_sizes(), race_time=self.race_time_utc,
                          first_day=first_day, burn_days=self.race_burn_days, leak=self.leak_config())
+
+    def schedule(self) -> GeneratorSchedule:
+        """The generator schedule: the configured entries, else the current version for every day."""
+        if not self.generator_schedule:
+            return GeneratorSchedule.single(GeneratorSpec(version=GENERATOR_VERSION))
+        return GeneratorSchedule(entries=tuple(self.generator_schedule))
 
     def race_rules(self) -> RaceRules:
         return RaceRules(cooldown=timedelta(hours=self.cooldown_hours),

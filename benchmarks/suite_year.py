@@ -1,6 +1,7 @@
 """A year of a validator's suite draws, simulated with the validator's own ``PublicSuites``.
 
-Every day: the week's public qualifying suite and the day's race suite, generated from a stand-in seed
+Every day: the week's public qualifying suite and the day's race suite, generated (by the generator the
+schedule, ``ARENA_GENERATOR_SCHEDULE``, names for the day) from a stand-in seed
 (the sha256 of the day, as a block hash would be); every ``held_out_every`` days a new version of a
 held-out suite from a private seed, excluding every product a public suite burnt so far. At the end the
 leak clusters of everything public are computed, and each race problem is checked against every public
@@ -30,11 +31,20 @@ from typing import Any
 import orjson
 from sqlalchemy import create_engine
 
+from arena.settings import ArenaSettings
 from arena.storage import Base
 from arena.suites.clusters import text_links
-from arena.suites.heldout import compromised, generate_held_out
-from arena.suites.public import PublicSuites, RaceSeed, SuiteCache, SuitePlan, qualifying_week, targets_of
-from shoppingbench.generator import ProblemGenerator
+from arena.suites.generators import open_scheduled_sources
+from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out
+from arena.suites.public import (
+    PublicSuites,
+    RaceSeed,
+    SourceSchedule,
+    SuiteCache,
+    SuitePlan,
+    qualifying_week,
+    targets_of,
+)
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Problem
 
@@ -99,17 +109,17 @@ def _repeats(race_days: dict[date, tuple[Problem, ...]], qualifying: dict[str, t
     return len(repeated)
 
 
-def simulate_year(generator: ProblemGenerator, *, days: int, per_category: int, held_out_every: int = 30,
+def simulate_year(sources: SourceSchedule, *, days: int, per_category: int, held_out_every: int = 30,
                   held_out_per_category: int = 25, progress: bool = True) -> YearReport:
     sizes = dict.fromkeys(CATEGORIES, per_category)
     plan = SuitePlan(race_per_category=sizes, qualifying_per_category=sizes, race_time=clock_time(16),
                      first_day=FIRST_DAY, burn_days=days)
     engine = create_engine("sqlite://")
     Base.metadata.create_all(engine)
-    suites = PublicSuites(generator, plan=plan, seed_at=stand_in_seed, cache=SuiteCache(engine))
+    suites = PublicSuites(sources, plan=plan, seed_at=stand_in_seed, cache=SuiteCache(engine))
     race_days: dict[date, tuple[Problem, ...]] = {}
     qualifying: dict[str, tuple[Problem, ...]] = {}
-    held_out = []
+    held_out: list[HeldOutSuite] = []
     started = time.perf_counter()
     for n in range(days):
         day = FIRST_DAY + timedelta(days=n)
@@ -119,6 +129,7 @@ def simulate_year(generator: ProblemGenerator, *, days: int, per_category: int, 
         race_days[day] = drawn.problems
         if n % held_out_every == 0:
             burnt = suites.known_targets()
+            generator = sources.for_day(day)
             held_out.append(generate_held_out(
                 generator, name="study", version=len(held_out) + 1, private_seed="validator-private",
                 per_category=dict.fromkeys(CATEGORIES, held_out_per_category), burnt=burnt,
@@ -154,8 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.suites import DEFAULT_CACHE, catalog_dir
 
     directory = catalog_dir(args.products, 0, args.cache or DEFAULT_CACHE)
-    with ProblemGenerator.open(directory) as generator:
-        report = simulate_year(generator, days=args.days, per_category=args.per_category)
+    with open_scheduled_sources(directory, ArenaSettings().schedule()) as sources:
+        report = simulate_year(sources, days=args.days, per_category=args.per_category)
     figures: dict[str, Any] = {"products": args.products, "per_category": args.per_category, **asdict(report)}
     print(orjson.dumps(figures).decode())
     return 0

@@ -34,12 +34,12 @@ from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites import qualifying_seed, qualifying_week
 from arena.suites.clusters import cluster_problems
+from arena.suites.generators import open_scheduled_sources
 from arena.validator.api import EmbargoEntry
 from arena.validator.runs import stored_verdict
 from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
-from shoppingbench.generator import ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
@@ -91,8 +91,9 @@ def _qualifying_suite(catalog_dir: Path, week: str) -> list[Problem]:
     except ValueError:
         raise typer.BadParameter(f"{week!r} is not an ISO week such as 2026-W48",
                                  param_hint="--week") from None
-    with ProblemGenerator.open(catalog_dir) as generator:
-        return generator.generate(qualifying_seed(week), ArenaSettings().qualifying_suite_sizes())
+    settings = ArenaSettings()
+    with open_scheduled_sources(catalog_dir, settings.schedule()) as sources:
+        return sources.for_week(week).generate(qualifying_seed(week), settings.qualifying_suite_sizes())
 
 
 def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path],

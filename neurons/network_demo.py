@@ -28,6 +28,7 @@ from rich.table import Table
 from arena.chain import AxonInfo, LocalChain
 from arena.race import ManualClock
 from arena.settings import ArenaSettings
+from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
     Validator,
     ValidatorStack,
@@ -43,7 +44,6 @@ from arena.validator.demo import (
 )
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
-from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sample_world import SampleWorld
@@ -134,12 +134,12 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     with ExitStack() as stack:
         stack.callback(chain.close)
         run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted))
-        generator = stack.enter_context(ProblemGenerator.open(world.catalog_dir))
+        generators = stack.enter_context(open_scheduled_sources(world.catalog_dir, settings.schedule()))
         opened = []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})
             validator_stack = stack.enter_context(open_validator_stack(
-                own, chain=chain, wallet=wallets[name], clock=clock, generator=generator,
+                own, chain=chain, wallet=wallets[name], clock=clock, sources=generators,
                 run_agent=run_agent))
             url = stack.enter_context(serving(validator_stack))
             console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")

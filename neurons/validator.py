@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import orjson
 import structlog
 import typer
 from bittensor import Wallet
@@ -23,6 +24,8 @@ from pydantic import Field
 from arena.chain import AxonInfo, ChainError, ChainSettings, open_chain
 from arena.race import SystemClock
 from arena.settings import ArenaSettings
+from arena.suites import ScheduleError
+from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
     ValidatorStack,
     open_agent_runner,
@@ -31,7 +34,6 @@ from arena.validator import (
     validator_catalog,
 )
 from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
-from shoppingbench.generator import ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import DEFAULT_NAME
 from shoppingbench.problems.models import CATEGORIES
@@ -42,6 +44,22 @@ app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights,
 log = structlog.get_logger(__name__)
 
 EXIT_CHAIN = 5
+EXIT_SCHEDULE = 6
+
+ScheduleOption = Annotated[str | None, typer.Option(
+    help="The generator schedule as JSON, the same on every validator of the subnet "
+         '(ARENA_GENERATOR_SCHEDULE; e.g. \'[{"from_day": "2026-11-16", "version": "sbgen-1"}]\'; '
+         "default: the current generator for every day; docs/validator.md)")]
+
+
+def parse_schedule(text: str | None) -> Any:
+    """The ``--generator-schedule`` flag's JSON, or ``None`` when it is not given."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--generator-schedule") from None
 
 
 class ValidatorSettings(ArenaSettings, ChainSettings):
@@ -75,9 +93,9 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     require_registration(chain, str(wallet.hotkey.ss58_address))
     catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
     log.info("validator_catalog", catalog_dir=str(catalog_dir))
-    with open_agent_runner(settings, catalog_dir, scripted_llm=scripted_llm) as run_agent, \
-            ProblemGenerator.open(catalog_dir) as generator, \
-            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, generator=generator,
+    with open_scheduled_sources(catalog_dir, settings.schedule()) as sources, \
+            open_agent_runner(settings, catalog_dir, scripted_llm=scripted_llm) as run_agent, \
+            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
                                  run_agent=run_agent) as stack:
         yield stack
 
@@ -122,6 +140,7 @@ def run(
     api_port: Annotated[int | None, typer.Option(help="API port, 0 for any (ARENA_API_PORT)")] = None,
     external_ip: Annotated[str | None, typer.Option(
         help="Publish this address with the API port as the axon (ARENA_EXTERNAL_IP)")] = None,
+    generator_schedule: ScheduleOption = None,
     once: Annotated[bool, typer.Option("--once", help="One tick, then exit (cron, tests)")] = False,
     scripted_llm: Annotated[bool, typer.Option(
         "--scripted-llm", help="Agents' LLM is the bundled scripted shopping policy (a test double): "
@@ -133,7 +152,8 @@ def run(
                                  "wallet_name": wallet_name,
                                  "wallet_hotkey": wallet_hotkey, "wallet_path": wallet_path,
                                  "tick_seconds": tick_seconds, "api_host": api_host, "api_port": api_port,
-                                 "external_ip": external_ip}
+                                 "external_ip": external_ip,
+                                 "generator_schedule": parse_schedule(generator_schedule)}
     settings = ValidatorSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
     try:
@@ -157,6 +177,9 @@ def run(
     except ChainError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_CHAIN) from exc
+    except ScheduleError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_SCHEDULE) from exc
 
 
 @app.command("held-out")
@@ -171,15 +194,17 @@ def held_out(
     check: Annotated[bool, typer.Option("--check", help=(
         "Only report which problems of the latest version a public suite has caught since (exit 3 if any)"
     ))] = False,
+    generator_schedule: ScheduleOption = None,
 ) -> None:
     """Make the next version of a held-out suite for research, or check the latest one.
 
     A version is generated from this validator's private seed (ARENA_HELD_OUT_SEED, else one made once
     under ARENA_HOME/held-out), away from every product its public suites burnt, and is never raced or
     exported: `worker evaluate` uses the newest version by default. 25 per category is the study's
-    75-problem held-out partition.
+    75-problem held-out partition. It is generated with the generator the schedule names for today.
     """
-    overrides: dict[str, Any] = {"home": home, "catalog_dir": catalog_dir}
+    overrides: dict[str, Any] = {"home": home, "catalog_dir": catalog_dir,
+                                 "generator_schedule": parse_schedule(generator_schedule)}
     settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
     if check:
@@ -194,9 +219,14 @@ def held_out(
                       if caught else ""))
         raise typer.Exit(3 if caught else 0)
     catalog = validator_catalog(settings, progress=sys.stderr.isatty())
-    with ProblemGenerator.open(catalog) as generator:
-        path = create_held_out(settings, generator, name=name, at=datetime.now(UTC),
-                               per_category=dict.fromkeys(CATEGORIES, per_category))
+    now = datetime.now(UTC)
+    try:
+        with open_scheduled_sources(catalog, settings.schedule()) as sources:
+            path = create_held_out(settings, sources.for_day(now.date()), name=name, at=now,
+                                   per_category=dict.fromkeys(CATEGORIES, per_category))
+    except ScheduleError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_SCHEDULE) from exc
     typer.echo(f"held-out suite {path} (problems, ShoppingBench JSONL) and {path.with_suffix('.json')}")
 
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from arena.storage import Base, open_database
 from arena.suites import (
+    FixedSource,
     HeldOutSuite,
     MemoryExposureLedger,
     PublicSuites,
@@ -79,7 +80,7 @@ def public_suites(generator: ProblemGenerator | CountingSource, database: Path, 
     def seed_at(slot: datetime) -> RaceSeed | None:
         return None if final_until is not None and slot.date() > final_until else seeds[slot]
 
-    return PublicSuites(generator, plan=plan, seed_at=seed_at, cache=SuiteCache(engine))
+    return PublicSuites(FixedSource(generator), plan=plan, seed_at=seed_at, cache=SuiteCache(engine))
 
 
 def ids(problems: tuple[Problem, ...]) -> list[str]:
@@ -184,7 +185,8 @@ def test_held_out_suites_avoid_burnt_products_and_report_compromise(generator: P
 def test_a_simulated_year_of_draws_never_repeats_a_burnt_cluster(generator: ProblemGenerator) -> None:
     """The validator's own draws for 365 days (qualifying each week, a race each day, a held-out version
     each month) over the 3,000-product world: never an empty draw, never a burnt cluster raced again."""
-    report = simulate_year(generator, days=365, per_category=1, held_out_per_category=1, progress=False)
+    report = simulate_year(FixedSource(generator), days=365, per_category=1, held_out_per_category=1,
+                           progress=False)
     assert report.days_simulated == 365 and report.race_problems == 365 * 3
     assert report.empty_draws == 0 and report.short_draws == 0
     assert report.burnt_cluster_repeats == 0

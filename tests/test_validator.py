@@ -50,7 +50,7 @@ from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
 from arena.submissions.store import FileStore, VerdictStore
-from arena.suites import SuiteSource
+from arena.suites import FixedSource, SuiteSource
 from arena.validator import Validator, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
@@ -125,7 +125,7 @@ class Arena:
         settings = self.settings(self.root / name, per_category)
         store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
         return open_validator(settings=settings, chain=self.chain, wallet=wallet, clock=self.clock,
-                              generator=generator, run_agent=run_agent, store=store, judge=judge)
+                              sources=FixedSource(generator), run_agent=run_agent, store=store, judge=judge)
 
     def upload(self, validator: Validator, miner: str, source: bytes) -> str:
         return accept_upload(validator.files, validator.arena_db, self.miners[miner], source,
@@ -255,7 +255,7 @@ def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
                              race_suite_per_category=1)
     store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'validator' / 'trajectories.sqlite3'}")
     validator = open_validator(settings=settings, chain=chain, wallet=wallets["validator"], clock=clock,
-                               generator=generator, run_agent=runner, store=store)
+                               sources=FixedSource(generator), run_agent=runner, store=store)
 
     def until(when: datetime) -> None:
         clock.advance(when - clock.now())

@@ -124,9 +124,9 @@ class RaceEngine:
         return day if last is None or day > last else None
 
     def start_race(self, seed: str, suite_ids: Sequence[str], *, seed_block: int | None = None,
-                   tempo: int = 0) -> RaceStarted | RaceSkipped:
-        """Start the due race over ``suite_ids`` (drawn from ``seed``, the hash of block ``seed_block``), or
-        skip it when no challenger may race.
+                   tempo: int = 0, generator: str | None = None) -> RaceStarted | RaceSkipped:
+        """Start the due race over ``suite_ids`` (drawn from ``seed``, the hash of block ``seed_block``, by the
+        generator whose key is ``generator``), or skip it when no challenger may race.
 
         Challengers race when they qualified before the slot and, given ``seed_block``, were committed at
         least ``tempo`` blocks before it (:func:`~arena.race.rules.may_race`); the others wait for a later
@@ -148,7 +148,8 @@ class RaceEngine:
         defender = self.state.reign.submission_id if self.state.reign else None
         entrants = (*([defender] if defender else []), *challengers)
         started = RaceStarted(at=now, race_id=day.isoformat(), day=day, slot=slot, seed=seed,
-                              seed_block=seed_block, suite_ids=tuple(suite_ids), entrants=entrants,
+                              seed_block=seed_block, suite_ids=tuple(suite_ids), generator=generator,
+                              entrants=entrants,
                               defender=defender)
         self._emit(started)
         return started

@@ -98,6 +98,8 @@ class RaceStarted(_Event):
     seed_block: int | None = Field(default=None, ge=0, description="The block whose hash is the seed, when "
                                                                    "the entrants were chosen by it")
     suite_ids: tuple[str, ...]
+    generator: str | None = Field(default=None, description="Key of the generator the day's schedule named "
+                                                            "(logs from before the schedule have none)")
     entrants: tuple[str, ...] = Field(min_length=1)
     defender: str | None
 

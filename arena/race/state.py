@@ -76,6 +76,7 @@ class RunningRace(BaseModel):
     slot: UtcDatetime
     seed: str
     suite_ids: tuple[str, ...]
+    generator: str | None = Field(default=None, description="Key of the generator that made the suite")
     entrants: tuple[str, ...]
     defender: str | None
     started_at: UtcDatetime
@@ -185,7 +186,7 @@ def _started(state: RaceState, event: RaceStarted) -> RaceState:
         submissions[sid] = entrant.model_copy(update={"status": "racing",
                                                       "races": (*entrant.races, event.race_id)})
     running = RunningRace(race_id=event.race_id, day=event.day, slot=event.slot, seed=event.seed,
-                          suite_ids=event.suite_ids,
+                          suite_ids=event.suite_ids, generator=event.generator,
                           entrants=event.entrants, defender=event.defender, started_at=event.at)
     return state.model_copy(update={"submissions": submissions, "running": running,
                                     "last_settled_day": event.day})

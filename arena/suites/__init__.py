@@ -1,5 +1,5 @@
-"""Problem suites (SPEC 5): public suites generated from chain seeds, held-out suites from private seeds,
-leak clusters and the exposure ledger."""
+"""Problem suites (SPEC 5): public suites generated from chain seeds by the generator the schedule names
+for their day, held-out suites from private seeds, leak clusters and the exposure ledger."""
 
 from arena.suites.clusters import (
     FactsIndex,
@@ -18,9 +18,11 @@ from arena.suites.ledger import (
     exposures,
 )
 from arena.suites.public import (
+    FixedSource,
     PublicSuites,
     RaceSeed,
     RaceSuite,
+    SourceSchedule,
     SuiteCache,
     SuitePlan,
     SuiteSource,
@@ -28,11 +30,15 @@ from arena.suites.public import (
     qualifying_week,
     targets_of,
 )
+from arena.suites.schedule import GeneratorSchedule, GeneratorSpec, ScheduleEntry, ScheduleError
 
 __all__ = [
     "Exposure",
     "ExposureLedger",
     "FactsIndex",
+    "FixedSource",
+    "GeneratorSchedule",
+    "GeneratorSpec",
     "HeldOutSuite",
     "LeakClusters",
     "LeakConfig",
@@ -40,6 +46,9 @@ __all__ = [
     "PublicSuites",
     "RaceSeed",
     "RaceSuite",
+    "ScheduleEntry",
+    "ScheduleError",
+    "SourceSchedule",
     "SqlExposureLedger",
     "SuiteCache",
     "SuitePlan",

@@ -13,6 +13,9 @@ catalog and configuration (SPEC 5).
   a day depends on block hashes, the catalog and this configuration only, never on what one validator
   happened to see or run: a validator that joins late regenerates that history once (it is cached) and
   arrives at the same suite as everyone else.
+- Which generator makes a day's suites is the generator schedule's answer for that day
+  (:mod:`arena.suites.schedule`): a suite is cached under a digest of that generator's key, so a day
+  generated before an upgrade replays with the generator it was generated with.
 """
 
 from __future__ import annotations
@@ -67,6 +70,28 @@ class SuiteSource(Protocol):
                  exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]: ...
 
 
+class SourceSchedule(Protocol):
+    """Which source makes the race suite of a day and the qualifying suite of a week: the generator schedule
+    (``arena.suites.generators.ScheduledSources``), or :class:`FixedSource`."""
+
+    def for_day(self, day: date) -> SuiteSource: ...
+
+    def for_week(self, week: str) -> SuiteSource: ...
+
+
+@dataclass(frozen=True)
+class FixedSource:
+    """One source for every day and week: a subnet that never changed its generator."""
+
+    source: SuiteSource
+
+    def for_day(self, day: date) -> SuiteSource:
+        return self.source
+
+    def for_week(self, week: str) -> SuiteSource:
+        return self.source
+
+
 class SuitePlan(BaseModel):
     """The configuration every validator of a subnet shares; any change gives other suites."""
 
@@ -88,11 +113,13 @@ class SuitePlan(BaseModel):
 
 @dataclass(frozen=True)
 class RaceSuite:
-    """The hidden suite of one race day and the seed it was generated from."""
+    """The hidden suite of one race day, the seed it was generated from and the key of the generator that
+    generated it (two validators whose keys differ for a day disagree about that day's suite)."""
 
     day: date
     seed: RaceSeed
     problems: tuple[Problem, ...]
+    generator: str
 
 
 def qualifying_week(day: date) -> str:
@@ -147,37 +174,37 @@ class SuiteCache:
 class PublicSuites:
     """The qualifying suite of any week and the race suite of any day, generated on demand and cached."""
 
-    def __init__(self, source: SuiteSource, *, plan: SuitePlan, seed_at: SeedLookup,
+    def __init__(self, sources: SourceSchedule, *, plan: SuitePlan, seed_at: SeedLookup,
                  cache: SuiteCache) -> None:
-        self.source = source
+        self.sources = sources
         self.plan = plan
         self.seed_at = seed_at
         self.cache = cache
-        self.version = plan.digest(source.key)
         self._suites: dict[str, tuple[Problem, ...]] = {}
         self._races: dict[date, RaceSuite] = {}
         self._wording = FactsIndex(plan.leak)
         self._worded: dict[str, tuple[str, ...]] = {}  # suite name -> ids in the wording index
 
-    def _generated(self, key: str, seed: str, per_category: Mapping[Category, int], exclude: AbstractSet[str],
-                   *, unlinked: bool = False) -> tuple[Problem, ...]:
-        cache_key = f"{key}/{self.version}"
+    def _generated(self, key: str, source: SuiteSource, seed: str, per_category: Mapping[Category, int],
+                   exclude: AbstractSet[str], *, unlinked: bool = False) -> tuple[Problem, ...]:
+        # The digest names the generator that made the suite: a suite is never reused under another one.
+        cache_key = f"{key}/{self.plan.digest(source.key)}"
         if cache_key not in self._suites:
             cached = self.cache.get(cache_key)
             if cached is None:
-                cached = self._generate(seed, per_category, exclude, unlinked=unlinked)
+                cached = self._generate(source, seed, per_category, exclude, unlinked=unlinked)
                 self.cache.put(cache_key, seed, cached)
                 counts = {c: sum(p.category == c for p in cached) for c in CATEGORIES}
-                log.info("suite_generated", suite=key, seed=seed, problems=len(cached), per_category=counts,
-                         excluded_products=len(exclude))
+                log.info("suite_generated", suite=key, seed=seed, generator=source.key, problems=len(cached),
+                         per_category=counts, excluded_products=len(exclude))
             self._suites[cache_key] = cached
         return self._suites[cache_key]
 
-    def _generate(self, seed: str, per_category: Mapping[Category, int], exclude: AbstractSet[str], *,
-                  unlinked: bool) -> tuple[Problem, ...]:
+    def _generate(self, source: SuiteSource, seed: str, per_category: Mapping[Category, int],
+                  exclude: AbstractSet[str], *, unlinked: bool) -> tuple[Problem, ...]:
         """``per_category`` problems; with ``unlinked``, each one worded unlike every problem of the wording
         index (those that are not are replaced from ``seed/refill-N``, a few rounds at most)."""
-        problems = self.source.generate(seed, per_category, exclude_products=exclude)
+        problems = source.generate(seed, per_category, exclude_products=exclude)
         for round_number in range(1, _REFILL_ROUNDS + 1):
             linked = [p for p in problems if unlinked and self._wording.linked(p) is not None]
             if not linked:
@@ -185,7 +212,7 @@ class PublicSuites:
             log.info("suite_problems_replaced", seed=seed, round=round_number, linked=[p.id for p in linked])
             kept = [p for p in problems if p not in linked]
             missing = {c: n for c in CATEGORIES if (n := sum(p.category == c for p in linked))}
-            refill = self.source.generate(f"{seed}/refill-{round_number}", missing,
+            refill = source.generate(f"{seed}/refill-{round_number}", missing,
                                           exclude_products=exclude | targets_of(problems))
             problems = sorted([*kept, *refill], key=lambda p: CATEGORIES.index(p.category))
         return tuple(p for p in problems if not unlinked or self._wording.linked(p) is None)
@@ -193,8 +220,8 @@ class PublicSuites:
     def qualifying_suite(self, day: date) -> tuple[Problem, ...]:
         """The public qualifying suite of ``day``'s ISO week (the same for the whole week)."""
         week = qualifying_week(day)
-        return self._generated(f"qualifying/{week}", qualifying_seed(week), self.plan.qualifying_per_category,
-                               frozenset())
+        return self._generated(f"qualifying/{week}", self.sources.for_week(week), qualifying_seed(week),
+                               self.plan.qualifying_per_category, frozenset())
 
     def race_suite(self, day: date) -> RaceSuite | None:
         """The race suite of ``day``, or ``None`` while its seed (or an earlier day's) is not final yet.
@@ -208,9 +235,10 @@ class PublicSuites:
             seed = self.seed_at(race_slot(current, self.plan.race_time))
             if seed is None:
                 return None
-            problems = self._generated(f"race/{current.isoformat()}", f"race/{seed.hash}",
+            source = self.sources.for_day(current)
+            problems = self._generated(f"race/{current.isoformat()}", source, f"race/{seed.hash}",
                                        self.plan.race_per_category, self._burnt(current), unlinked=True)
-            self._races[current] = RaceSuite(day=current, seed=seed, problems=problems)
+            self._races[current] = RaceSuite(day=current, seed=seed, problems=problems, generator=source.key)
             current += timedelta(days=1)
         return self._races[day]
 

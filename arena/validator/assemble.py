@@ -1,8 +1,9 @@
 """Build a validator from settings: ``validator_catalog`` (the catalog it serves and generates its suites
-over, with ``ProblemGenerator.open``), ``open_agent_runner`` (what runs agents: catalog, inference
-endpoint, grader, sandbox) and ``open_validator_stack`` (one validator: trajectory store, race log,
-generated suites, submission gate, public API), shared by ``validator run`` and the local network demo,
-plus ``open_validator`` for the pieces that differ between a test and a deployment."""
+over, with the generators of its schedule: ``arena.suites.generators``), ``open_agent_runner`` (what runs
+agents: catalog, inference endpoint, grader, sandbox) and ``open_validator_stack`` (one validator:
+trajectory store, race log, generated suites, submission gate, public API), shared by ``validator run``
+and the local network demo, plus ``open_validator`` for the pieces that differ between a test and a
+deployment."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from arena.storage import open_database
 from arena.submissions import SubmissionGate
 from arena.submissions.store import FileStore
 from arena.suites import SqlExposureLedger
-from arena.suites.public import PublicSuites, SuiteCache, SuiteSource
+from arena.suites.public import PublicSuites, SourceSchedule, SuiteCache
 from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
@@ -95,14 +96,15 @@ def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
 
 
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,
-                   generator: SuiteSource, run_agent: RunAgent, store: TrajectoryStore,
+                   sources: SourceSchedule, run_agent: RunAgent, store: TrajectoryStore,
                    judge: Judge | None = None) -> Validator:
     """A validator over the arena database and trajectory store named by ``settings`` (created on first
-    use, resumed after that), generating its suites with ``generator`` from ``chain``'s race seeds."""
+    use, resumed after that), generating each day's suites with the generator ``sources`` names for the day,
+from ``chain``'s race seeds."""
     arena_db = open_database(settings.arena_database_url())
     seeds = ChainSeeds(chain)
     plan = settings.suite_plan(first_race_day(settings, seeds.genesis_time()))
-    suites = PublicSuites(generator, plan=plan, seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
+    suites = PublicSuites(sources, plan=plan, seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
     race = RaceEngine(SqlEventStore(arena_db), settings.race_rules(), clock)
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
                     validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config())
@@ -135,7 +137,7 @@ class ValidatorStack:
 
 @contextmanager
 def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
-                         generator: SuiteSource, run_agent: RunAgent) -> Iterator[ValidatorStack]:
+                         sources: SourceSchedule, run_agent: RunAgent) -> Iterator[ValidatorStack]:
     """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
     ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
     hotkey = str(wallet.hotkey.ss58_address)
@@ -143,7 +145,7 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
         stack.callback(store.close)
         validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock,
-                                   generator=generator, run_agent=run_agent, store=store)
+                                   sources=sources, run_agent=run_agent, store=store)
         stack.callback(validator.arena_db.dispose)
         gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
                               files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,

@@ -14,8 +14,7 @@ import structlog
 
 from arena.settings import ArenaSettings
 from arena.storage import open_database
-from arena.suites import HeldOutSuite, SuiteCache, compromised, generate_held_out, targets_of
-from shoppingbench.generator import ProblemGenerator
+from arena.suites import HeldOutSuite, SuiteCache, SuiteSource, compromised, generate_held_out, targets_of
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.problems.models import Category, Problem
 
@@ -50,7 +49,7 @@ def public_problems(settings: ArenaSettings) -> list[Problem]:
         engine.dispose()
 
 
-def create_held_out(settings: ArenaSettings, generator: ProblemGenerator, *, name: str,
+def create_held_out(settings: ArenaSettings, generator: SuiteSource, *, name: str,
                     per_category: Mapping[Category, int], at: datetime) -> Path:
     """Generate and save the next version of held-out suite ``name``; returns its problems file."""
     directory = held_out_dir(settings)

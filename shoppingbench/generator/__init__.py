@@ -5,8 +5,9 @@ draws targets uniformly from the catalog and words requests from their real fiel
 on the bundled sample world and on an imported ShoppingBench catalog alike.
 """
 
-from shoppingbench.generator.config import GENERATOR_VERSION, GeneratorConfig
+from shoppingbench.generator.config import GENERATOR_VERSION, KNOWN_VERSIONS, GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.generator import ProblemGenerator
 
-__all__ = ["GENERATOR_VERSION", "GeneratorConfig", "ProblemGenerator", "catalog_fingerprint"]
+__all__ = ["GENERATOR_VERSION", "KNOWN_VERSIONS", "GeneratorConfig", "ProblemGenerator",
+           "catalog_fingerprint"]

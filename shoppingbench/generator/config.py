@@ -11,6 +11,8 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 GENERATOR_VERSION: Final = "sbgen-1"
+KNOWN_VERSIONS: Final = (GENERATOR_VERSION,)
+"""Every version this code can generate (older ones stay, so days generated with them replay exactly)."""
 
 IntRange = tuple[int, int]
 FloatRange = tuple[float, float]

@@ -16,7 +16,7 @@ from types import TracebackType
 
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
-from shoppingbench.generator.config import GENERATOR_VERSION, GeneratorConfig
+from shoppingbench.generator.config import GENERATOR_VERSION, KNOWN_VERSIONS, GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.space import problem_space
 from shoppingbench.generator.suite import SuiteDraw
@@ -28,7 +28,11 @@ class ProblemGenerator:
     """Generates suites from seeds over the catalog ``engine`` serves (``fingerprint`` names its content)."""
 
     def __init__(self, engine: BM25SearchEngine, *, fingerprint: str,
-                 config: GeneratorConfig | None = None) -> None:
+                 config: GeneratorConfig | None = None, version: str = GENERATOR_VERSION) -> None:
+        if version not in KNOWN_VERSIONS:
+            raise ValueError(f"unknown generator version {version!r}; this code knows "
+                             f"{', '.join(KNOWN_VERSIONS)}")
+        self.version = version
         self.engine = engine
         self.fingerprint = fingerprint
         self.config = config or GeneratorConfig()
@@ -37,10 +41,17 @@ class ProblemGenerator:
         self._space: dict[Category, int] | None = None
 
     @classmethod
-    def open(cls, catalog_dir: Path, config: GeneratorConfig | None = None) -> ProblemGenerator:
-        """A generator over the built catalog in ``catalog_dir``; :meth:`close` closes the catalog."""
+    def open(cls, catalog_dir: Path, config: GeneratorConfig | None = None, *,
+             version: str = GENERATOR_VERSION) -> ProblemGenerator:
+        """A generator of ``version`` over the built catalog in ``catalog_dir``; :meth:`close` closes the
+        catalog. Raises ``ValueError`` for a version this code does not know."""
         fingerprint = catalog_fingerprint(catalog_dir)
-        generator = cls(open_catalog(catalog_dir), fingerprint=fingerprint, config=config)
+        engine = open_catalog(catalog_dir)
+        try:
+            generator = cls(engine, fingerprint=fingerprint, config=config, version=version)
+        except ValueError:
+            engine.close()
+            raise
         generator._owns_engine = True
         return generator
 
@@ -49,7 +60,7 @@ class ProblemGenerator:
         """Generator version, catalog fingerprint and a digest of the configuration: everything a suite
         depends on besides its seed and requested counts."""
         config = hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:12]
-        return f"{GENERATOR_VERSION}/{self.fingerprint}/{config}"
+        return f"{self.version}/{self.fingerprint}/{config}"
 
     def close(self) -> None:
         """Close the catalog if :meth:`open` opened it (an engine passed in belongs to the caller)."""
