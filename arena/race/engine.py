@@ -125,8 +125,8 @@ class RaceEngine:
 
     def start_race(self, seed: str, suite_ids: Sequence[str], *, seed_block: int | None = None,
                    tempo: int = 0, generator: str | None = None) -> RaceStarted | RaceSkipped:
-        """Start the due race over ``suite_ids`` (drawn from ``seed``, the hash of block ``seed_block``, by the
-        generator whose key is ``generator``), or skip it when no challenger may race.
+        """Start the due race over ``suite_ids`` (drawn from ``seed``, the hash of block ``seed_block``, by
+        the generator whose key is ``generator``), or skip it when no challenger may race.
 
         Challengers race when they qualified before the slot and, given ``seed_block``, were committed at
         least ``tempo`` blocks before it (:func:`~arena.race.rules.may_race`); the others wait for a later
