@@ -64,9 +64,11 @@ def generator_config(entry: ScheduleEntry) -> GeneratorConfig:
     """The entry's configuration overrides over the defaults, or a :class:`ScheduleError` naming them."""
     try:
         return GeneratorConfig(**entry.config)
-    except (ValidationError, TypeError) as exc:
+    except ValidationError as exc:
+        refused = "; ".join(f"{'.'.join(map(str, error['loc'])) or 'config'}: {error['msg']}"
+                            for error in exc.errors())
         raise ScheduleError(f"the generator schedule entry from {entry.from_day} ({entry.version}) has "
-                            f"configuration overrides GeneratorConfig refuses: {exc}") from exc
+                            f"configuration overrides the generator refuses: {refused}") from exc
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ Everything here is pure: the opening of the generators and the lexicon files is
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
@@ -43,9 +42,6 @@ class GeneratorSpec(BaseModel):
         """The spec as canonical JSON: what a log line or error message shows of it."""
         return orjson.dumps(self.model_dump(mode="json", exclude_none=True),
                             option=orjson.OPT_SORT_KEYS).decode()
-
-    def digest(self) -> str:
-        return hashlib.sha256(self.label().encode()).hexdigest()[:12]
 
 
 class ScheduleEntry(GeneratorSpec):
@@ -80,7 +76,7 @@ class GeneratorSchedule(BaseModel):
 
     def specs(self) -> tuple[GeneratorSpec, ...]:
         """Every distinct spec the schedule names, in order of first use."""
-        return tuple(dict.fromkeys(entry.spec() for entry in self.entries))
+        return tuple({entry.spec().label(): entry.spec() for entry in self.entries}.values())
 
     def spec_for(self, day: date) -> GeneratorSpec:
         """The spec in force on race day ``day``: the last entry from on or before it, else the first."""

@@ -1,0 +1,217 @@
+"""The generator schedule (SPEC 5): which generator makes each day's suites, checked at start-up, and a
+validator that joins late across a generator upgrade arriving at the same suites and burnt clusters as one
+that ran through it, over the real generator and the small sample world's catalog."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import create_engine
+from typer.testing import CliRunner
+
+from arena.settings import ArenaSettings
+from arena.storage import Base
+from arena.suites import (
+    GeneratorSchedule,
+    GeneratorSpec,
+    PublicSuites,
+    RaceSeed,
+    ScheduleEntry,
+    ScheduleError,
+    SuiteCache,
+    SuitePlan,
+    cluster_problems,
+)
+from arena.suites.generators import LEXICON_ARCHIVE, LEXICON_FILE, check_schedule, open_scheduled_sources
+from arena.suites.schedule import require_known_versions
+from neurons import validator as validator_cli
+from shoppingbench.generator import GENERATOR_VERSION, KNOWN_VERSIONS
+from shoppingbench.problems.models import Category, Problem
+from shoppingbench.sample_world import SampleWorld
+
+UPGRADE = date(2026, 11, 19)  # day D, a Thursday: the qualifying week of D-2..D+1 starts on Monday the 16th
+FIRST_DAY = UPGRADE - timedelta(days=2)
+SIZES: dict[Category, int] = {"product": 2, "shop": 1, "voucher": 1}
+PLAN = SuitePlan(race_per_category=SIZES, qualifying_per_category=SIZES, race_time=time(16),
+                 first_day=FIRST_DAY)
+DAYS = [FIRST_DAY + timedelta(days=n) for n in range(4)]  # D-2, D-1, D, D+1
+
+SPEC_ONE: dict[str, Any] = {"version": GENERATOR_VERSION}
+# The upgrade: a newer version when this code has one, else the same version with other constraints per item.
+SPEC_TWO: dict[str, Any] = ({"version": KNOWN_VERSIONS[-1]} if len(KNOWN_VERSIONS) > 1 else
+                            {"version": GENERATOR_VERSION,
+                             "config": {"item_constraints": [1, 2], "product_constraints": [2, 3],
+                                        "voucher_items": [2, 3]}})
+
+
+def schedule(upgrade: date) -> GeneratorSchedule:
+    return GeneratorSchedule(entries=(ScheduleEntry(from_day=FIRST_DAY, **SPEC_ONE),
+                                      ScheduleEntry(from_day=upgrade, **SPEC_TWO)))
+
+
+def seed_at(slot: datetime) -> RaceSeed:
+    """A stand-in for the hash of the first final block at or after the slot."""
+    return RaceSeed(block=int(slot.timestamp()) // 12,
+                    hash=hashlib.sha256(slot.isoformat().encode()).hexdigest())
+
+
+@pytest.fixture
+def suites_of(small_world: SampleWorld, tmp_path: Path) -> Iterator[Any]:
+    """Opens a validator's public suites: its schedule's generators over the catalog, its own empty cache."""
+    opened: list[Any] = []
+
+    def open_suites(name: str, upgrade: date) -> PublicSuites:
+        sources = open_scheduled_sources(small_world.catalog_dir, schedule(upgrade))
+        opened.append(sources)
+        engine = create_engine(f"sqlite:///{tmp_path / f'{name}.sqlite3'}")
+        Base.metadata.create_all(engine)
+        return PublicSuites(sources.__enter__(), plan=PLAN, seed_at=seed_at, cache=SuiteCache(engine))
+
+    yield open_suites
+    for sources in opened:
+        sources.__exit__(None, None, None)
+
+
+def suite_bytes(problems: tuple[Problem, ...]) -> bytes:
+    return orjson.dumps([p.model_dump(mode="json") for p in problems])
+
+
+def race_bytes(suites: PublicSuites, day: date) -> bytes:
+    drawn = suites.race_suite(day)
+    assert drawn is not None
+    return suite_bytes(drawn.problems)
+
+
+def public_problems(suites: PublicSuites) -> list[Problem]:
+    drawn = [suites.race_suite(day) for day in DAYS]
+    return [*(p for suite in drawn if suite is not None for p in suite.problems),
+            *suites.qualifying_suite(FIRST_DAY)]
+
+
+# (a) the pure schedule
+
+
+def test_each_day_gets_the_spec_in_force_from_its_entry_and_the_first_entry_covers_the_past() -> None:
+    plan = schedule(UPGRADE)
+    one, two = GeneratorSpec(**SPEC_ONE), GeneratorSpec(**SPEC_TWO)
+    assert plan.spec_for(FIRST_DAY - timedelta(days=400)) == one  # before the first entry's own day
+    assert plan.spec_for(UPGRADE - timedelta(days=1)) == one
+    assert plan.spec_for(UPGRADE) == two and plan.spec_for(UPGRADE + timedelta(days=900)) == two
+    assert plan.specs() == (one, two)
+    # The qualifying suite of a week keeps its Monday's generator all week, through a mid-week upgrade.
+    assert plan.spec_for_week("2026-W47") == one and plan.spec_for_week("2026-W48") == two
+    assert GeneratorSchedule.single(one).spec_for(date(1999, 1, 1)) == one
+
+
+@pytest.mark.parametrize("second_day", [FIRST_DAY, FIRST_DAY - timedelta(days=1)])
+def test_entries_must_be_strictly_ordered_by_day(second_day: date) -> None:
+    with pytest.raises(ValidationError, match=f"strictly ordered by from_day: {second_day}"):
+        schedule(second_day)
+
+
+def test_a_version_the_code_does_not_know_is_named_with_the_ones_it_knows() -> None:
+    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=FIRST_DAY, **SPEC_ONE),
+                                      ScheduleEntry(from_day=UPGRADE, version="sbgen-99")))
+    with pytest.raises(ScheduleError,
+                       match=f"from {UPGRADE} names version 'sbgen-99'.*knows {GENERATOR_VERSION}"):
+        require_known_versions(plan, KNOWN_VERSIONS)
+    require_known_versions(schedule(UPGRADE), KNOWN_VERSIONS)
+
+
+def test_configuration_overrides_the_generator_refuses_stop_the_start(tmp_path: Path) -> None:
+    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=GENERATOR_VERSION,
+                                                    config={"shop_items": [1, 2], "shop_size": 3}),))
+    with pytest.raises(ScheduleError, match=f"entry from {UPGRADE} .*refuses: shop_size: Extra inputs"):
+        check_schedule(tmp_path, plan)
+    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=GENERATOR_VERSION,
+                                                    config={"shop_items": [1, 2]}),))
+    with pytest.raises(ScheduleError, match="refuses: config: Value error, a shop problem needs at least 2"):
+        check_schedule(tmp_path, plan)
+
+
+def test_a_pinned_lexicon_is_found_by_its_sha256_else_the_start_stops_naming_what_differs(
+        tmp_path: Path) -> None:
+    current, older = b'{"phrases": "current"}', b'{"phrases": "older"}'
+    (tmp_path / LEXICON_FILE).write_bytes(current)
+    pin_current, pin_older = (hashlib.sha256(text).hexdigest() for text in (current, older))
+    plan = GeneratorSchedule(entries=(
+        ScheduleEntry(from_day=FIRST_DAY, version=GENERATOR_VERSION, lexicon_sha256=pin_older),
+        ScheduleEntry(from_day=UPGRADE, version=GENERATOR_VERSION, lexicon_sha256=pin_current)))
+    archived = tmp_path / LEXICON_ARCHIVE / f"{pin_older}.json"
+    with pytest.raises(ScheduleError, match=f"from {FIRST_DAY} .*pins lexicon sha256 {pin_older}, but "
+                                            f".*{LEXICON_FILE} has sha256 {pin_current}.*to {archived}"):
+        check_schedule(tmp_path, plan)
+    archived.parent.mkdir()
+    archived.write_bytes(older + b" ")  # the archive holds other bytes under the pinned name
+    altered = hashlib.sha256(older + b" ").hexdigest()
+    with pytest.raises(ScheduleError, match=f"{archived} has sha256 {altered}"):
+        check_schedule(tmp_path, plan)
+    archived.write_bytes(older)
+    assert set(check_schedule(tmp_path, plan)) == {spec.label() for spec in plan.specs()}
+
+
+def test_the_schedule_comes_from_the_environment_like_every_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    entries = [{"from_day": str(FIRST_DAY), **SPEC_ONE}, {"from_day": str(UPGRADE), **SPEC_TWO}]
+    monkeypatch.setenv("ARENA_GENERATOR_SCHEDULE", orjson.dumps(entries).decode())
+    assert ArenaSettings().schedule() == schedule(UPGRADE)
+    monkeypatch.setenv("ARENA_GENERATOR_SCHEDULE", orjson.dumps(entries[::-1]).decode())
+    with pytest.raises(ValidationError, match="strictly ordered"):
+        ArenaSettings()
+    monkeypatch.delenv("ARENA_GENERATOR_SCHEDULE")
+    assert ArenaSettings().schedule() == GeneratorSchedule.single(GeneratorSpec(version=GENERATOR_VERSION))
+
+
+def test_validator_held_out_refuses_a_schedule_naming_an_unknown_version(small_world: SampleWorld,
+                                                                         tmp_path: Path) -> None:
+    entries = orjson.dumps([{"from_day": "2026-01-05", "version": "sbgen-99"}]).decode()
+    result = CliRunner().invoke(validator_cli.app, [
+        "held-out", "--home", str(tmp_path), "--catalog", str(small_world.catalog_dir),
+        "--generator-schedule", entries])
+    assert result.exit_code == validator_cli.EXIT_SCHEDULE
+    assert "names version 'sbgen-99', which this code does not know" in result.output
+    assert not (tmp_path / "held-out" / "study-v1.jsonl").exists()
+
+
+# (b) a late-joining validator across a version change, (c) a validator with another upgrade day
+
+
+def test_a_validator_joining_after_an_upgrade_replays_each_day_with_its_generator(suites_of: Any) -> None:
+    """A races D-2 and D-1 with spec 1, D and D+1 with spec 2, a day at a time; B starts on D+1 with an
+    empty store and the same schedule, and regenerates the whole history: every suite, and so every target
+    burnt and every leak cluster, is byte for byte A's."""
+    early = suites_of("a", UPGRADE)
+    for day in DAYS:
+        assert early.race_suite(day) is not None
+    late = suites_of("b", UPGRADE)
+    assert late.race_suite(DAYS[-1]) is not None
+    for day in DAYS:
+        assert race_bytes(late, day) == race_bytes(early, day)
+        mine, theirs = early.race_suite(day), late.race_suite(day)
+        assert mine is not None and theirs is not None and mine.generator == theirs.generator
+    assert suite_bytes(late.qualifying_suite(FIRST_DAY)) == suite_bytes(early.qualifying_suite(FIRST_DAY))
+    assert late.known_targets() == early.known_targets()
+    clusters = [cluster_problems(public_problems(suites)).cluster_of for suites in (early, late)]
+    assert clusters[0] == clusters[1]
+    before, after = early.race_suite(UPGRADE - timedelta(days=1)), early.race_suite(UPGRADE)
+    assert before is not None and after is not None and before.generator != after.generator
+
+
+def test_a_validator_naming_another_upgrade_day_is_told_it_disagrees(suites_of: Any) -> None:
+    """C names the upgrade from D+1: on D it generates with spec 1 where A used spec 2. The generator key
+    recorded with its suite (and published with the race it starts) differs from A's, and so does the
+    suite; the days before the upgrade still agree."""
+    honest, other = suites_of("a", UPGRADE), suites_of("c", UPGRADE + timedelta(days=1))
+    for day in DAYS[:2]:
+        assert race_bytes(other, day) == race_bytes(honest, day)
+    mine, theirs = honest.race_suite(UPGRADE), other.race_suite(UPGRADE)
+    assert mine is not None and theirs is not None
+    assert mine.generator != theirs.generator and GENERATOR_VERSION in theirs.generator
+    assert suite_bytes(mine.problems) != suite_bytes(theirs.problems)
+    assert [p.id for p in mine.problems] != [p.id for p in theirs.problems]  # the race ids they publish
