@@ -105,7 +105,8 @@ def test_race_suites_depend_on_the_seeds_catalog_and_plan_only(generator: Proble
     assert other is not None and ids(other.problems) != ids(drawn.problems)
     bigger = public_suites(generator, tmp_path / "d.sqlite3", seeds=seeds,
                            plan=PLAN.model_copy(update={"burn_days": 3}))
-    assert bigger.version != mine.version  # another configuration, other suites and another cache key
+    # another configuration, other suites and another cache key
+    assert bigger.plan.digest(generator.key) != mine.plan.digest(generator.key)
 
 
 def test_a_race_suite_burns_nothing_public_and_its_own_targets_for_later_races(
