@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
 from arena.storage import Base
-from arena.suites import PublicSuites, SuiteCache, SuitePlan
+from arena.suites import FixedSource, PublicSuites, SuiteCache, SuitePlan
 from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.llm_stub import create_app as create_stub_app
@@ -231,7 +231,7 @@ def test_miner_test_qualifying_runs_the_validators_generated_suite_of_a_week(
     plan = SuitePlan(race_per_category=sizes, qualifying_per_category=sizes, race_time=time(16),
                      first_day=date(2026, 11, 1))
     with ProblemGenerator.open(small_world.catalog_dir) as generator:
-        validators = PublicSuites(generator, plan=plan, seed_at=lambda slot: None,
+        validators = PublicSuites(FixedSource(generator), plan=plan, seed_at=lambda slot: None,
                                   cache=SuiteCache(engine))
         week = validators.qualifying_suite(date(2026, 11, 26))  # a Thursday of 2026-W48
     assert ran == {p.id for p in week} and len(ran) == 3
