@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from arena.suites import FixedSource
 from benchmarks.suite_year import simulate_year
 from shoppingbench.generator import GENERATOR_VERSION, ProblemGenerator
 from shoppingbench.logs import configure_logging
@@ -150,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures["space_per_category"] = generator.space()
         figures["space_s"] = round(time.perf_counter() - began, 2)
         if args.days:
-            year = simulate_year(generator, days=args.days, per_category=PER_CATEGORY["product"])
+            year = simulate_year(FixedSource(generator), days=args.days, per_category=PER_CATEGORY["product"])
             figures |= {f"year_{k}" if k.endswith("_s") else k: v for k, v in asdict(year).items()}
     if args.space_products and args.space_products != args.products:
         other = catalog_dir(args.space_products, args.seed, args.cache)

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
@@ -64,8 +65,8 @@ class CountingSource:
         self.key = generator.key
         self.calls = 0
 
-    def generate(self, seed: str, per_category: dict[Category, int], *,
-                 exclude_products: frozenset[str] = frozenset()) -> list[Problem]:
+    def generate(self, seed: str, per_category: Mapping[Category, int], *,
+                 exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]:
         self.calls += 1
         return self.generator.generate(seed, per_category, exclude_products=exclude_products)
 
