@@ -213,6 +213,26 @@ def test_restart_in_any_state_resumes_without_rerunning_work(tmp_path: Path) -> 
     assert final.state == replay(SqlEventStore.open(url).load())
 
 
+def test_a_race_keeps_the_key_of_the_generator_that_made_its_suite(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'race.sqlite3'}"
+    clock = ManualClock(T0)
+    engine = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    alice = enter(engine, clock, "alice", 0.6)
+    until_race(clock)
+    key = "sbgen-2/catalog/config"
+    started = engine.start_race("seed", ["p1"], generator=key)
+    assert isinstance(started, RaceStarted)
+    restarted = RaceEngine(SqlEventStore.open(url), RULES, clock)
+    assert restarted.state.running is not None and restarted.state.running.generator == key
+    restarted.record_race_result(alice, 0.5)
+    restarted.settle()
+    assert restarted.state.last_race is not None and restarted.state.last_race.generator == key
+    # A log written before races recorded their generator still replays, without one.
+    older = started.model_dump(mode="json", exclude={"generator"})
+    parsed = EVENT_ADAPTER.validate_json(json.dumps(older))
+    assert isinstance(parsed, RaceStarted) and parsed.generator is None
+
+
 def test_two_writers_on_one_log_are_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'race.sqlite3'}"
     clock = ManualClock(T0)

@@ -94,6 +94,7 @@ class CompletedRace(BaseModel):
 
     race_id: str
     day: date
+    generator: str | None = Field(default=None, description="Key of the generator that made the suite")
     entrants: tuple[str, ...]
     results: dict[str, float]
     standings: tuple[str, ...]
@@ -234,7 +235,8 @@ def _finished(state: RaceState, event: RaceFinished) -> RaceState:
     else:
         _require(reign is not None and event.winner == reign.submission_id,
                  "only a promotion changes the winner")
-    completed = CompletedRace(race_id=race.race_id, day=race.day, entrants=race.entrants,
+    completed = CompletedRace(race_id=race.race_id, day=race.day, generator=race.generator,
+                              entrants=race.entrants,
                               results=race.results, standings=event.standings, winner=event.winner,
                               promoted=event.promoted, required_margin=event.required_margin,
                               lead_lower_bound=event.lead_lower_bound, finished_at=event.at)
