@@ -1,12 +1,15 @@
-"""The generator schedule (SPEC 5): which generator makes each day's suites, checked at start-up, and a
+"""The generator schedule (SPEC 5): which generator makes each day's suites, checked at start-up; a
 validator that joins late across a generator upgrade arriving at the same suites and burnt clusters as one
-that ran through it, over the real generator and the small sample world's catalog."""
+that ran through it; and validators naming another upgrade day told they disagree. Over the real generator
+and the small sample world's catalog, a local chain and real SQLite stores."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from datetime import date, datetime, time, timedelta
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,8 @@ from pydantic import ValidationError
 from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
+from arena.chain import LocalChain
+from arena.race import ManualClock
 from arena.settings import ArenaSettings
 from arena.storage import Base
 from arena.suites import (
@@ -31,10 +36,16 @@ from arena.suites import (
 )
 from arena.suites.generators import LEXICON_ARCHIVE, LEXICON_FILE, check_schedule, open_scheduled_sources
 from arena.suites.schedule import require_known_versions
+from arena.validator import Validator
+from arena.validator.assemble import open_validator
 from neurons import validator as validator_cli
 from shoppingbench.generator import GENERATOR_VERSION, KNOWN_VERSIONS
 from shoppingbench.problems.models import Category, Problem
+from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
+from shoppingbench.sandbox.runner import AgentFile
+from tests.chain_support import make_wallet, register
+from trajectories.store import TrajectoryStore
 
 UPGRADE = date(2026, 11, 19)  # day D, a Thursday: the qualifying week of D-2..D+1 starts on Monday the 16th
 FIRST_DAY = UPGRADE - timedelta(days=2)
@@ -215,3 +226,54 @@ def test_a_validator_naming_another_upgrade_day_is_told_it_disagrees(suites_of: 
     assert mine.generator != theirs.generator and GENERATOR_VERSION in theirs.generator
     assert suite_bytes(mine.problems) != suite_bytes(theirs.problems)
     assert [p.id for p in mine.problems] != [p.id for p in theirs.problems]  # the race ids they publish
+
+
+def crashing_runner(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
+    """Agents that never finish: the validator process dies in the middle of the race."""
+    raise RuntimeError(f"killed during {run_id}")
+
+
+def test_a_validator_restarted_with_another_upgrade_day_refuses_the_race_it_was_running(
+        small_world: SampleWorld, tmp_path: Path) -> None:
+    """A validator that races day D with spec 2, dies mid-race and comes back naming the upgrade from D+1
+    would run D's race on other problems: it refuses, naming both generator keys; with the announced
+    schedule restored it goes on with the race."""
+    clock = ManualClock(datetime(2026, 11, 19, 9, tzinfo=UTC))  # day D, 09:00: the chain starts now
+    chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
+    wallets = {name: make_wallet(tmp_path / "wallets", name) for name in ("owner", "validator", "alice")}
+    for name, wallet in wallets.items():
+        register(chain, wallet, validator_permit=name == "validator")
+    settings = ArenaSettings(home=tmp_path / "home", qualifying_suite_per_category=1,
+                             race_suite_per_category=1)
+    with ExitStack() as stack:
+        def validator_naming(upgrade: date) -> Validator:
+            sources = stack.enter_context(open_scheduled_sources(small_world.catalog_dir, schedule(upgrade)))
+            store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}")
+            stack.callback(store.close)
+            validator = open_validator(settings=settings, chain=chain, wallet=wallets["validator"],
+                                       clock=clock, sources=sources, run_agent=crashing_runner, store=store)
+            stack.callback(validator.arena_db.dispose)
+            return validator
+
+        first = validator_naming(UPGRADE)
+        first.tick()  # yesterday's slot, before the first race day, is skipped
+        agent = b"print('an agent')\n"
+        first.files.put(hashlib.sha256(agent).hexdigest(), agent)
+        entered = first.race.submit(wallets["alice"].hotkey.ss58_address, hashlib.sha256(agent).hexdigest(),
+                                    commitment_block=chain.block())
+        assert entered.submission_id is not None
+        first.race.record_qualifying(entered.submission_id, 0.5)
+        clock.advance(timedelta(hours=7, minutes=5))
+        with pytest.raises(RuntimeError, match="killed during race-"):
+            first.tick()
+        running, drawn = first.race.state.running, first.suites.race_suite(UPGRADE)
+        assert running is not None and drawn is not None and running.generator == drawn.generator
+        other = validator_naming(UPGRADE + timedelta(days=1))
+        other_drawn = other.suites.race_suite(UPGRADE)
+        assert other_drawn is not None and other_drawn.generator != running.generator
+        with pytest.raises(RuntimeError, match=re.escape(
+                f"race {running.race_id} was generated by {running.generator}, but this validator now "
+                f"generates {UPGRADE}'s suite with {other_drawn.generator}")):
+            other.tick()
+        with pytest.raises(RuntimeError, match="killed during race-"):
+            validator_naming(UPGRADE).tick()
