@@ -39,7 +39,7 @@ from arena.suites.schedule import require_known_versions
 from arena.validator import Validator
 from arena.validator.assemble import open_validator
 from neurons import validator as validator_cli
-from shoppingbench.generator import GENERATOR_VERSION, KNOWN_VERSIONS
+from shoppingbench.generator import GENERATOR_VERSION, KNOWN_VERSIONS, ProblemGenerator
 from shoppingbench.problems.models import Category, Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
@@ -134,6 +134,14 @@ def test_a_version_the_code_does_not_know_is_named_with_the_ones_it_knows() -> N
                        match=f"from {UPGRADE} names version 'sbgen-99'.*knows {GENERATOR_VERSION}"):
         require_known_versions(plan, KNOWN_VERSIONS)
     require_known_versions(schedule(UPGRADE), KNOWN_VERSIONS)
+
+
+def test_the_generator_opens_the_versions_it_knows_and_names_them_for_any_other(
+        small_world: SampleWorld) -> None:
+    with ProblemGenerator.open(small_world.catalog_dir, version=GENERATOR_VERSION) as generator:
+        assert generator.key.startswith(f"{GENERATOR_VERSION}/")
+    with pytest.raises(ValueError, match=f"version 'sbgen-99'; this code knows {GENERATOR_VERSION}"):
+        ProblemGenerator.open(small_world.catalog_dir, version="sbgen-99")
 
 
 def test_configuration_overrides_the_generator_refuses_stop_the_start(tmp_path: Path) -> None:

@@ -213,7 +213,7 @@ class PublicSuites:
             kept = [p for p in problems if p not in linked]
             missing = {c: n for c in CATEGORIES if (n := sum(p.category == c for p in linked))}
             refill = source.generate(f"{seed}/refill-{round_number}", missing,
-                                          exclude_products=exclude | targets_of(problems))
+                                     exclude_products=exclude | targets_of(problems))
             problems = sorted([*kept, *refill], key=lambda p: CATEGORIES.index(p.category))
         return tuple(p for p in problems if not unlinked or self._wording.linked(p) is None)
 

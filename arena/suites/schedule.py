@@ -7,8 +7,8 @@ also covers every day before its own ``from_day`` (the arena's history before th
 before an upgrade therefore replay with the generator they were generated with, and the burnt-cluster
 history a later race depends on stays exact on a validator that joins late.
 
-Everything here is pure: the opening of the generators and the lexicon files is
-:mod:`arena.suites.generators`'.
+Everything here is pure; opening the generators and reading the lexicon files is
+:mod:`arena.suites.generators`' work.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class GeneratorSpec(BaseModel):
                                        description="sha256 of the lexicon file the version reads, pinned")
 
     def label(self) -> str:
-        """The spec as canonical JSON: what a log line or error message shows of it."""
+        """The spec as canonical JSON: the same text for equal specs whatever the order of their config keys
+        (specs are looked up by it: a ``config`` mapping cannot be hashed)."""
         return orjson.dumps(self.model_dump(mode="json", exclude_none=True),
                             option=orjson.OPT_SORT_KEYS).decode()
 
@@ -65,8 +66,8 @@ class GeneratorSchedule(BaseModel):
         for before, after in zip(self.entries, self.entries[1:], strict=False):
             if after.from_day <= before.from_day:
                 raise ValueError(f"generator schedule entries must be strictly ordered by from_day: "
-                                    f"{after.from_day} ({after.version}) follows {before.from_day} "
-                                    f"({before.version})")
+                                 f"{after.from_day} ({after.version}) follows {before.from_day} "
+                                 f"({before.version})")
         return self
 
     @classmethod
