@@ -236,14 +236,16 @@ class VerdictStore:
             pass
 
     def mark_copies(self, verdicts: Mapping[CodeKey, CopyOf]) -> list[CodeKey]:
-        """Turn the accepted files among ``verdicts`` into copies of their originals (an original uploaded
-        after its copy); returns the keys it changed. A copy stays a copy."""
+        """Record ``verdicts`` where they changed: an accepted file turned into a copy, or a copy whose
+        original turned out to copy an earlier file (an original uploaded after its copies); returns the
+        keys it changed. A copy stays a copy."""
         if not verdicts:
             return []
         with Session(self._engine) as session, session.begin():
             key = tuple_(_CodeRow.hotkey, _CodeRow.sha256, _CodeRow.commitment_block)
-            rows = session.scalars(select(_CodeRow).where(key.in_(list(verdicts)),
-                                                          _CodeRow.copy_of.is_(None))).all()
+            rows = [r for r in session.scalars(select(_CodeRow).where(key.in_(list(verdicts)))).all()
+                    if r.copy_of is None or CopyOf.model_validate_json(r.copy_of)
+                    != verdicts[(r.hotkey, r.sha256, r.commitment_block)]]
             changed = [(r.hotkey, r.sha256, r.commitment_block) for r in rows]
             for row, changed_key in zip(rows, changed, strict=True):
                 row.copy_of = verdicts[changed_key].model_dump_json()

@@ -4,7 +4,8 @@ The gate (``arena.submissions``) records one verdict per (hotkey, file, commitme
 the race engine's event log records what it was fed. An upload counts as fed when the log holds an
 accepted or rejected event for its hotkey and file at or after its commitment time, so a restart
 (or a crash between the two writes) neither loses nor repeats one. A copy verdict counts as fed when the
-race state holds that file marked a copy: also a file fed as accepted before the gate found its original.
+race state holds that file marked a copy of that original: also a file fed as accepted (or as a copy of a
+copy) before the gate found the original.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import structlog
 from sqlalchemy import Engine
 
 from arena.race import RaceEngine, RaceEvent, RaceState, Rejection
-from arena.race.events import SubmissionAccepted, SubmissionCopied, SubmissionRejected
+from arena.race.events import CopyOf, SubmissionAccepted, SubmissionCopied, SubmissionRejected
 from arena.submissions.store import UploadVerdict, VerdictStore
 
 log = structlog.get_logger(__name__)
@@ -47,7 +48,7 @@ def ingest_uploads(verdicts: Iterable[UploadVerdict], race: RaceEngine,
     for verdict in verdicts:
         key = (verdict.hotkey, verdict.sha256)
         if verdict.copy_of is not None:
-            if _marked_copy(race.state, key):
+            if _marked_copy(race.state, key, verdict.copy_of):
                 continue
         elif key in fed and fed[key] >= verdict.commitment_time:
             continue
@@ -65,5 +66,5 @@ def ingest_uploads(verdicts: Iterable[UploadVerdict], race: RaceEngine,
     return recorded
 
 
-def _marked_copy(state: RaceState, key: tuple[str, str]) -> bool:
-    return any((s.hotkey, s.code_hash) == key and s.copy_of is not None for s in state.submissions.values())
+def _marked_copy(state: RaceState, key: tuple[str, str], original: CopyOf) -> bool:
+    return any((s.hotkey, s.code_hash) == key and s.copy_of == original for s in state.submissions.values())
