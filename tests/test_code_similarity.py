@@ -4,6 +4,9 @@ copies of each are copies, no two distinct reference agents are."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,11 +66,15 @@ def test_normalisation_keeps_what_the_code_does() -> None:
     assert fingerprint(base).digest != fingerprint("def f(x):\n    return x(3)\n").digest
 
 
-def test_the_fingerprint_is_the_same_on_every_run() -> None:
-    """Validators must agree: the MinHash is seeded, not drawn from the process's hash randomisation."""
-    source = DISTINCT_AGENTS[0].read_text()
-    assert fingerprint(source) == fingerprint(source)
-    assert fingerprint(source).minhash[:3] == fingerprint(str(source)).minhash[:3]
+def test_the_fingerprint_is_the_same_in_every_process() -> None:
+    """Validators must agree: the MinHash is seeded and hashes bytes, never Python's randomised ``hash``."""
+    agent = DISTINCT_AGENTS[0]
+    script = ("import sys; from shoppingbench.submission_check.similarity import fingerprint; "
+              "print(fingerprint(open(sys.argv[1]).read()).model_dump_json())")
+    outputs = {subprocess.run([sys.executable, "-c", script, str(agent)], capture_output=True, text=True,
+                              check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
+               for seed in ("1", "2")}
+    assert outputs == {fingerprint(agent.read_text()).model_dump_json()}
 
 
 def test_a_file_that_does_not_parse_raises() -> None:
