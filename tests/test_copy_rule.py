@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from arena.submissions.copies import CodeEntry, chain_position, copy_verdicts
+from arena.submissions.copies import CodeEntry, chain_position, copy_verdicts, verdicts_after_upload
 from shoppingbench.submission_check.similarity import fingerprint
 from tests.copy_variants import DISTINCT_AGENTS, extended, reformatted, renamed
 
@@ -50,3 +50,18 @@ def test_unknown_extrinsic_indices_come_after_known_ones_in_a_block() -> None:
     known, unknown = entry("zed", AGENT, 5, 3), entry("amy", AGENT, 5, None)
     assert chain_position(known) < chain_position(unknown)
     assert copy_verdicts([unknown, known])[unknown.key].hotkey == "zed"
+
+
+def test_an_upload_is_judged_against_the_settled_originals_and_rejudges_only_later_files() -> None:
+    original, copy, honest = entry("a", AGENT, 10), entry("b", renamed(AGENT), 11), entry("c", OTHER, 12)
+    # The copy was uploaded first and accepted; the honest file is after it in chain order.
+    verdicts = verdicts_after_upload(original, [(copy, False), (honest, False)])
+    assert {key: o.hotkey for key, o in verdicts.items()} == {copy.key: "a"}
+    # Later still, an even earlier commitment of the same code arrives: both now copy it.
+    earliest = entry("z", AGENT, 9)
+    verdicts = verdicts_after_upload(earliest, [(copy, True), (honest, False), (original, False)])
+    assert {key: o.hotkey for key, o in verdicts.items()} == {original.key: "z", copy.key: "z"}
+    # A file after the others is compared with the settled originals only, never with a copy.
+    late = entry("d", reformatted(AGENT), 20)
+    verdicts = verdicts_after_upload(late, [(copy, True), (original, False), (honest, False)])
+    assert {key: o.hotkey for key, o in verdicts.items()} == {late.key: "a"}

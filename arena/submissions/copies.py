@@ -7,19 +7,19 @@ every validator whatever order the uploads reached it in: the commitment block, 
 place in its block where the chain reports it. Only on a chain that does not report it do two
 commitments of one block fall back to hotkey order (one party holding both keys gains nothing from it).
 
-A hotkey re-uploading its own code is not a copy. The verdicts are recomputed over all files whenever one
-arrives, so an original uploaded after its copy (but committed before it) turns the copy's acceptance
-into a copy verdict.
+A hotkey re-uploading its own code is not a copy. When a file arrives, it and every file after it in
+chain order are judged again against the settled originals before it, so an original uploaded after its
+copy (but committed before it) turns the copy's acceptance into a copy verdict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from arena.race.events import CopyOf
-from shoppingbench.submission_check.similarity import CodeFingerprint, is_copy, similarity
+from shoppingbench.submission_check.similarity import CodeFingerprint, FingerprintIndex
 
 CodeKey = tuple[str, str, int]
 """(hotkey, sha256, commitment block): one file at one commitment, as verdicts are keyed."""
@@ -47,21 +47,35 @@ def chain_position(entry: CodeEntry) -> tuple[int, bool, int, str, str]:
     return entry.commitment_block, index is None, index or 0, entry.hotkey, entry.sha256
 
 
-def _copy_of(entry: CodeEntry, original: CodeEntry) -> CopyOf:
-    same = entry.fingerprint.digest == original.fingerprint.digest
-    return CopyOf(hotkey=original.hotkey, code_hash=original.sha256,
-                  commitment_block=original.commitment_block,
-                  similarity=1.0 if same else similarity(entry.fingerprint, original.fingerprint))
+def copy_verdicts(entries: Iterable[CodeEntry], originals: Sequence[CodeEntry] = ()) -> dict[CodeKey, CopyOf]:
+    """Each of ``entries`` that copies an earlier original of another hotkey, with the original (the
+    earliest that matches).
 
-
-def copy_verdicts(entries: Iterable[CodeEntry]) -> dict[CodeKey, CopyOf]:
-    """Each file that copies an earlier original of another hotkey, with the original (the earliest match)."""
-    originals: list[CodeEntry] = []
+    ``originals`` are the files before every one of ``entries`` in chain order that are not copies, in
+    chain order: their verdicts are settled, so a new upload is compared with them at once (one vector
+    comparison per file, not every pair of the history again) and only ``entries`` are judged.
+    """
+    kept = list(originals)
+    index = FingerprintIndex(o.fingerprint for o in kept)
     verdicts: dict[CodeKey, CopyOf] = {}
     for entry in sorted(entries, key=chain_position):
-        original = next((o for o in originals if is_copy(entry.fingerprint, o.fingerprint)), None)
-        if original is not None and original.hotkey != entry.hotkey:
-            verdicts[entry.key] = _copy_of(entry, original)
+        match = index.first_copied(entry.fingerprint)
+        if match is not None and kept[match[0]].hotkey != entry.hotkey:
+            original = kept[match[0]]
+            verdicts[entry.key] = CopyOf(hotkey=original.hotkey, code_hash=original.sha256,
+                                         commitment_block=original.commitment_block, similarity=match[1])
         else:
-            originals.append(entry)
+            kept.append(entry)
+            index.add(entry.fingerprint)
     return verdicts
+
+
+def verdicts_after_upload(entry: CodeEntry,
+                          stored: Sequence[tuple[CodeEntry, bool]]) -> dict[CodeKey, CopyOf]:
+    """The copy verdicts once ``entry`` joins the ``stored`` files (each with whether it is a copy): for
+    ``entry`` and every file after it in chain order, judged against the originals before it."""
+    position = chain_position(entry)
+    before = sorted((e for e, copied in stored if chain_position(e) < position and not copied),
+                    key=chain_position)
+    after = [e for e, _ in stored if chain_position(e) > position]
+    return copy_verdicts([entry, *after], originals=before)

@@ -39,7 +39,7 @@ from arena.chain.models import Commitment
 from arena.race.clock import Clock, SystemClock
 from arena.race.events import CopyOf
 from arena.race.rules import RaceRules
-from arena.submissions.copies import CodeEntry, copy_verdicts
+from arena.submissions.copies import CodeEntry, verdicts_after_upload
 from arena.submissions.models import (
     MAX_BODY_BYTES,
     SUBMISSIONS_PATH,
@@ -172,7 +172,7 @@ class SubmissionGate:
         """Record the file as accepted or as a copy (the original it copies is returned), and mark the
         accepted files it turns into copies (committed after it, uploaded before it)."""
         with self._copy_rule:
-            verdicts = copy_verdicts([*self.verdicts.code_entries(), entry])
+            verdicts = verdicts_after_upload(entry, self.verdicts.code_entries())
             copy_of = verdicts.get(entry.key)
             self.verdicts.record(submission, "copy" if copy_of else "accepted", code=entry, copy_of=copy_of)
             for hotkey, sha256, block in self.verdicts.mark_copies(verdicts):

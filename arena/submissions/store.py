@@ -205,12 +205,14 @@ class VerdictStore:
             rows = session.execute(query).all()
         return [_verdict(row, findings, copy_of) for row, findings, copy_of in rows]
 
-    def code_entries(self) -> list[CodeEntry]:
-        """The fingerprint and chain place of every file that passed static analysis."""
+    def code_entries(self) -> list[tuple[CodeEntry, bool]]:
+        """The fingerprint and chain place of every file that passed static analysis, and whether it is
+        a copy."""
         with Session(self._engine) as session:
-            return [CodeEntry(hotkey=r.hotkey, sha256=r.sha256, commitment_block=r.commitment_block,
-                              extrinsic_index=r.extrinsic_index,
-                              fingerprint=CodeFingerprint.model_validate_json(r.fingerprint))
+            return [(CodeEntry(hotkey=r.hotkey, sha256=r.sha256, commitment_block=r.commitment_block,
+                               extrinsic_index=r.extrinsic_index,
+                               fingerprint=CodeFingerprint.model_validate_json(r.fingerprint)),
+                     r.copy_of is not None)
                     for r in session.scalars(select(_CodeRow)).all()]
 
     def record(self, submission: Submission, outcome: str, findings: Sequence[Finding] = (), *,

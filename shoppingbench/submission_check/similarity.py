@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Iterable
 from typing import Final
 
+import numpy as np
 from datasketch import MinHash
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -134,6 +136,31 @@ def similarity(a: CodeFingerprint, b: CodeFingerprint) -> float:
     return sum(x == y for x, y in zip(a.minhash, b.minhash, strict=True)) / PERMUTATIONS
 
 
+class FingerprintIndex:
+    """Fingerprints in the order they were added, each candidate compared with all of them at once."""
+
+    def __init__(self, fingerprints: Iterable[CodeFingerprint] = ()) -> None:
+        self._digests: dict[str, int] = {}
+        self._signatures = np.empty((0, PERMUTATIONS), dtype=np.uint64)
+        for found in fingerprints:
+            self.add(found)
+
+    def add(self, fingerprint: CodeFingerprint) -> None:
+        self._digests.setdefault(fingerprint.digest, len(self._signatures))
+        self._signatures = np.vstack([self._signatures, np.array(fingerprint.minhash, dtype=np.uint64)])
+
+    def first_copied(self, candidate: CodeFingerprint) -> tuple[int, float] | None:
+        """The position of the first fingerprint ``candidate`` copies (the same normalised code, or a
+        similarity of at least ``COPY_SIMILARITY``) and that similarity (1.0 for the same code)."""
+        shares = (self._signatures == np.array(candidate.minhash, dtype=np.uint64)).sum(axis=1) / PERMUTATIONS
+        near = np.flatnonzero(shares >= COPY_SIMILARITY)
+        same = self._digests.get(candidate.digest)
+        first = min([*near.tolist(), *([] if same is None else [same])], default=None)
+        if first is None:
+            return None
+        return first, 1.0 if first == same else float(shares[first])
+
+
 def is_copy(candidate: CodeFingerprint, original: CodeFingerprint) -> bool:
     """Whether ``candidate`` is ``original`` up to names, literals and formatting, or a near-copy of it."""
-    return candidate.digest == original.digest or similarity(candidate, original) >= COPY_SIMILARITY
+    return FingerprintIndex([original]).first_copied(candidate) is not None
