@@ -140,10 +140,12 @@ class FingerprintIndex:
     """Fingerprints in the order they were added, each candidate compared with all of them at once."""
 
     def __init__(self, fingerprints: Iterable[CodeFingerprint] = ()) -> None:
+        listed = list(fingerprints)
         self._digests: dict[str, int] = {}
-        self._signatures = np.empty((0, PERMUTATIONS), dtype=np.uint64)
-        for found in fingerprints:
-            self.add(found)
+        for position, found in enumerate(listed):
+            self._digests.setdefault(found.digest, position)
+        self._signatures = np.array([f.minhash for f in listed], dtype=np.uint64).reshape(len(listed),
+                                                                                            PERMUTATIONS)
 
     def add(self, fingerprint: CodeFingerprint) -> None:
         self._digests.setdefault(fingerprint.digest, len(self._signatures))
