@@ -2,14 +2,15 @@
 
 A copier keeps the logic and changes what does not run differently: names, literals, comments,
 docstrings, layout, the order of functions, a few statements added. The file is parsed and normalised
-(every identifier becomes ``_``, every literal its type, docstrings and bare strings dropped; comments
-and layout are gone with the parse), then read two ways:
+into a pre-order token stream (:func:`normalised_tokens`: each node's type and child count; of its
+values only a literal's type and an imported module's name, so every identifier is dropped; docstrings
+and bare strings are left out; comments and layout are gone with the parse), then read two ways:
 
-- ``digest``: the sha256 of the normalised tree. Equal digests are the same program up to names,
-  literals, comments, docstrings and formatting: a copy, whatever the similarity says.
-- ``minhash``: a MinHash (``datasketch``) of the set of ``SHINGLE_TOKENS``-grams of the normalised tree's
-  pre-order node-type stream. Its estimated Jaccard similarity catches near-copies (statements added or
-  removed, functions reordered): ``COPY_SIMILARITY`` and above is a copy.
+- ``digest``: the sha256 of the tokens. Equal digests are the same program up to names, literals,
+  comments, docstrings and formatting: a copy, whatever the similarity says.
+- ``minhash``: a MinHash (``datasketch``) of the set of ``SHINGLE_TOKENS``-grams of the tokens (without
+  child counts). Its estimated Jaccard similarity catches near-copies (statements added or removed,
+  functions reordered): ``COPY_SIMILARITY`` and above is a copy.
 
 The threshold is fixed by tests (``tests/test_code_similarity.py``): every pair of the repository's
 distinct reference agents stays below it (the closest pair, two agents written from one template, is
@@ -28,16 +29,16 @@ from datasketch import MinHash
 from pydantic import BaseModel, ConfigDict, Field
 
 SHINGLE_TOKENS: Final = 8
-"""Node types per shingle: short enough that a few inserted statements leave most shingles intact, long
+"""Tokens per shingle: short enough that a few inserted statements leave most shingles intact, long
 enough that shared idioms (a call on an attribute, a loop over a list) are not whole shingles alone."""
 PERMUTATIONS: Final = 256
 """MinHash size: the Jaccard estimate's standard error is at most 1/(2 sqrt(256)) = 0.031."""
 MINHASH_SEED: Final = 22
 """Fixed, so every validator computes the same signature for the same file."""
-COPY_SIMILARITY: Final = 0.72
+COPY_SIMILARITY: Final = 0.74
 """Estimated Jaccard similarity at or above which a file is a near-copy: between the closest pair of distinct
-reference agents (0.63, two files from one template) and a three-statement extension of the smallest one
-(0.81), more than three standard errors from each."""
+reference agents (0.67, two files from one template) and a three-statement extension of the smallest one
+(0.82), more than two standard errors from each."""
 
 
 class CodeFingerprint(BaseModel):
@@ -50,84 +51,52 @@ class CodeFingerprint(BaseModel):
                                      description="MinHash of the normalised tree's node-type shingles")
 
 
-class _Normaliser(ast.NodeTransformer):
-    """Names to ``_``, literals to their type's name, docstrings and bare string statements dropped."""
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Name(id="_", ctx=node.ctx)
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        self.generic_visit(node)
-        node.arg = "_"
-        node.type_comment = None
-        return node
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        self.generic_visit(node)
-        node.attr = "_"
-        return node
-
-    def visit_keyword(self, node: ast.keyword) -> ast.AST:
-        self.generic_visit(node)
-        node.arg = None if node.arg is None else "_"
-        return node
-
-    def visit_alias(self, node: ast.alias) -> ast.AST:
-        # The imported module's name stays (it says what the code uses); the local alias is a name.
-        return ast.alias(name=node.name, asname=None if node.asname is None else "_")
-
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        return ast.Constant(value=type(node.value).__name__)
-
-    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
-        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return None  # a docstring or a string used as a comment: documentation, not code
-        self.generic_visit(node)
-        return node
-
-    def visit_Global(self, node: ast.Global) -> ast.AST:
-        return ast.Global(names=["_"] * len(node.names))
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
-        return ast.Nonlocal(names=["_"] * len(node.names))
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        # Definitions, exception handlers and match captures carry their name as ``name``.
-        if isinstance(getattr(node, "name", None), str):
-            node.name = "_"  # type: ignore[attr-defined]
-        return super().generic_visit(node)
+def _is_docstring(node: ast.AST) -> bool:
+    """A bare string statement: a docstring or a string used as a comment, documentation and not code."""
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str))
 
 
-def normalised_tree(source: str) -> ast.Module:
-    """The parsed file with names, literals and docstrings normalised; raises ``SyntaxError``."""
-    tree = _Normaliser().visit(ast.parse(source))
-    assert isinstance(tree, ast.Module)
-    return tree
+def _kept(node: ast.AST) -> str:
+    """What normalisation keeps of a node's own values: a literal's type, an imported module's name.
+    Identifiers (names, arguments, attributes, keywords, definitions, aliases) are dropped."""
+    if isinstance(node, ast.Constant):
+        return f":{type(node.value).__name__}"
+    if isinstance(node, ast.alias):
+        return f":{node.name}"
+    if isinstance(node, ast.ImportFrom):
+        return f":{node.module}:{node.level}"
+    return ""
 
 
-def node_stream(tree: ast.AST) -> list[str]:
-    """The tree's node types in pre-order: the token stream shingles are taken from."""
-    stream: list[str] = []
-    pending: list[ast.AST] = [tree]
+def normalised_tokens(source: str) -> list[str]:
+    """The parsed file in pre-order, one token per node: its type, what :func:`_kept` keeps and its
+    number of children (so the tokens determine the tree). Iterative: a deeply nested file cannot
+    exhaust the stack. Raises ``SyntaxError`` when the file does not parse."""
+    tokens: list[str] = []
+    pending: list[ast.AST] = [ast.parse(source)]
     while pending:
         node = pending.pop()
-        stream.append(type(node).__name__)
-        pending.extend(reversed(list(ast.iter_child_nodes(node))))
-    return stream
+        children = [child for child in ast.iter_child_nodes(node) if not _is_docstring(child)]
+        tokens.append(f"{type(node).__name__}{_kept(node)}/{len(children)}")
+        pending.extend(reversed(children))
+    return tokens
 
 
-def shingles(stream: list[str]) -> set[bytes]:
-    """The distinct ``SHINGLE_TOKENS``-grams of ``stream`` (the whole stream when it is shorter)."""
-    width = min(SHINGLE_TOKENS, len(stream))
-    return {" ".join(stream[i:i + width]).encode() for i in range(len(stream) - width + 1)}
+def shingles(tokens: list[str]) -> set[bytes]:
+    """The distinct ``SHINGLE_TOKENS``-grams of ``tokens`` without their child counts (a statement added
+    to a block changes the block's count, not what the copy is made of); the whole stream when shorter."""
+    kinds = [token.rsplit("/", 1)[0] for token in tokens]
+    width = min(SHINGLE_TOKENS, len(kinds))
+    return {" ".join(kinds[i:i + width]).encode() for i in range(len(kinds) - width + 1)}
 
 
 def fingerprint(source: str) -> CodeFingerprint:
     """The file's fingerprint; ``SyntaxError`` when it does not parse (static analysis refuses it first)."""
-    tree = normalised_tree(source)
+    tokens = normalised_tokens(source)
     signature = MinHash(num_perm=PERMUTATIONS, seed=MINHASH_SEED)
-    signature.update_batch(sorted(shingles(node_stream(tree))))
-    return CodeFingerprint(digest=hashlib.sha256(ast.dump(tree).encode()).hexdigest(),
+    signature.update_batch(sorted(shingles(tokens)))
+    return CodeFingerprint(digest=hashlib.sha256("\n".join(tokens).encode()).hexdigest(),
                            minhash=tuple(int(v) for v in signature.hashvalues))
 
 
