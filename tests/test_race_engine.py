@@ -21,10 +21,10 @@ from arena.race import (
     SqlEventStore,
     replay,
 )
-from arena.race.events import RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
+from arena.race.events import CopyOf, RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
 from arena.race.state import InvalidEvent
 from arena.storage import ConcurrentWriterError, open_database
-from arena.weights import ranking, seeded_tie_break
+from arena.weights import WeightRules, race_shares, ranking, seeded_tie_break
 from shoppingbench.submission_check import check_agent
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)  # a Wednesday morning; races at 16:00 UTC
@@ -427,3 +427,28 @@ def test_logs_written_before_blocks_outcomes_and_bounds_still_replay() -> None:
     assert submission.qualified_at == datetime(2026, 11, 18, 9, 5, tzinfo=UTC)
     assert state.last_race is not None and state.last_race.lead_lower_bound is None
     assert state.reign is not None and state.reign.submission_id == "s1"
+
+
+def test_an_entrant_found_to_be_a_copy_while_racing_is_passed_over_and_earns_nothing() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    enter(engine, clock, "alice", 0.8, block=1)
+    until_race(clock)
+    race(engine, {"alice": 0.5})
+    copycat = enter(engine, clock, "mallory", 0.8, block=90)
+    honest = enter(engine, clock, "bob", 0.8, block=95)
+    until_race(clock)
+    assert engine.race_due() is not None
+    engine.start_race("0xblock2", ["p1", "p2", "p3"])
+    # The original of mallory's file (committed earlier, uploaded late) reaches the gate mid-race.
+    original = CopyOf(hotkey="carol", code_hash="c" * 64, commitment_block=80, similarity=1.0)
+    assert engine.submit("mallory", engine.state.submissions[copycat].code_hash, commitment_block=90,
+                         copy_of=original).status == "copy"
+    assert engine.state.submissions[copycat].status == "racing"
+    for sid, score in ((copycat, 0.95), (honest, 0.9)):
+        engine.record_race_result(sid, score)
+    engine.record_race_result(engine.state.reign.submission_id, 0.5)  # type: ignore[union-attr]
+    assert engine.state.reign is not None and engine.state.reign.submission_id == honest
+    finishers, winner = engine.weights_input()
+    shares = race_shares(finishers, winner, WeightRules())
+    assert "mallory" not in shares and winner == "bob"

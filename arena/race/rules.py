@@ -71,21 +71,23 @@ def standings(race: RunningRace, state: RaceState) -> tuple[str, ...]:
 def decide_race(race: RunningRace, state: RaceState, rules: RaceRules, now: datetime) -> RaceFinished:
     """The outcome of a race with every result in.
 
-    The best challenger (the first in the standings: among equal scores the seeded tie-break) takes
-    over when there is no winner yet, or when its race score beats the reigning winner's by more than
-    the margin for the reign's age at this race's slot and the paired bootstrap's lower bound on that
-    lead is above zero (margin alone when either result lacks per-problem outcomes). Ties never unseat
-    the winner.
+    The best challenger (the first in the standings, among equal scores the seeded tie-break's; a
+    challenger found to be a copy while it raced is passed over) takes over when there is no winner yet,
+    or when it is no copy and its race score beats the reigning winner's by more than the margin for the
+    reign's age at this race's slot and the paired bootstrap's lower bound on that lead is above zero
+    (margin alone when either result lacks per-problem outcomes). Ties never unseat the winner.
     """
     ranked = standings(race, state)
-    best = next(sid for sid in ranked if sid != race.defender)
+    challengers = [sid for sid in ranked if sid != race.defender]
+    best = next((sid for sid in challengers if state.submissions[sid].copy_of is None), challengers[0])
     if race.defender is None or state.reign is None:
         return RaceFinished(at=now, race_id=race.race_id, standings=ranked, winner=best, promoted=True,
                             required_margin=0.0, embargo_until=embargo_until(race.day))
     margin = rules.margin.margin(race.slot - state.reign.since)
     bound = lead_lower_bound(race.outcomes.get(best, ()), race.outcomes.get(race.defender, ()), race.seed,
                              resamples=rules.promotion_resamples, confidence=rules.promotion_confidence)
-    promoted = clears(race.results[best] - race.results[race.defender], margin, bound)
+    promoted = (state.submissions[best].copy_of is None
+                and clears(race.results[best] - race.results[race.defender], margin, bound))
     return RaceFinished(at=now, race_id=race.race_id, standings=ranked,
                         winner=best if promoted else race.defender, promoted=promoted, required_margin=margin,
                         lead_lower_bound=bound, embargo_until=embargo_until(race.day) if promoted else None)
