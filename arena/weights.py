@@ -2,15 +2,19 @@
 
 The reigning winner gets ``winner_share``; the rest of the top half of finishers (by race score) share
 ``taper_share`` on a linear taper (the best of them the most); everything else goes to the burn uid.
-A hotkey missing from the metagraph is dropped and its share burnt, so nobody else's share moves when
-someone deregisters. Before the first race everything burns.
+The taper is over distinct code: a finisher whose code turned out to be a copy of another's
+(``copy_of``) takes no slot and does not count towards the half. A hotkey missing from the metagraph is
+dropped and its share burnt, so nobody else's share moves when someone deregisters. Before the first
+race everything burns.
 
-Shares are exact fractions and the tie-break is total and from chain data (score, then commitment
-block, then hotkey), so the same race results give the same bytes on every validator, in any input order.
+Shares are exact fractions and the tie-break is total: equal scores order by :func:`seeded_tie_break`, a
+hash of the race's seed and the hotkey, which nobody can compute (nor grind a hotkey for) before the
+seed's block exists. The same race results give the same bytes on every validator, in any input order.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import struct
 from collections.abc import Mapping, Sequence
@@ -43,8 +47,10 @@ class Finisher(BaseModel):
 
     hotkey: str = Field(min_length=1)
     score: float = Field(ge=0, le=1, allow_inf_nan=False)
-    commitment_block: int | None = Field(description="Chain block of the agent's commitment (None: unknown, "
-                                                     "from an old log; ranks after any block)")
+    tie_break: str = Field(pattern=r"^[0-9a-f]{64}$",
+                           description=":func:`seeded_tie_break` of the race's seed and the hotkey")
+    copy_of: str | None = Field(default=None, description="The hotkey whose earlier code this finisher's "
+                                                          "is a copy of: it takes no taper slot")
 
 
 class WeightVector(BaseModel):
@@ -73,10 +79,18 @@ def _exact(value: float) -> Fraction:
     return Fraction(repr(value))
 
 
+def seeded_tie_break(seed: str, hotkey: str) -> str:
+    """The order of ``hotkey`` among equal race scores of the race seeded ``seed`` (lower first).
+
+    The seed is the hash of a block final only at race time, so before it exists no hotkey can be chosen
+    (or ground) to win a tie, and the order changes from race to race rather than following hotkey order.
+    """
+    return hashlib.sha256(f"tie-break\0{seed}\0{hotkey}".encode()).hexdigest()
+
+
 def ranking(finishers: Sequence[Finisher]) -> list[Finisher]:
-    """Best first: higher score, then earlier commitment block, then hotkey."""
-    return sorted(finishers, key=lambda f: (-f.score, f.commitment_block is None, f.commitment_block or 0,
-                                            f.hotkey))
+    """Best first: higher score, then the lower seeded tie-break (hotkey last: equal only for one hotkey)."""
+    return sorted(finishers, key=lambda f: (-f.score, f.tie_break, f.hotkey))
 
 
 def race_shares(finishers: Sequence[Finisher], winner: str | None, rules: WeightRules) -> dict[str, Fraction]:
@@ -87,8 +101,9 @@ def race_shares(finishers: Sequence[Finisher], winner: str | None, rules: Weight
     if winner is None:
         return {}
     shares = {winner: _exact(rules.winner_share)}
-    entrants = len(set(hotkeys) | {winner})
-    others = [f.hotkey for f in ranking(finishers) if f.hotkey != winner]
+    distinct = [f for f in finishers if f.copy_of is None]
+    entrants = len({f.hotkey for f in distinct} | {winner})
+    others = [f.hotkey for f in ranking(distinct) if f.hotkey != winner]
     tapered = others[:math.ceil(entrants / 2) - 1]
     total_rank = len(tapered) * (len(tapered) + 1) // 2
     for rank, hotkey in enumerate(tapered):

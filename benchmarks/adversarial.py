@@ -23,6 +23,11 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
 - ``sandbox_proc`` (8): pid 1's command line and signals from the agent;
 - ``table_cheater``: the masked lookup table scores on public problems and 0 on a freshly generated suite;
 - ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer.
+- ``copy_farm`` (issue 22): three hotkeys upload one agent verbatim, renamed and reformatted (also before
+  the original, in its block), or padded with statements: refused as copies, none races, the taper
+  goes to honest challengers;
+- ``tie_grinding`` (issue 22): hotkeys ground to sort first, or committed earlier, do not win equal race
+  scores: the tie breaks on a hash of the race seed and the hotkey, in the race and the weights.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",

@@ -469,7 +469,11 @@ def _embargo_text(entry: EmbargoEntry | None) -> str:
 
 
 def _rejection_text(submission: Submission) -> str:
-    rejection = submission.rejection
+    """Why the validator refused the file: static analysis' reason, or the original it copies."""
+    rejection, original = submission.rejection, submission.copy_of
+    if original is not None:
+        return (f"copy of {original.hotkey}'s {original.code_hash[:12]} (block {original.commitment_block}, "
+                f"similarity {original.similarity:.2f}): no race, no weight")
     return "" if rejection is None else f"{rejection.kind}: {rejection.reason}"
 
 
@@ -517,7 +521,7 @@ def _status_table(report: ValidatorReport) -> Table:
     # What a validator answers is untrusted: Text cells keep its strings from being read as markup.
     table = Table(title=Text(f"validator uid {report.uid} {report.hotkey} ({report.url})"))
     for column in ("submission", "submitted", "state", "qualifying score", "race score", "embargo",
-                   "why rejected"):
+                   "why refused"):
         table.add_column(column)
     for a in report.agents:
         qualifying = "" if a.qualifying_score is None else f"{a.qualifying_score:.4f}"

@@ -2,7 +2,8 @@
 
 A local chain with a manual clock, validators serving their API on loopback, and miners that upload
 the bundled agents with ``miner submit`` (real sr25519 wallets, commitments and signed uploads): the
-scripted baseline, the sub-task agent, the ReAct agent, a cheater whose hard-coded answer the
+scripted baseline, the sub-task agent, the ReAct agent, a copycat uploading the ReAct agent renamed and
+reformatted (refused as a copy: no race, no weight), a cheater whose hard-coded answer the
 validators' gate refuses, and a table cheater carrying the masked answers of every public problem (the
 sample world's bank and this week's qualifying suite), which the gate cannot see. The clock then jumps to
 the next race slot, so qualifying, the race (its problems generated from the chain's seed), promotion and
@@ -37,6 +38,7 @@ from arena.validator import (
 )
 from arena.validator.demo import (
     attempts_per_label,
+    copycat_source,
     literal_cheater_source,
     next_race_tick,
     standings,
@@ -57,6 +59,7 @@ MARKER = ".network-demo"
 OWNER = "owner"  # registered first: uid 0, the burn uid
 AGENTS = {"baseline": Path(scripted_baseline.__file__), "subtask": Path(sub_task.__file__),
           "react": Path(react_llm.__file__)}
+COPYCAT = "copycat"
 CHEATER = "cheater"
 TABLE_CHEATER = "table-cheater"
 TEMPO = 100
@@ -113,7 +116,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                        weights_rate_limit=WEIGHTS_RATE_LIMIT)
     wallets_dir = root / "wallets"
     validator_names = [f"validator-{n}" for n in range(1, validators + 1)]
-    miner_names = [*AGENTS, CHEATER, TABLE_CHEATER]
+    miner_names = [*AGENTS, COPYCAT, CHEATER, TABLE_CHEATER]  # the copycat commits after the ReAct agent
     wallets = {name: new_wallet(wallets_dir, name) for name in [OWNER, *validator_names, *miner_names]}
     for name, wallet in wallets.items():
         chain.register(wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
@@ -125,6 +128,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     sources.mkdir()
     for name, path in AGENTS.items():
         shutil.copyfile(path, sources / f"{name}.py")
+    (sources / f"{COPYCAT}.py").write_bytes(copycat_source(AGENTS["react"].read_text()))
 
     scripted = settings.inference_base_url is None
     if scripted:
@@ -217,9 +221,16 @@ def print_summary(result: DemoResult, console: Console) -> None:
         f"{name} {'delivered' if code == 0 else f'not delivered (exit {code})'}"
         for name, code in result.submit_exit_codes.items()))
     for submission in first.race.state.submissions.values():
+        name = result.miners.get(submission.hotkey, submission.hotkey)
         if submission.rejection is not None:
-            console.print(f"rejected: {result.miners.get(submission.hotkey, submission.hotkey)} "
-                          f"({submission.rejection.kind}): {submission.rejection.reason}", markup=False)
+            console.print(f"rejected: {name} ({submission.rejection.kind}): {submission.rejection.reason}",
+                          markup=False)
+        if submission.copy_of is not None:
+            original = submission.copy_of
+            console.print(f"refused as a copy: {name}'s file is "
+                          f"{result.miners.get(original.hotkey, original.hotkey)}'s (committed at block "
+                          f"{original.commitment_block}, similarity {original.similarity:.2f}): no race, "
+                          "no weight", markup=False)
     names = {n.uid: result.miners.get(n.hotkey, n.hotkey) for n in result.chain.metagraph().neurons}
     for validator in result.validators:
         weights = result.chain.weights(validator.hotkey)

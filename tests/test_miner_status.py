@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from arena.chain import AxonInfo, LocalChain
 from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules, Rejection
 from arena.race.calendar import MarginCurve
-from arena.race.events import RaceStarted
+from arena.race.events import CopyOf, RaceStarted
 from arena.submissions.store import FileStore
 from arena.validator.api import ArenaView, create_app
 from neurons.miner import EXIT_NO_ANSWER, app
@@ -156,3 +156,30 @@ def test_status_says_why_a_validator_rejected_the_file(tmp_path: Path) -> None:
     row = next(line for line in result.output.splitlines() if submission_id in line)
     assert "rejected" in row
     assert f"security: {finding.rule} (line {finding.line})" in row
+
+
+def test_status_names_the_original_of_a_copy(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    chain = LocalChain(tmp_path / "home" / "local-chain.sqlite3", clock=clock)
+    wallets = tmp_path / "wallets"
+    validator, miner = make_wallet(wallets, "validator"), make_wallet(wallets, "miner")
+    register(chain, validator, validator_permit=True)
+    register(chain, miner)
+    events = MemoryEventStore()
+    engine = RaceEngine(events, RULES, clock)
+    original = CopyOf(hotkey="5OriginalMinerHotkey", code_hash="ab" * 32, commitment_block=41,
+                      similarity=0.93)
+    outcome = engine.submit(miner.hotkey.ss58_address, "cd" * 32, commitment_block=57, copy_of=original)
+    assert outcome.status == "copy"
+    (submission_id,) = engine.state.submissions
+    store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}")
+    view = ArenaView(events=events, store=store, files=FileStore(tmp_path / "agents"), clock=clock)
+    with serve(chain, validator, create_app(view)):
+        result = CliRunner().invoke(app, ["status", "--wallet-name", "miner", "--wallet-path", str(wallets),
+                                          "--chain", "local", "--home", str(tmp_path / "home")])
+    store.close()
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if submission_id in line)
+    assert "copy" in row
+    assert ("copy of 5OriginalMinerHotkey's abababababab (block 41, similarity 0.93): no race, no weight"
+            in row)

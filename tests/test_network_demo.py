@@ -26,7 +26,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.store import TrajectoryStore
 
 
-def test_network_demo_races_generated_problems_rejects_one_cheater_and_the_other_loses(
+def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_the_table_loses(
         tmp_path: Path, small_world: SampleWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
     monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
@@ -43,14 +43,16 @@ def test_network_demo_races_generated_problems_rejects_one_cheater_and_the_other
     assert "scripted shopping policy (a test double" in out
     leaderboard = out[out.index("Leaderboard"):]
     assert "winner" in leaderboard
-    assert ("baseline delivered, subtask delivered, react delivered, cheater not delivered (exit 6), "
-            "table-cheater delivered") in out
+    assert ("baseline delivered, subtask delivered, react delivered, copycat not delivered (exit 6), "
+            "cheater not delivered (exit 6), table-cheater delivered") in out
     assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
+    assert "refused as a copy: copycat's file is react's (committed at block" in out
+    assert "similarity 1.00): no race, no weight" in out
     assert "table-cheater: masked answers for 400 bank and 3 qualifying problems" in out
     assert "race 20" in out and "3 problems generated from the seed" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
-    names = {"owner", "validator-1", "baseline", "subtask", "react", "cheater", "table-cheater"}
+    names = {"owner", "validator-1", "baseline", "subtask", "react", "copycat", "cheater", "table-cheater"}
     hotkeys = {name: str(Wallet(name, "default", path=str(root / "wallets")).hotkey.ss58_address)
                for name in names}
     uid = {n.hotkey: n.uid for n in chain.metagraph().neurons}
@@ -69,6 +71,12 @@ def test_network_demo_races_generated_problems_rejects_one_cheater_and_the_other
     assert [(f.rule, f.category) for f in rejected.findings] == [("embedded_product_id", "integrity")]
     statuses = {s.hotkey: s.status for s in state.submissions.values()}
     assert statuses.pop(hotkeys["cheater"]) == "rejected"
+    # The copycat's renamed ReAct agent never qualified nor raced, and has no weight; the original did.
+    assert statuses.pop(hotkeys["copycat"]) == "copy"
+    assert uid[hotkeys["copycat"]] not in weights.uids
+    copycat = next(s for s in state.submissions.values() if s.hotkey == hotkeys["copycat"])
+    assert copycat.copy_of is not None and copycat.copy_of.hotkey == hotkeys["react"]
+    assert copycat.qualifying_score is None and not copycat.races
     assert set(statuses) == {hotkeys[n] for n in ("baseline", "subtask", "react", "table-cheater")}
     # The table cheater answered the public qualifying suite from its table, and knew nothing of the race's
     # problems, generated from the seed block after its upload: it qualified, then scored nothing.

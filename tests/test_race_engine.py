@@ -21,9 +21,10 @@ from arena.race import (
     SqlEventStore,
     replay,
 )
-from arena.race.events import RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
+from arena.race.events import CopyOf, RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
 from arena.race.state import InvalidEvent
 from arena.storage import ConcurrentWriterError, open_database
+from arena.weights import WeightRules, race_shares, ranking, seeded_tie_break
 from shoppingbench.submission_check import check_agent
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)  # a Wednesday morning; races at 16:00 UTC
@@ -122,34 +123,38 @@ def test_the_margin_shrinks_as_the_reign_ages() -> None:
     assert engine.state.reign is not None and engine.state.reign.submission_id == b
 
 
-def test_ties_rank_the_earlier_commitment_first_not_the_earlier_local_record() -> None:
+def tied_race(seed: str, hotkeys: tuple[str, ...]) -> tuple[RaceEngine, dict[str, str]]:
+    """A first race of ``hotkeys`` (committed in that block order) all scoring 0.5, seeded ``seed``."""
     clock = ManualClock(T0)
     engine = RaceEngine(MemoryEventStore(), RULES, clock)
-    recorded_first = enter(engine, clock, "zed", 0.5, block=120)
-    committed_first = enter(engine, clock, "amy", 0.5, block=110)
-    same_block = enter(engine, clock, "bea", 0.5, block=120)
-    unknown_block = enter(engine, clock, "abe", 0.5)  # from a log written before blocks were kept
+    ids = {hotkey: enter(engine, clock, hotkey, 0.5, block=100 + i) for i, hotkey in enumerate(hotkeys)}
     until_race(clock)
-    race(engine, {"zed": 0.5, "amy": 0.5, "bea": 0.5, "abe": 0.5})
-    assert engine.state.last_race is not None
-    assert engine.state.last_race.standings == (committed_first, same_block, recorded_first, unknown_block)
-    assert engine.state.reign is not None and engine.state.reign.submission_id == committed_first
-    finishers, _ = engine.weights_input()
-    assert [f.commitment_block for f in finishers] == [110, 120, 120, None]
+    race(engine, dict.fromkeys(hotkeys, 0.5), seed=seed)
+    return engine, ids
 
 
-def test_among_equal_challengers_the_earlier_commitment_is_the_one_promoted() -> None:
-    clock = ManualClock(T0)
-    engine = RaceEngine(MemoryEventStore(), RULES, clock)
-    enter(engine, clock, "alice", 0.8, block=1)
-    until_race(clock)
-    race(engine, {"alice": 0.5})
-    late = enter(engine, clock, "bob", 0.8, block=900)
-    early = enter(engine, clock, "carol", 0.8, block=800)
-    until_race(clock)
-    race(engine, {"alice": 0.5, "bob": 0.7, "carol": 0.7})
-    assert engine.state.reign is not None and engine.state.reign.submission_id == early
-    assert engine.state.last_race is not None and engine.state.last_race.standings[:2] == (early, late)
+def test_ties_break_on_a_hash_of_the_seed_and_hotkey_not_on_hotkey_or_commitment_order() -> None:
+    hotkeys = ("amy", "bea", "cid", "dan", "eve")
+    orders = set()
+    for seed in (f"0xseed{i}" for i in range(8)):
+        engine, ids = tied_race(seed, hotkeys)
+        assert engine.state.last_race is not None
+        expected = sorted(hotkeys, key=lambda h: seeded_tie_break(seed, h))
+        assert engine.state.last_race.standings == tuple(ids[h] for h in expected)
+        assert engine.state.reign is not None and engine.state.reign.hotkey == expected[0]
+        finishers, _ = engine.weights_input()
+        assert [f.hotkey for f in ranking(finishers)] == expected
+        orders.add(tuple(expected))
+    assert len(orders) > 1  # the order moves with the seed, so it cannot always be hotkey order
+
+
+def test_among_equal_challengers_the_seed_picks_the_one_promoted_whatever_the_hotkey() -> None:
+    # Renaming the hotkeys (a miner choosing keys that sort first) does not choose the promoted one:
+    # with this seed, the key that sorts last wins.
+    seed = next(f"0x{i:x}" for i in range(1000)
+                if seeded_tie_break(f"0x{i:x}", "zzz") < seeded_tie_break(f"0x{i:x}", "aaa"))
+    engine, ids = tied_race(seed, ("aaa", "zzz"))
+    assert engine.state.reign is not None and engine.state.reign.submission_id == ids["zzz"]
 
 
 def test_a_day_without_challengers_is_skipped_once() -> None:
@@ -442,3 +447,28 @@ def test_logs_written_before_blocks_outcomes_and_bounds_still_replay() -> None:
     assert submission.qualified_at == datetime(2026, 11, 18, 9, 5, tzinfo=UTC)
     assert state.last_race is not None and state.last_race.lead_lower_bound is None
     assert state.reign is not None and state.reign.submission_id == "s1"
+
+
+def test_an_entrant_found_to_be_a_copy_while_racing_is_passed_over_and_earns_nothing() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    enter(engine, clock, "alice", 0.8, block=1)
+    until_race(clock)
+    race(engine, {"alice": 0.5})
+    copycat = enter(engine, clock, "mallory", 0.8, block=90)
+    honest = enter(engine, clock, "bob", 0.8, block=95)
+    until_race(clock)
+    assert engine.race_due() is not None
+    engine.start_race("0xblock2", ["p1", "p2", "p3"])
+    # The original of mallory's file (committed earlier, uploaded late) reaches the gate mid-race.
+    original = CopyOf(hotkey="carol", code_hash="c" * 64, commitment_block=80, similarity=1.0)
+    assert engine.submit("mallory", engine.state.submissions[copycat].code_hash, commitment_block=90,
+                         copy_of=original).status == "copy"
+    assert engine.state.submissions[copycat].status == "racing"
+    for sid, score in ((copycat, 0.95), (honest, 0.9)):
+        engine.record_race_result(sid, score)
+    engine.record_race_result(engine.state.reign.submission_id, 0.5)  # type: ignore[union-attr]
+    assert engine.state.reign is not None and engine.state.reign.submission_id == honest
+    finishers, winner = engine.weights_input()
+    shares = race_shares(finishers, winner, WeightRules())
+    assert "mallory" not in shares and winner == "bob"

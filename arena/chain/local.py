@@ -180,18 +180,27 @@ class LocalChain:
         self._registered(hotkey)
         block = self.block()
         with Session(self._engine) as session, session.begin():
-            session.add(_CommitmentRow(netuid=self.netuid, hotkey=hotkey, data=data, block=block))
+            row = _CommitmentRow(netuid=self.netuid, hotkey=hotkey, data=data, block=block)
+            session.add(row)
+            session.flush()
+            commitment = self._commitment(session, row)
         log.info("chain_committed", netuid=self.netuid, hotkey=hotkey, block=block)
-        return Commitment(hotkey=hotkey, data=data, block=block, time=self.block_time(block))
+        return commitment
 
     def latest_commitment(self, hotkey: str) -> Commitment | None:
         with Session(self._engine) as session:
             row = session.scalars(select(_CommitmentRow).where(_CommitmentRow.netuid == self.netuid,
                                                                _CommitmentRow.hotkey == hotkey)
                                   .order_by(_CommitmentRow.id.desc()).limit(1)).first()
-            if row is None:
-                return None
-            return Commitment(hotkey=hotkey, data=row.data, block=row.block, time=self.block_time(row.block))
+            return None if row is None else self._commitment(session, row)
+
+    def _commitment(self, session: Session, row: _CommitmentRow) -> Commitment:
+        """The row as a commitment; its extrinsic index counts the block's commitments made before it."""
+        earlier = (_CommitmentRow.netuid == self.netuid, _CommitmentRow.block == row.block,
+                   _CommitmentRow.id < row.id)
+        index = session.scalar(select(func.count()).select_from(_CommitmentRow).where(*earlier))
+        return Commitment(hotkey=row.hotkey, data=row.data, block=row.block, time=self.block_time(row.block),
+                          extrinsic_index=index)
 
     def serve_axon(self, wallet: Wallet, axon: AxonInfo) -> None:
         hotkey = _signed_origin(wallet,

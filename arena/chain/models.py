@@ -69,3 +69,6 @@ class Commitment(BaseModel):
     data: str
     block: int = Field(ge=0)
     time: UtcDatetime
+    extrinsic_index: int | None = Field(
+        default=None, ge=0, description="Its place among the block's commitments where the chain reports it: "
+                                        "of two in one block the lower came first (the copy rule's order)")

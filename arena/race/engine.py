@@ -3,7 +3,7 @@
 The validator drives it in a loop::
 
     engine = RaceEngine(store, rules, clock)          # replays the log, then settles
-    engine.submit(hotkey, code_hash, commitment_block=block)   # or with a static-analysis Rejection
+    engine.submit(hotkey, code_hash, commitment_block=block)   # or with a Rejection, or copy_of=CopyOf
     for s in engine.pending_qualifying(): engine.record_qualifying(s.submission_id, run_qualifying(s))
     if engine.race_due(): engine.start_race(block_hash, draw_suite(block_hash), seed_block=n, tempo=tempo)
     for sid in engine.pending_race_runs(): engine.record_race_result(sid, score, outcomes)
@@ -28,6 +28,7 @@ from arena.race.calendar import latest_race_day, race_slot
 from arena.race.clock import Clock
 from arena.race.events import (
     CodePublished,
+    CopyOf,
     QualifyingFinished,
     RaceEvent,
     RaceResultRecorded,
@@ -35,12 +36,13 @@ from arena.race.events import (
     RaceStarted,
     Rejection,
     SubmissionAccepted,
+    SubmissionCopied,
     SubmissionRejected,
 )
 from arena.race.rules import RaceRules, chain_order, decide_race, may_race, qualifying_threshold
 from arena.race.state import RaceState, Submission, apply, replay, submission_id
 from arena.race.store import EventStore
-from arena.weights import Finisher
+from arena.weights import Finisher, seeded_tie_break
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +50,7 @@ log = structlog.get_logger(__name__)
 class SubmitOutcome(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    status: Literal["accepted", "rejected", "cooling_down"]
+    status: Literal["accepted", "rejected", "copy", "cooling_down"]
     submission_id: str | None = None
     retry_at: datetime | None = None
     reason: str = ""
@@ -74,15 +76,24 @@ class RaceEngine:
             log.info("race_event", **event.model_dump(mode="json", exclude={"suite_ids", "outcomes"}))
 
     def submit(self, hotkey: str, code_hash: str, rejection: Rejection | None = None, *,
-               commitment_block: int | None = None) -> SubmitOutcome:
-        """Accept or reject an agent file committed on chain at ``commitment_block``, unless the hotkey is
-        still cooling down (no event then)."""
+               commitment_block: int | None = None, copy_of: CopyOf | None = None) -> SubmitOutcome:
+        """Accept, reject or record as a copy (``copy_of``) an agent file committed on chain at
+        ``commitment_block``, unless the hotkey is still cooling down (no event then).
+
+        A copy found after its file was accepted (the original was uploaded later but committed earlier)
+        marks that submission at once: the cooldown it started already counts.
+        """
         now = self.clock.now()
+        if copy_of is not None and commitment_block is not None and self._recorded(hotkey, code_hash):
+            started = self.state.cooldown_until[hotkey]
+            return self._copied(hotkey, code_hash, commitment_block, copy_of, started)
         until = self.state.cooldown_until.get(hotkey)
         if until is not None and now < until:
             return SubmitOutcome(status="cooling_down", retry_at=until,
                                  reason=f"one submission per {self.rules.cooldown}; "
                                         f"next at {until.isoformat()}")
+        if copy_of is not None and commitment_block is not None:
+            return self._copied(hotkey, code_hash, commitment_block, copy_of, now + self.rules.cooldown)
         if rejection is not None:
             cooldown = (self.rules.security_rejection_cooldown if rejection.kind == "security"
                         else self.rules.cooldown)
@@ -95,6 +106,19 @@ class RaceEngine:
                                       cooldown_until=now + self.rules.cooldown,
                                       commitment_block=commitment_block))
         return SubmitOutcome(status="accepted", submission_id=sid, retry_at=now + self.rules.cooldown)
+
+    def _recorded(self, hotkey: str, code_hash: str) -> bool:
+        return any(s.hotkey == hotkey and s.code_hash == code_hash and s.status != "rejected"
+                   for s in self.state.submissions.values())
+
+    def _copied(self, hotkey: str, code_hash: str, commitment_block: int, copy_of: CopyOf,
+                cooldown_until: datetime) -> SubmitOutcome:
+        self._emit(SubmissionCopied(at=self.clock.now(), hotkey=hotkey, code_hash=code_hash,
+                                    commitment_block=commitment_block, copy_of=copy_of,
+                                    cooldown_until=cooldown_until))
+        return SubmitOutcome(status="copy", retry_at=cooldown_until,
+                             reason=f"a copy of {copy_of.hotkey}'s file committed at block "
+                                    f"{copy_of.commitment_block}")
 
     def pending_qualifying(self) -> list[Submission]:
         return sorted((s for s in self.state.submissions.values() if s.status == "qualifying"),
@@ -197,7 +221,7 @@ class RaceEngine:
         """The last completed race's finishers and the reigning winner's hotkey, for the weights.
 
         A hotkey that raced two agents (its reigning one and a new challenger) finishes once, with its
-        better-ranked entry.
+        better-ranked entry; an entrant found to be a copy after it raced carries ``copy_of``.
         """
         race = self.state.last_race
         if race is None or self.state.reign is None:
@@ -205,6 +229,8 @@ class RaceEngine:
         best: dict[str, Finisher] = {}
         for sid in race.standings:
             submission = self.state.submissions[sid]
+            copied = submission.copy_of.hotkey if submission.copy_of else None
+            tie_break = seeded_tie_break(race.seed, submission.hotkey)
             best.setdefault(submission.hotkey, Finisher(hotkey=submission.hotkey, score=race.results[sid],
-                                                        commitment_block=submission.commitment_block))
+                                                        tie_break=tie_break, copy_of=copied))
         return list(best.values()), self.state.reign.hotkey

@@ -81,6 +81,33 @@ class SubmissionRejected(_Event):
                                                                   "were recorded: they read as none")
 
 
+class CopyOf(BaseModel):
+    """The earlier commitment (of another hotkey) whose code a submission copies."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hotkey: str
+    code_hash: str
+    commitment_block: int = Field(ge=0)
+    similarity: float = Field(ge=0, le=1, description="1.0 when the normalised code is the same")
+
+
+class SubmissionCopied(_Event):
+    """The gate found the file a copy of an earlier commitment: it never qualifies, races or earns.
+
+    When the file was already recorded as accepted (its original was uploaded after it but committed
+    before it), that submission is marked: it leaves qualifying and the queue; one that already raced
+    keeps its result but earns nothing from it.
+    """
+
+    type: Literal["submission_copied"] = "submission_copied"
+    hotkey: str
+    code_hash: str
+    commitment_block: int = Field(ge=0)
+    copy_of: CopyOf
+    cooldown_until: UtcDatetime
+
+
 class QualifyingFinished(_Event):
     type: Literal["qualifying_finished"] = "qualifying_finished"
     submission_id: str
@@ -139,8 +166,8 @@ class CodePublished(_Event):
 
 
 RaceEvent = Annotated[
-    SubmissionAccepted | SubmissionRejected | QualifyingFinished | RaceStarted | RaceSkipped
-    | RaceResultRecorded | RaceFinished | CodePublished,
+    SubmissionAccepted | SubmissionRejected | SubmissionCopied | QualifyingFinished | RaceStarted
+    | RaceSkipped | RaceResultRecorded | RaceFinished | CodePublished,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[RaceEvent] = TypeAdapter(RaceEvent)

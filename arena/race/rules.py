@@ -1,7 +1,8 @@
 """The race's decisions as pure functions: who qualifies, who may race, who ranks where, who is promoted.
 
-Every tie breaks on chain data (the commitment block, then the hotkey), never on when this validator
-happened to record something, so every honest validator decides alike.
+Every tie breaks on chain data, never on when this validator happened to record something, so every
+honest validator decides alike: equal race scores on a hash of the race seed and the hotkey
+(:func:`arena.weights.seeded_tie_break`, unknowable before the seed's block), never on hotkey order.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from arena.race.calendar import MarginCurve, embargo_until
 from arena.race.events import RaceFinished
 from arena.race.promotion import clears, lead_lower_bound
 from arena.race.state import RaceState, RunningRace, Submission
+from arena.weights import seeded_tie_break
 
 
 class RaceRules(BaseModel):
@@ -59,29 +61,33 @@ def may_race(submission: Submission, slot: datetime, seed_block: int | None, tem
 
 
 def standings(race: RunningRace, state: RaceState) -> tuple[str, ...]:
-    """Entrants best first: higher race score, then :func:`chain_order`."""
-    return tuple(sorted(race.entrants,
-                        key=lambda sid: (-race.results[sid], *chain_order(state.submissions[sid]))))
+    """Entrants best first: higher race score, then the seeded tie-break of the hotkey (then the submission
+    id, for a hotkey racing its reigning agent and a new one)."""
+    def key(sid: str) -> tuple[float, str, str]:
+        return -race.results[sid], seeded_tie_break(race.seed, state.submissions[sid].hotkey), sid
+    return tuple(sorted(race.entrants, key=key))
 
 
 def decide_race(race: RunningRace, state: RaceState, rules: RaceRules, now: datetime) -> RaceFinished:
     """The outcome of a race with every result in.
 
-    The best challenger (the first in the standings: among equal scores the earlier commitment) takes
-    over when there is no winner yet, or when its race score beats the reigning winner's by more than
-    the margin for the reign's age at this race's slot and the paired bootstrap's lower bound on that
-    lead is above zero (margin alone when either result lacks per-problem outcomes). Ties never unseat
-    the winner.
+    The best challenger (the first in the standings, among equal scores the seeded tie-break's; a
+    challenger found to be a copy while it raced is passed over) takes over when there is no winner yet,
+    or when it is no copy and its race score beats the reigning winner's by more than the margin for the
+    reign's age at this race's slot and the paired bootstrap's lower bound on that lead is above zero
+    (margin alone when either result lacks per-problem outcomes). Ties never unseat the winner.
     """
     ranked = standings(race, state)
-    best = next(sid for sid in ranked if sid != race.defender)
+    challengers = [sid for sid in ranked if sid != race.defender]
+    best = next((sid for sid in challengers if state.submissions[sid].copy_of is None), challengers[0])
     if race.defender is None or state.reign is None:
         return RaceFinished(at=now, race_id=race.race_id, standings=ranked, winner=best, promoted=True,
                             required_margin=0.0, embargo_until=embargo_until(race.day))
     margin = rules.margin.margin(race.slot - state.reign.since)
     bound = lead_lower_bound(race.outcomes.get(best, ()), race.outcomes.get(race.defender, ()), race.seed,
                              resamples=rules.promotion_resamples, confidence=rules.promotion_confidence)
-    promoted = clears(race.results[best] - race.results[race.defender], margin, bound)
+    promoted = (state.submissions[best].copy_of is None
+                and clears(race.results[best] - race.results[race.defender], margin, bound))
     return RaceFinished(at=now, race_id=race.race_id, standings=ranked,
                         winner=best if promoted else race.defender, promoted=promoted, required_margin=margin,
                         lead_lower_bound=bound, embargo_until=embargo_until(race.day) if promoted else None)

@@ -18,6 +18,7 @@ from arena.judge.score import ProblemOutcome
 from arena.race.clock import UtcDatetime
 from arena.race.events import (
     CodePublished,
+    CopyOf,
     QualifyingFinished,
     RaceEvent,
     RaceFinished,
@@ -26,11 +27,13 @@ from arena.race.events import (
     RaceStarted,
     Rejection,
     SubmissionAccepted,
+    SubmissionCopied,
     SubmissionRejected,
 )
 
 SubmissionStatus = Literal["qualifying", "qualified", "not_qualified", "superseded", "racing", "raced",
-                           "rejected"]
+                           "rejected", "copy"]
+_UNRACED: tuple[SubmissionStatus, ...] = ("qualifying", "qualified", "not_qualified", "superseded")
 
 
 class InvalidEvent(ValueError):
@@ -57,6 +60,9 @@ class Submission(BaseModel):
     races: tuple[str, ...] = ()
     rejection: Rejection | None = Field(default=None, description="Why static analysis refused the file "
                                                                   "(status rejected): it never races")
+    copy_of: CopyOf | None = Field(default=None, description="The earlier commitment this file copies "
+                                                             "(status copy, or raced before the copy was "
+                                                             "found): it earns nothing")
 
 
 class Reign(BaseModel):
@@ -95,6 +101,7 @@ class CompletedRace(BaseModel):
     race_id: str
     day: date
     generator: str | None = Field(default=None, description="Key of the generator that made the suite")
+    seed: str = Field(description="The race's seed: equal scores break on a hash of it and the hotkey")
     entrants: tuple[str, ...]
     results: dict[str, float]
     standings: tuple[str, ...]
@@ -139,14 +146,37 @@ def _set_status(state: RaceState, submission_id: str, status: SubmissionStatus,
     return submissions
 
 
+def _superseding(state: RaceState, hotkey: str) -> dict[str, Submission]:
+    """The submissions with the hotkey's agent still waiting to race superseded by its newer file."""
+    return {sid: s.model_copy(update={"status": "superseded"})
+            if s.hotkey == hotkey and s.status in ("qualifying", "qualified") else s
+            for sid, s in state.submissions.items()}
+
+
 def _accepted(state: RaceState, event: SubmissionAccepted) -> RaceState:
     _require(event.submission_id not in state.submissions, f"submission {event.submission_id} already exists")
-    submissions = {sid: s.model_copy(update={"status": "superseded"})
-                   if s.hotkey == event.hotkey and s.status in ("qualifying", "qualified") else s
-                   for sid, s in state.submissions.items()}
+    submissions = _superseding(state, event.hotkey)
     submissions[event.submission_id] = Submission(submission_id=event.submission_id, hotkey=event.hotkey,
                                                   code_hash=event.code_hash, submitted_at=event.at,
                                                   commitment_block=event.commitment_block)
+    cooldowns = {**state.cooldown_until, event.hotkey: event.cooldown_until}
+    return state.model_copy(update={"submissions": submissions, "cooldown_until": cooldowns})
+
+
+def _copied(state: RaceState, event: SubmissionCopied) -> RaceState:
+    """Mark the hotkey's recorded submission of this file a copy, or record the file as one."""
+    mine = [s for s in state.submissions.values()
+            if s.hotkey == event.hotkey and s.code_hash == event.code_hash and s.status != "rejected"]
+    if mine:
+        found = max(mine, key=lambda s: (s.submitted_at, s.submission_id))
+        status = "copy" if found.status in _UNRACED else found.status
+        return state.model_copy(update={"submissions": _set_status(state, found.submission_id, status,
+                                                                    copy_of=event.copy_of)})
+    submissions = _superseding(state, event.hotkey)
+    sid = submission_id(event.hotkey, event.code_hash, event.at)
+    submissions[sid] = Submission(submission_id=sid, hotkey=event.hotkey, code_hash=event.code_hash,
+                                  submitted_at=event.at, commitment_block=event.commitment_block,
+                                  status="copy", copy_of=event.copy_of)
     cooldowns = {**state.cooldown_until, event.hotkey: event.cooldown_until}
     return state.model_copy(update={"submissions": submissions, "cooldown_until": cooldowns})
 
@@ -235,7 +265,7 @@ def _finished(state: RaceState, event: RaceFinished) -> RaceState:
     else:
         _require(reign is not None and event.winner == reign.submission_id,
                  "only a promotion changes the winner")
-    completed = CompletedRace(race_id=race.race_id, day=race.day, generator=race.generator,
+    completed = CompletedRace(race_id=race.race_id, day=race.day, generator=race.generator, seed=race.seed,
                               entrants=race.entrants,
                               results=race.results, standings=event.standings, winner=event.winner,
                               promoted=event.promoted, required_margin=event.required_margin,
@@ -261,6 +291,8 @@ def apply(state: RaceState, event: RaceEvent) -> RaceState:
             new = _accepted(state, event)
         case SubmissionRejected():
             new = _rejected(state, event)
+        case SubmissionCopied():
+            new = _copied(state, event)
         case QualifyingFinished():
             new = _qualifying(state, event)
         case RaceStarted():

@@ -3,11 +3,15 @@
 Order matters: authenticity first (``bittensor.http_auth``: header shape, receiver, freshness,
 signature, then replay, so unauthenticated traffic never touches the nonce store), then the body, then
 the chain (registered hotkey, hash equal to its latest commitment), then the cooldown from that
-commitment's time, then static analysis. Only an authentic request from a registered hotkey for its
-current commitment is ever recorded.
+commitment's time, then static analysis, then the copy rule (``arena.submissions.copies``): a file whose
+normalised code is another hotkey's earlier commitment's, or a near-copy of it, is refused as a copy
+(409, naming the original) and recorded so; an accepted file later found to copy an original committed
+before it (uploaded after it) is marked a copy then. Only an authentic request from a registered hotkey
+for its current commitment is ever recorded.
 
 A verdict belongs to one file at one commitment (hotkey, sha256, block), and a repeat of that upload
-gets the same answer again: 200 with the submission once accepted, 422 with the findings once rejected.
+gets the same answer again: 200 with the submission once accepted, 422 with the findings once rejected,
+409 with the original once found a copy.
 Any other file of the hotkey is judged on its own, and the cooldown counts every verdict of the hotkey
 at or before its commitment's block: a second file committed in the same block as an accepted or
 rejected one waits for the cooldown like any later one (429), rather than being answered for it.
@@ -19,6 +23,7 @@ committed is judged on the new commitment.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,7 +37,9 @@ from arena.chain.cache import CachedReads
 from arena.chain.interface import Chain
 from arena.chain.models import Commitment
 from arena.race.clock import Clock, SystemClock
+from arena.race.events import CopyOf
 from arena.race.rules import RaceRules
+from arena.submissions.copies import CodeEntry, verdicts_after_upload
 from arena.submissions.models import (
     MAX_BODY_BYTES,
     SUBMISSIONS_PATH,
@@ -45,6 +52,7 @@ from arena.submissions.rules import in_cooldown
 from arena.submissions.store import FileStore, SqlNonceStore, UploadVerdict, VerdictStore
 from shoppingbench.submission_check import check_agent
 from shoppingbench.submission_check.models import Finding
+from shoppingbench.submission_check.similarity import fingerprint
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +88,7 @@ class SubmissionGate:
         self._max_age_s = max_age_s
         self._allowed_skew_s = allowed_skew_s
         self.chain_reads = CachedReads(chain, self._clock, timedelta(seconds=chain.block_seconds()))
+        self._copy_rule = threading.Lock()  # one file at a time is compared with, then joins, the others
         self._nonces = SqlNonceStore(engine, self._clock, retention=max_age_s + allowed_skew_s,
                                      admit=self.chain_reads.is_registered)
 
@@ -150,9 +159,30 @@ class SubmissionGate:
             self.verdicts.record(submission, report.rejection, report.findings)
             raise _rejected(report.rejection, report.findings)
         self.files.put(upload.sha256, source)
-        self.verdicts.record(submission, "accepted")
+        entry = CodeEntry(hotkey=hotkey, sha256=upload.sha256, commitment_block=commitment.block,
+                          extrinsic_index=commitment.extrinsic_index,
+                          fingerprint=fingerprint(source.decode("utf-8-sig")))
+        copy_of = self._judge_copy(submission, entry)
+        if copy_of is not None:
+            raise _copied(copy_of)
         log.info("submission_accepted", hotkey=hotkey, sha256=upload.sha256, block=commitment.block)
         return submission, True
+
+    def _judge_copy(self, submission: Submission, entry: CodeEntry) -> CopyOf | None:
+        """Record the file as accepted or as a copy (the original it copies is returned), and mark the
+        accepted files it turns into copies (committed after it, uploaded before it)."""
+        with self._copy_rule:
+            verdicts = verdicts_after_upload(entry, self.verdicts.code_entries())
+            copy_of = verdicts.get(entry.key)
+            self.verdicts.record(submission, "copy" if copy_of else "accepted", code=entry, copy_of=copy_of)
+            for hotkey, sha256, block in self.verdicts.mark_copies(verdicts):
+                log.info("submission_found_copy", hotkey=hotkey, sha256=sha256, block=block,
+                         original=verdicts[(hotkey, sha256, block)].hotkey)
+        if copy_of is not None:
+            log.info("submission_copy", hotkey=submission.hotkey, sha256=submission.sha256,
+                     original=copy_of.hotkey, original_block=copy_of.commitment_block,
+                     similarity=copy_of.similarity)
+        return copy_of
 
     def _authenticate(self, headers: Mapping[str, str], body: bytes, *, method: str, path: str,
                       now: datetime) -> str:
@@ -172,8 +202,19 @@ def _rejected(rejection: str, findings: Sequence[Finding]) -> SubmissionRefused:
                              rejection=rejection, findings=[f.model_dump(mode="json") for f in findings])
 
 
+def _copied(original: CopyOf) -> SubmissionRefused:
+    how = ("the same normalised code" if original.similarity == 1.0
+           else f"a near-copy, similarity {original.similarity:.2f}")
+    return SubmissionRefused(RefusalCode.COPY, f"the file is a copy ({how}) of the file {original.code_hash} "
+                                               f"committed by {original.hotkey} at block "
+                                               f"{original.commitment_block}: it does not race and earns "
+                                               "nothing", copy_of=original.model_dump(mode="json"))
+
+
 def _answer_again(submission: Submission, verdict: UploadVerdict) -> tuple[Submission, bool]:
     """The recorded answer for a file already judged at this commitment."""
+    if verdict.copy_of is not None:
+        raise _copied(verdict.copy_of)
     if verdict.outcome != "accepted":
         raise _rejected(verdict.outcome, verdict.findings)
     return submission, False

@@ -76,6 +76,7 @@ class RefusalCode(StrEnum):
     COMMITMENT_MISMATCH = "commitment_mismatch"
     COOLDOWN = "cooldown"
     STATIC_ANALYSIS = "static_analysis"
+    COPY = "copy"
 
 
 HTTP_STATUS: dict[RefusalCode, int] = {
@@ -91,6 +92,7 @@ HTTP_STATUS: dict[RefusalCode, int] = {
     RefusalCode.COMMITMENT_MISMATCH: 409,
     RefusalCode.COOLDOWN: 429,
     RefusalCode.STATIC_ANALYSIS: 422,
+    RefusalCode.COPY: 409,
 }
 
 

@@ -13,13 +13,14 @@ from arena.race.rules import RaceRules
 
 
 class PastVerdict(BaseModel):
-    """A commitment this validator already judged: accepted, or rejected by static analysis."""
+    """A commitment this validator already judged: accepted, rejected by static analysis, or a copy (which
+    costs the full cooldown like an accepted file)."""
 
     model_config = ConfigDict(frozen=True)
 
     commitment_block: int
     commitment_time: UtcDatetime
-    outcome: Literal["accepted", "security", "integrity"]
+    outcome: Literal["accepted", "security", "integrity", "copy"]
 
 
 def cooldown_until(history: Sequence[PastVerdict], rules: RaceRules) -> datetime | None:

@@ -1,5 +1,6 @@
 """What a validator keeps about uploads: seen nonces (replays stay refused across restarts), verdicts
-per committed file, and accepted files by hash. Tables live in the arena database (``arena.storage``).
+per committed file, the fingerprint of every file that passed static analysis (the copy rule's input)
+and accepted files by hash. Tables live in the arena database (``arena.storage``).
 
 A verdict is keyed by hotkey, file hash and commitment block: two files committed in one block are two
 verdicts, never one answered for the other. Databases made when verdicts were keyed by hotkey and block
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,15 +32,21 @@ from sqlalchemy import (
     func,
     inspect,
     select,
+    tuple_,
+    update,
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.sql import ColumnElement
 
 from arena.race.clock import Clock
+from arena.race.events import CopyOf
 from arena.storage import Base
+from arena.submissions.copies import CodeEntry, CodeKey
 from arena.submissions.models import Submission
 from arena.submissions.rules import PastVerdict
 from shoppingbench.submission_check.models import Finding
+from shoppingbench.submission_check.similarity import CodeFingerprint
 
 FINDINGS = TypeAdapter(list[Finding])
 
@@ -72,6 +79,18 @@ class _FindingsRow(Base):
     findings: Mapped[str] = mapped_column(Text, doc="JSON list of shoppingbench Finding")
 
 
+class _CodeRow(Base):
+    """A file that passed static analysis: its fingerprint, and the original when it is a copy."""
+
+    __tablename__ = "submission_code"
+    hotkey: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    commitment_block: Mapped[int] = mapped_column(primary_key=True)
+    extrinsic_index: Mapped[int | None]
+    fingerprint: Mapped[str] = mapped_column(Text, doc="JSON CodeFingerprint")
+    copy_of: Mapped[str | None] = mapped_column(Text, doc="JSON CopyOf when the file is a copy")
+
+
 _LEGACY = MetaData()
 _LEGACY_VERDICTS = Table(
     "submission_verdicts", _LEGACY, Column("hotkey", String(64), primary_key=True),
@@ -95,6 +114,7 @@ class UploadVerdict(BaseModel):
     commitment_time: datetime
     outcome: str
     findings: tuple[Finding, ...] = ()
+    copy_of: CopyOf | None = None
 
 
 def _utc(value: datetime) -> datetime:
@@ -167,25 +187,39 @@ class VerdictStore:
             if row is None:
                 return None
             found = session.get(_FindingsRow, (hotkey, sha256, commitment_block))
+            code = session.get(_CodeRow, (hotkey, sha256, commitment_block))
             submission = Submission(hotkey=row.hotkey, sha256=row.sha256, name=row.name,
                                     size_bytes=row.size_bytes, commitment_block=row.commitment_block,
                                     commitment_time=_utc(row.commitment_time),
                                     received_at=_utc(row.received_at))
-            return submission, _verdict(row, found.findings if found is not None else None)
+            return submission, _verdict(row, found.findings if found is not None else None,
+                                        code.copy_of if code is not None else None)
 
     def all(self) -> list[UploadVerdict]:
-        """Every verdict with the findings of each rejection, oldest commitment first."""
-        query = (select(_VerdictRow, _FindingsRow.findings)
-                 .outerjoin(_FindingsRow, (_FindingsRow.hotkey == _VerdictRow.hotkey)
-                            & (_FindingsRow.sha256 == _VerdictRow.sha256)
-                            & (_FindingsRow.commitment_block == _VerdictRow.commitment_block))
+        """Every verdict with the findings of each rejection and the original of each copy, oldest
+        commitment first."""
+        query = (select(_VerdictRow, _FindingsRow.findings, _CodeRow.copy_of)
+                 .outerjoin(_FindingsRow, _same_file(_FindingsRow)).outerjoin(_CodeRow, _same_file(_CodeRow))
                  .order_by(_VerdictRow.commitment_time, _VerdictRow.hotkey))
         with Session(self._engine) as session:
-            return [_verdict(row, findings) for row, findings in session.execute(query).all()]
+            rows = session.execute(query).all()
+        return [_verdict(row, findings, copy_of) for row, findings, copy_of in rows]
 
-    def record(self, submission: Submission, outcome: str, findings: Sequence[Finding] = ()) -> None:
-        """The verdict on a committed file, with the findings of a rejection; a file is judged once per
-        commitment (a repeat of it changes nothing)."""
+    def code_entries(self) -> list[tuple[CodeEntry, bool]]:
+        """The fingerprint and chain place of every file that passed static analysis, and whether it is
+        a copy."""
+        with Session(self._engine) as session:
+            return [(CodeEntry(hotkey=r.hotkey, sha256=r.sha256, commitment_block=r.commitment_block,
+                               extrinsic_index=r.extrinsic_index,
+                               fingerprint=CodeFingerprint.model_validate_json(r.fingerprint)),
+                     r.copy_of is not None)
+                    for r in session.scalars(select(_CodeRow)).all()]
+
+    def record(self, submission: Submission, outcome: str, findings: Sequence[Finding] = (), *,
+               code: CodeEntry | None = None, copy_of: CopyOf | None = None) -> None:
+        """The verdict on a committed file, with the findings of a rejection or the fingerprint (and the
+        original, for a copy) of a file that passed; a file is judged once per commitment (a repeat of it
+        changes nothing)."""
         key = {"hotkey": submission.hotkey, "sha256": submission.sha256,
                "commitment_block": submission.commitment_block}
         row = _VerdictRow(**key, commitment_time=submission.commitment_time, outcome=outcome,
@@ -196,14 +230,44 @@ class VerdictStore:
                 session.add(row)
                 if findings:
                     session.add(_FindingsRow(**key, findings=FINDINGS.dump_json(list(findings)).decode()))
+                if code is not None:
+                    session.add(_CodeRow(**key, extrinsic_index=code.extrinsic_index,
+                                         fingerprint=code.fingerprint.model_dump_json(),
+                                         copy_of=copy_of.model_dump_json() if copy_of else None))
         except IntegrityError:
             pass
 
+    def mark_copies(self, verdicts: Mapping[CodeKey, CopyOf]) -> list[CodeKey]:
+        """Record ``verdicts`` where they changed: an accepted file turned into a copy, or a copy whose
+        original turned out to copy an earlier file (an original uploaded after its copies); returns the
+        keys it changed. A copy stays a copy."""
+        if not verdicts:
+            return []
+        with Session(self._engine) as session, session.begin():
+            key = tuple_(_CodeRow.hotkey, _CodeRow.sha256, _CodeRow.commitment_block)
+            rows = [r for r in session.scalars(select(_CodeRow).where(key.in_(list(verdicts)))).all()
+                    if r.copy_of is None or CopyOf.model_validate_json(r.copy_of)
+                    != verdicts[(r.hotkey, r.sha256, r.commitment_block)]]
+            changed = [(r.hotkey, r.sha256, r.commitment_block) for r in rows]
+            for row, changed_key in zip(rows, changed, strict=True):
+                row.copy_of = verdicts[changed_key].model_dump_json()
+                session.execute(update(_VerdictRow).where(
+                    _VerdictRow.hotkey == row.hotkey, _VerdictRow.sha256 == row.sha256,
+                    _VerdictRow.commitment_block == row.commitment_block).values(outcome="copy"))
+        return changed
 
-def _verdict(row: _VerdictRow, findings: str | None) -> UploadVerdict:
+
+def _same_file(table: type[_FindingsRow] | type[_CodeRow]) -> ColumnElement[bool]:
+    """The join condition of a per-file table with the verdicts."""
+    return ((table.hotkey == _VerdictRow.hotkey) & (table.sha256 == _VerdictRow.sha256)
+            & (table.commitment_block == _VerdictRow.commitment_block))
+
+
+def _verdict(row: _VerdictRow, findings: str | None, copy_of: str | None = None) -> UploadVerdict:
     return UploadVerdict(hotkey=row.hotkey, sha256=row.sha256, commitment_block=row.commitment_block,
                          commitment_time=_utc(row.commitment_time), outcome=row.outcome,
-                         findings=tuple(FINDINGS.validate_json(findings)) if findings else ())
+                         findings=tuple(FINDINGS.validate_json(findings)) if findings else (),
+                         copy_of=CopyOf.model_validate_json(copy_of) if copy_of else None)
 
 
 class FileStore:

@@ -149,7 +149,9 @@ lower bound on the best challenger's lead {{ "%.4f"|format(last.lead_lower_bound
 {% for s in ordered %}<tr><td>{{ s.submission_id }}</td><td>{{ s.hotkey }}</td><td>{{ s.submitted_at }}</td>
 <td>{{ s.status }}{% if s.rejection %} <span class="rejection" title="{{ s.rejection.reason }}">({{
 s.rejection.kind }}: {{ s.rejection.findings|map(attribute="rule")|unique|join(", ") or s.rejection.reason
-}})</span>{% endif %}</td><td>{% if s.qualifying_score is not none %}{{ "%.4f"|format(s.qualifying_score) }}
+}})</span>{% endif %}{% if s.copy_of %} <span class="copy">(copy of {{ s.copy_of.hotkey }} at block {{
+s.copy_of.commitment_block }})</span>{% endif %}</td><td>{% if s.qualifying_score is not none %}{{
+"%.4f"|format(s.qualifying_score) }}
 {% endif %}</td></tr>{% endfor %}</table></section>
 </body></html>
 """)

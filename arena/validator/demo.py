@@ -1,9 +1,10 @@
 """Pure helpers of the local network demo: when its next race slot is, who stands where, what the
-trajectory store holds per structural-filter label, and the two cheaters' agent files."""
+trajectory store holds per structural-filter label, the two cheaters' agent files and the copycat's."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -70,6 +71,22 @@ def literal_cheater_source(answer_id: str) -> bytes:
             f"def agent_main(problem):\n    return [{step}]\n").encode()
 
 
+COPYCAT_RENAMES = {"MAX_STEPS": "STEP_LIMIT", "MAX_EMPTY_REPLIES": "EMPTY_LIMIT", "_proxy": "_client",
+                   "SYSTEM_PROMPT": "PROMPT", "_observation": "_render_results", "_keeps": "_worth_keeping",
+                   "_follow_up": "_next_messages"}
+"""The copycat's disguise of the ReAct agent: its own names for every module-level name."""
+
+
+def copycat_source(original: str) -> bytes:
+    """Someone else's agent, renamed and reformatted: new names, a new docstring, comments, blank lines.
+    The gate's copy rule must see through it (the normalised code is the same)."""
+    disguised = original
+    for old, new in COPYCAT_RENAMES.items():
+        disguised = re.sub(rf"\b{re.escape(old)}\b", new, disguised)
+    body = disguised.split('"""', 2)[2]  # the module docstring replaced by one of its own
+    return (f'"""My own shopping agent, written from scratch."""\n# (honestly)\n{body}\n\n# end\n').encode()
+
+
 def table_key(query: str, salt: str) -> int:
     """48 bits of the sha256 of ``salt + query``: the table cheater's row key and id mask."""
     return int(hashlib.sha256((salt + query).encode()).hexdigest()[:12], 16)
@@ -80,6 +97,7 @@ a hash of the query; the ids are masked, so no answer id is written in the file.
 answer."""
 
 import hashlib
+import re
 
 from shoppingbench.agent_sdk import ProxyClient, create_dialogue_step, generate_tool_call_id
 
