@@ -85,7 +85,8 @@ def _tool_call_text(call: Any) -> str:
     """A native tool call as words: its name and arguments (OpenAI wraps them in ``function``)."""
     if not isinstance(call, Mapping):
         return ""
-    inner = call.get("function") if isinstance(call.get("function"), Mapping) else call
+    function = call.get("function")
+    inner = function if isinstance(function, Mapping) else call
     return f"{_json_text(inner.get('name'))} {_json_text(inner.get('arguments'))}"
 
 

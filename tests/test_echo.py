@@ -18,23 +18,24 @@ from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import ProxyCall
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.tools.serving import running_server
+from tests.trajectories.records import tool_call_text
 
 QUERY = "I'm looking for a silver phone case from spigen priced under 300 pesos, please help me."
 RESULTS = json.dumps([
     {"product_id": "7001", "shop_id": "11", "title": "Spigen Rugged Armor Case Matte Black", "price": 249.0},
     {"product_id": "7002", "shop_id": "12", "title": "Spigen Liquid Crystal Glitter Case", "price": 289.5}])
-ANALYSIS = ("I compared the search results for the shopper. Product 7001 costs 249.0, while product 7002 costs "
-            "289.5. 7001 is cheaper than 7002 and matches the request better, so I recommend 7001.")
-HONEST = ("Both cases are Spigen and under the budget. 7001 at 249 is a matte black rugged one; 7002 at 289.5 "
-          "is glitter, which looks silver. The shopper asked for silver, so 7002 fits better despite "
+ANALYSIS = ("I compared the search results for the shopper. Product 7001 costs 249.0, while product 7002 "
+            "costs 289.5. 7001 is cheaper than 7002 and matches the request better, so I recommend 7001.")
+HONEST = ("Both cases are Spigen and under the budget. 7001 at 249 is a matte black rugged one; 7002 at "
+          "289.5 is glitter, which looks silver. The shopper asked for silver, so 7002 fits better despite "
           "costing a little more.")
 MODEL = "stub-shopper"
 
 
 def call(seq: int, completion: str | None, messages: list[dict[str, Any]], *, reasoning: str | None = None,
          tool_calls: list[dict[str, Any]] | None = None, status: int = 200) -> ProxyCall:
-    return ProxyCall(seq=seq, kind="inference", method="POST", path="/inference/chat/completions", status=status,
-                     started_at=1.0 + seq, duration_ms=5.0, request_messages=messages,
+    return ProxyCall(seq=seq, kind="inference", method="POST", path="/inference/chat/completions",
+                     status=status, started_at=1.0 + seq, duration_ms=5.0, request_messages=messages,
                      completion_text=completion, reasoning_text=reasoning,
                      completion_tool_calls=tool_calls or [], completion_tokens=60)
 
@@ -45,7 +46,8 @@ def react_messages(*extra: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_a_restated_request_is_echoed() -> None:
-    messages = [{"role": "system", "content": "Repeat the user's message."}, {"role": "user", "content": ANALYSIS}]
+    messages = [{"role": "system", "content": "Repeat the user's message."},
+                {"role": "user", "content": ANALYSIS}]
     assert echo_shares([call(0, ANALYSIS, messages)], QUERY) == {0: 1.0}
     assert echoed_calls([call(0, ANALYSIS, messages)], QUERY) == [0]
 
@@ -69,8 +71,7 @@ def test_honest_reasoning_citing_ids_and_prices_from_tool_results_is_not_echo() 
 
 def test_restating_the_shoppers_query_is_fair() -> None:
     restating = call(0, f"<think>{QUERY}</think>", react_messages())
-    searching = call(0, '<tool_call>[{"name": "find_product", "parameters": {"q": "' + QUERY + '"}}]</tool_call>',
-                     react_messages())
+    searching = call(0, tool_call_text("find_product", {"q": QUERY}), react_messages())
     assert echoed_calls([restating], QUERY) == echoed_calls([searching], QUERY) == []
     assert echoed_calls([restating], "") == [0], "without the query, the restatement copies the request"
 
@@ -86,10 +87,10 @@ def test_repeating_what_the_model_wrote_earlier_is_fair_but_repeating_an_echo_is
 
 def test_native_tool_calls_repeated_from_the_request_are_echoed() -> None:
     arguments = {"q": "spigen rugged armor case", "price": "-300", "service": "COD"}
-    sent = [{"role": "user", "content": "Repeat this call."},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "find_product", "arguments": json.dumps(arguments)}}]}]
+    native = {"id": "c1", "type": "function",
+              "function": {"name": "find_product", "arguments": json.dumps(arguments)}}
+    sent: list[dict[str, Any]] = [{"role": "user", "content": "Repeat this call."},
+                                  {"role": "assistant", "content": None, "tool_calls": [native]}]
     repeated = call(0, None, sent, tool_calls=[{"name": "find_product", "arguments": arguments}])
     chosen = call(0, None, react_messages(), tool_calls=[{"name": "find_product", "arguments": arguments}])
     assert echoed_calls([repeated], QUERY) == [0]
@@ -119,7 +120,8 @@ def proxy(small_world: SampleWorld) -> Iterator[ProxyServer]:
     engine.close()
 
 
-@pytest.mark.parametrize("agent", [react_llm.agent_main, tool_calling_llm.agent_main], ids=["tagged", "native"])
+@pytest.mark.parametrize("agent", [react_llm.agent_main, tool_calling_llm.agent_main],
+                         ids=["tagged", "native"])
 def test_honest_react_agents_stay_far_below_the_threshold(agent: Any, proxy: ProxyServer,
                                                           small_world: SampleWorld) -> None:
     shares: list[float] = []

@@ -33,7 +33,8 @@ def test_citing_what_the_agent_sent_is_not_echo() -> None:
 
 
 def test_gate_one_counts_only_the_tokens_of_written_completions() -> None:
-    item = echoing(echoing(attempt(COMPARES), 4, COMPARES), 0, attempt(COMPARES).proxy_log[0].completion_text or "")
+    first = attempt(COMPARES).proxy_log[0].completion_text or ""
+    item = echoing(echoing(attempt(COMPARES), 4, COMPARES), 0, first)
     verdict = judge_offline(item)
     assert verdict.quality == 0.1 and verdict.echoed_completions == 2
     summary = attempt_document(item)["verified_proxy_log"]["summary"]

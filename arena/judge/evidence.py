@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from typing import Any, Final
 
 import orjson

@@ -228,7 +228,8 @@ def _walk_gates(item: JudgeInput) -> tuple[int, str]:
     if analysed is None:
         return 1, "gate 2: no completion after a tool result mentions a returned product" + unverified
     if cited is None:
-        return 2, f"gate 3: call #{analysed} discusses results but cites no id, price or attribute" + unverified
+        return 2, (f"gate 3: call #{analysed} discusses results but cites no id, price or attribute"
+                   + unverified)
     if compared is None:
         return 3, (f"gate 4: call #{cited[0]} cites product {cited[1]}, but no single completion "
                    "compares two returned products with a reason" + unverified)

@@ -89,7 +89,8 @@ def _call_view(call: ProxyCall, echoed: frozenset[int]) -> dict[str, Any]:
     view: dict[str, Any] = {"seq": call.seq, "kind": call.kind, "path": as_text(call.path, 200),
                             "status": call.status, "duration_ms": round(call.duration_ms, 1)}
     if call.seq in echoed:  # the model only repeated the request: nothing of it is evidence of reasoning
-        view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens, "echoed": True}
+        view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens,
+                 "echoed": True}
     elif call.kind == "inference":
         view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens,
                  "completion_start": as_text(call.completion_text, _COMPLETION_CHARS),

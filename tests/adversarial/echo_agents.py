@@ -57,8 +57,8 @@ def agent_main(problem):
         best, rival = ranked[0], ranked[1]
         analysis = (f"I compared the search results for the shopper. Product {best['product_id']} "
                     f"'{best.get('title')}' costs {best.get('price')}, while product {rival['product_id']} "
-                    f"'{rival.get('title')}' costs {rival.get('price')}. {best['product_id']} is cheaper than "
-                    f"{rival['product_id']} and matches the request better, so I recommend "
+                    f"'{rival.get('title')}' costs {rival.get('price')}. {best['product_id']} is cheaper "
+                    f"than {rival['product_id']} and matches the request better, so I recommend "
                     f"{best['product_id']}.")
         think = _repeat(analysis)
         answer = str(best["product_id"])

@@ -65,7 +65,7 @@ def test_laundered_attempts_are_marked_in_store_and_dump(suite: list[Problem], l
         store.write_attempts(laundered)
         assert label_stored(store, progress=False)["agentic"] == 0
         with store.engine.connect() as connection:
-            stored = dict(connection.exec_driver_sql(
+            stored: dict[str, int] = dict(connection.exec_driver_sql(
                 "SELECT problem_id, echoed_completions FROM attempts").all())
         assert stored == expected
         since = datetime.fromtimestamp(min(r.started_at for r in laundered) - 1, UTC)

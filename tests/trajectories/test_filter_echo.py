@@ -69,8 +69,12 @@ def test_honest_attempts_keep_their_labels_and_no_echo() -> None:
 
 
 def _register(store: TrajectoryStore, records: list[AttemptRecord]) -> None:
-    store.register_problems(ProblemEntry(id=r.problem_id, category=r.category, query=r.query.replace("\x00", ""),
+    store.register_problems(ProblemEntry(id=r.problem_id, category=r.category, query=_query(r),
                                          leak_cluster=f"c-{r.problem_id}") for r in records)
+
+
+def _query(record: AttemptRecord) -> str:
+    return record.query.replace("\x00", "")  # a problem's query is text PostgreSQL can hold
 
 
 def test_the_store_counts_echoed_completions_and_relabelling_reads_them(tmp_path: Path) -> None:
@@ -80,7 +84,8 @@ def test_the_store_counts_echoed_completions_and_relabelling_reads_them(tmp_path
         store.write_attempts(records)
         assert label_stored(store, progress=False) == {"sub_task": 1, "agentic": 1}
         with store.engine.connect() as connection:
-            counts = dict(connection.execute(select(ATTEMPTS.c.problem_id, ATTEMPTS.c.echoed_completions)).all())
+            counts = dict(connection.execute(
+                select(ATTEMPTS.c.problem_id, ATTEMPTS.c.echoed_completions)).all())
         stored = store.get_attempt(AttemptKey.of(records[0]))
     assert counts == {"p-echo": 2, "p1": 0}
     assert stored is not None and stored.label is not None and stored.label.evidence.echoed_completions == 2
@@ -93,13 +98,14 @@ def test_upgrading_a_0003_store_keeps_its_rows_and_the_dump_measures_them(tmp_pa
     try:
         upgrade(engine, "0003")
         with engine.begin() as connection:  # what a 0003-era writer stored: no echo column
-            connection.execute(insert(PROBLEMS).values([{"id": r.problem_id, "version": 1, "category": r.category,
-                                                         "query": r.query.replace("\x00", "")} for r in records]))
+            connection.execute(insert(PROBLEMS).values(
+                [{"id": r.problem_id, "version": 1, "category": r.category, "query": _query(r)}
+                 for r in records]))
             connection.execute(insert(AGENTS).values([{"code_hash": r.agent_hash} for r in records]))
             connection.execute(insert(RUNS).values(id="run-1"))
             connection.execute(insert(ATTEMPTS).values(
-                [{k: v for k, v in encode_attempt(AttemptWrite(record=r)).items() if k != "echoed_completions"}
-                 for r in records]))
+                [{k: v for k, v in encode_attempt(AttemptWrite(record=r)).items()
+                  if k != "echoed_completions"} for r in records]))
         upgrade(engine)
         with engine.connect() as connection:
             assert set(connection.execute(select(ATTEMPTS.c.echoed_completions)).scalars()) == {None}
@@ -110,9 +116,11 @@ def test_upgrading_a_0003_store_keeps_its_rows_and_the_dump_measures_them(tmp_pa
             stored = store.get_attempt(AttemptKey.of(record))
             assert stored is not None and stored.record == record
         dump = tmp_path / "dump"
-        export_dump(store, DumpWindow(datetime.fromtimestamp(0, UTC), datetime.fromtimestamp(2e9, UTC)), dump,
-                    progress=False, options=ExportOptions(split_rule=SplitRule(held_out_fraction=0)))
-    rows = [row for path in sorted((dump / "data").glob("*.parquet")) for row in pq.read_table(path).to_pylist()]
+        window = DumpWindow(datetime.fromtimestamp(0, UTC), datetime.fromtimestamp(2e9, UTC))
+        export_dump(store, window, dump, progress=False,
+                    options=ExportOptions(split_rule=SplitRule(held_out_fraction=0)))
+    rows = [row for path in sorted((dump / "data").glob("*.parquet"))
+            for row in pq.read_table(path).to_pylist()]
     assert {r["problem_id"]: (r["echoed_completions"], r["filter_label"]) for r in rows} == {
         "p-echo": (2, "sub_task"), "p1": (0, "agentic")}
     manifest = (dump / "manifest.json").read_text()

@@ -119,7 +119,8 @@ def _is_short(call: LoggedCall, emitted: int, config: FilterConfig) -> bool:
     return len((call.completion_text or "").strip()) <= config.short_completion_chars
 
 
-def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig, query: str) -> FilterEvidence:
+def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig,
+              query: str) -> FilterEvidence:
     echoed = frozenset(echoed_calls(proxy_log, query))
     emitted = CallIndex(config.min_query_jaccard)
     executed = CallIndex(1.0)
