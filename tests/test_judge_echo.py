@@ -3,9 +3,10 @@ an offline verdict that found some."""
 
 from __future__ import annotations
 
-from arena.judge import JudgeInput, JudgeVerdict, judge_offline
+from arena.judge import JudgeInput, JudgeVerdict, final_score, judge_offline
 from arena.judge.llm import capped
 from arena.judge.prompt import attempt_document
+from arena.validator.runs import _arena, stored_verdict
 from tests.test_judge_support import COMPARES, QUERY, attempt
 
 
@@ -54,3 +55,11 @@ def test_no_lift_above_an_offline_verdict_that_found_echoes() -> None:
     assert "echoed" in held.explanation
     lower = capped(_verdict(0.1, judge="model-a"), _verdict(0.3, echoed=1))
     assert (lower.quality, lower.echoed_completions) == (0.1, 1)
+
+
+def test_scores_and_stored_verdicts_keep_the_echo_count() -> None:
+    verdicts = [_verdict(0.1, echoed=2), _verdict(0.9), _verdict(0.3, echoed=1)]
+    assert final_score(1.0, verdicts).echoed_verdicts == 2
+    stored = stored_verdict(verdicts[0])
+    assert stored.details["echoed_completions"] == 2
+    assert _arena(stored) == verdicts[0]
