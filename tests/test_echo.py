@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +18,13 @@ from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import ProxyCall
 from shoppingbench.sample_world import SampleWorld
+from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
+from tests.adversarial.support import ROOMY, inference
+from tests.sandbox_support import run_agent
 from tests.trajectories.records import tool_call_text
+
+__all__ = ["inference"]
 
 QUERY = "I'm looking for a silver phone case from spigen priced under 300 pesos, please help me."
 RESULTS = json.dumps([
@@ -30,6 +36,7 @@ HONEST = ("Both cases are Spigen and under the budget. 7001 at 249 is a matte bl
           "289.5 is glitter, which looks silver. The shopper asked for silver, so 7002 fits better despite "
           "costing a little more.")
 MODEL = "stub-shopper"
+FIXTURE_AGENTS = Path(__file__).resolve().parent / "fixtures" / "agents"
 
 
 def call(seq: int, completion: str | None, messages: list[dict[str, Any]], *, reasoning: str | None = None,
@@ -135,3 +142,16 @@ def test_honest_react_agents_stay_far_below_the_threshold(agent: Any, proxy: Pro
             shares.extend(s for s in echo_shares(proxy.end(0), problem.query).values() if s is not None)
     # Measured on suite(10): tagged max 0.38, native max 0.42 (titles quoted from tool results).
     assert len(shares) >= 40 and max(shares) <= 0.5, max(shares)
+
+
+@pytest.mark.parametrize("name", ["oro_style_agent", "oro_template_agent"])
+def test_the_reference_arena_style_fixtures_echo_nothing(name: str, small_world: SampleWorld,
+                                                         small_engine: BM25SearchEngine,
+                                                         inference: InferenceConfig) -> None:
+    """The fixture agents in the reference arena's styles (one keeps its whole dialogue in one user
+    message), in the namespace sandbox: measured on suite(3), max share 0.25."""
+    records = run_agent(FIXTURE_AGENTS / f"{name}.py", small_world.suite(2), small_engine, limits=ROOMY,
+                        workers=2, inference=inference)
+    shares = [s for r in records for s in echo_shares(r.proxy_log, r.query).values() if s is not None]
+    assert all(r.failure is None for r in records) and len(shares) >= 12
+    assert max(shares) <= 0.5, max(shares)
