@@ -20,7 +20,7 @@ threshold) and on the restate and repeat attacks (whose completions sit at or ne
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, Final, Protocol
 
 import orjson
@@ -111,24 +111,39 @@ def completion_texts(call: InferenceEntry) -> list[str]:
     return texts
 
 
-def _grams(texts: Iterable[str]) -> set[tuple[str, ...]]:
-    found: set[tuple[str, ...]] = set()
-    for text in texts:
-        found |= ngrams(words(text))
-    return found
-
-
 Gram = tuple[str, ...]
 
 
-def echo_share(completion: Sequence[str], request: Sequence[str],
-               fair: frozenset[Gram] | set[Gram] = frozenset()) -> float | None:
+class GramCache:
+    """The n-grams of each distinct text, computed once: an agent resends the whole conversation with
+    every call, so an attempt's requests repeat the same messages (this keeps a log's measure linear)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, frozenset[Gram]] = {}
+
+    def of(self, text: str) -> frozenset[Gram]:
+        found = self._known.get(text)
+        if found is None:
+            found = self._known[text] = frozenset(ngrams(words(text)))
+        return found
+
+    def union(self, texts: Iterable[str]) -> set[Gram]:
+        found: set[Gram] = set()
+        for text in texts:
+            found |= self.of(text)
+        return found
+
+
+def echo_share(completion: Sequence[str], request: Sequence[str], fair: Set[Gram] = frozenset(),
+               cache: GramCache | None = None) -> float | None:
     """Share of the completion's n-grams (those not in ``fair``) that occur in the request texts;
     ``None`` when fewer than ``MIN_MEASURED_NGRAMS`` are left to measure."""
-    measured = _grams(completion) - fair
+    cache = cache or GramCache()
+    measured = cache.union(completion) - fair
     if len(measured) < MIN_MEASURED_NGRAMS:
         return None
-    return len(measured & _grams(request)) / len(measured)
+    sent = [cache.of(text) for text in dict.fromkeys(request)]
+    return sum(any(gram in grams for grams in sent) for gram in measured) / len(measured)
 
 
 def answered_inference(proxy_log: Iterable[InferenceEntry]) -> list[InferenceEntry]:
@@ -141,13 +156,14 @@ def echo_shares(proxy_log: Iterable[InferenceEntry], query: str = "") -> dict[in
 
     Fair to copy: the shopper's ``query``, and what the model itself wrote in an earlier call of the
     attempt that was not echoed (an agent sends the model's earlier turns back to it each turn)."""
-    fair = _grams([query])
+    cache = GramCache()
+    fair = cache.union([query])
     shares: dict[int, float | None] = {}
     for call in answered_inference(proxy_log):
         written = completion_texts(call)
-        share = shares[call.seq] = echo_share(written, request_texts(call.request_messages), fair)
+        share = shares[call.seq] = echo_share(written, request_texts(call.request_messages), fair, cache)
         if share is None or share < ECHO_THRESHOLD:
-            fair = fair | _grams(written)
+            fair |= cache.union(written)
     return shares
 
 
