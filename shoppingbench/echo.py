@@ -10,11 +10,16 @@ native tool calls) that also occur in that same call's request. A completion at 
 not count its tool calls as the model's.
 
 What is fair to copy is left out of the share. The shopper's query: restating the request, or
-searching for it word for word, is what honest agents do. Short copies: an id, a price, a title
-quoted from a tool result sit inside n-grams that also hold the model's own words, so citing a datum
-the agent sent is normal and only long runs of copied text count. Both constants are fixed by tests
-on the reference ReAct agents (tagged and native tool calling, whose completions stay far below the
-threshold) and on the restate and repeat attacks (whose completions sit at or near 1.0).
+searching for it word for word, is what honest agents do. What the model itself wrote in an earlier
+call of the attempt that was not echoed: agents send the model's turns back to it, and it may repeat
+itself. Short copies need no rule: an id, a price or a title quoted from a tool result sits inside
+n-grams that also hold the model's own words, so citing a datum the agent sent is normal and only
+long runs of copied text count. Both constants are fixed by tests (``tests/test_echo.py``): the
+reference agents' completions reach at most 0.42 (ReAct with tagged or native tool calls, and the
+reference-arena-style fixtures), the restate and repeat attacks sit at 1.0.
+
+It measures copying, not provenance: a model told to paraphrase, translate or interleave the code's
+text writes new n-grams and is not caught here.
 """
 
 from __future__ import annotations
