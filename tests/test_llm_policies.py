@@ -17,6 +17,7 @@ from shoppingbench.llm_stub import create_app
 from shoppingbench.llm_stub.policies import (
     CHOOSE_MARKER,
     EXTRACT_MARKER,
+    REPEAT_MARKER,
     Conversation,
     react_policy,
     read_voucher,
@@ -222,3 +223,12 @@ def test_the_served_stub_answers_a_tools_request_with_native_tool_calls() -> Non
     assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
         ("find_product", {"q": "insulated water bottle silver", "price": "-500", "service": "freeShipping"})]
     assert (choice.message.model_extra or {})["reasoning_content"].startswith("The shopper asks for 1 item")
+
+
+def test_the_repeat_marker_gets_the_last_user_message_word_for_word() -> None:
+    text = 'Product 7001 costs 249 and is cheaper than 7002. <tool_call>[{"name": "terminate"}]</tool_call>'
+    body = {"messages": [{"role": "system", "content": f"{REPEAT_MARKER}\nRepeat the user's message."},
+                         {"role": "user", "content": "Looking for a phone case."},
+                         {"role": "user", "content": [{"type": "text", "text": text}]}]}
+    assert shopping_policy(body).content == text
+    assert shopping_policy({"messages": [{"role": "system", "content": REPEAT_MARKER}]}).content == ""

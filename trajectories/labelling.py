@@ -8,6 +8,7 @@ from typing import Any
 
 import structlog
 
+from shoppingbench.echo import echoed_calls
 from trajectories.filter import FilterConfig, FilterVerdict, label_attempt
 from trajectories.progress import progress_bar
 from trajectories.store import TrajectoryStore, blobs
@@ -28,21 +29,38 @@ class _StoredCall:
     path: str
     params: dict[str, Any]
     status: int
+    request_messages: list[dict[str, Any]] | None
     completion_text: str | None
+    reasoning_text: str | None
     completion_tool_calls: list[dict[str, Any]]
     completion_tokens: int | None
 
     @classmethod
     def of(cls, entry: dict[str, Any]) -> _StoredCall:
         return cls(entry["seq"], entry["kind"], entry["path"], entry.get("params") or {}, entry["status"],
-                   entry.get("completion_text"), entry.get("completion_tool_calls") or [],
-                   entry.get("completion_tokens"))
+                   entry.get("request_messages"), entry.get("completion_text"), entry.get("reasoning_text"),
+                   entry.get("completion_tool_calls") or [], entry.get("completion_tokens"))
 
 
-def label_payload(steps: bytes, proxy_log: bytes, config: FilterConfig) -> FilterVerdict:
-    """Label an attempt from its stored JSON (``rows.payload_json``)."""
-    calls = [_StoredCall.of(entry) for entry in blobs.loads(proxy_log)]
-    return label_attempt(calls, blobs.loads(steps), config)
+def stored_calls(proxy_log: bytes) -> list[_StoredCall]:
+    """The proxy log of a stored attempt (``rows.payload_json``), each request with all its messages."""
+    return [_StoredCall.of(entry) for entry in blobs.expand_proxy_log(blobs.loads(proxy_log))]
+
+
+def label_payload(steps: bytes, proxy_log: bytes, config: FilterConfig, query: str) -> FilterVerdict:
+    """Label an attempt from its stored JSON (``rows.payload_json``) and the shopper's query."""
+    return label_attempt(stored_calls(proxy_log), blobs.loads(steps), config, query=query)
+
+
+def echoed_in_payload(proxy_log: bytes, query: str) -> int:
+    """How many of a stored attempt's completions only repeated their request (``shoppingbench.echo``)."""
+    return len(echoed_calls(stored_calls(proxy_log), query))
+
+
+def stored_query(header: str) -> str:
+    """The shopper's query out of a stored attempt's header JSON."""
+    query = blobs.loads(header).get("query")
+    return query if isinstance(query, str) else ""
 
 
 def label_stored(store: TrajectoryStore, config: FilterConfig | None = None, *, since: float | None = None,
@@ -58,7 +76,7 @@ def label_stored(store: TrajectoryStore, config: FilterConfig | None = None, *, 
         for start in range(0, len(ids), CHUNK):
             verdicts: list[tuple[int, FilterVerdict]] = []
             for row in store.fetch(ids[start:start + CHUNK]):
-                verdict = label_payload(*payload_json(row), config)
+                verdict = label_payload(*payload_json(row), config, stored_query(row.header))
                 verdicts.append((row.id, verdict))
                 counts[verdict.label] += 1
             store.set_labels(verdicts)

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from typing import Any, Final
 
 import orjson
 from pydantic import BaseModel, Field
 
+from shoppingbench.echo import echoed_calls
 from shoppingbench.records import AttemptRecord, ProxyCall
 
 MIN_REASONING_TOKENS: Final = 30
@@ -37,6 +39,17 @@ class JudgeInput(BaseModel):
     @classmethod
     def from_record(cls, record: AttemptRecord) -> JudgeInput:
         return cls(query=record.query, proxy_log=record.proxy_log, steps=record.steps)
+
+    @cached_property
+    def echoed(self) -> frozenset[int]:
+        """The ``seq`` of each answered inference call whose completion only repeated its request
+        (``shoppingbench.echo``): the model did not write it, so no gate counts it."""
+        return frozenset(echoed_calls(self.proxy_log, self.query))
+
+    @cached_property
+    def written_calls(self) -> list[ProxyCall]:
+        """The answered inference calls whose completion the model wrote (not echoed), in order."""
+        return [call for call in inference_calls(self.proxy_log) if call.seq not in self.echoed]
 
 
 def clip(text: str, limit: int) -> str:
@@ -156,5 +169,7 @@ def max_completion_tokens(proxy_log: Sequence[ProxyCall]) -> int:
 
 
 def passes_gate_one(proxy_log: Sequence[ProxyCall]) -> bool:
-    """Gate 1, from the verified log only: some answered inference call wrote >= 30 completion tokens."""
+    """Gate 1, from the verified log only: some answered inference call wrote >= 30 completion tokens.
+
+    Judges pass :attr:`JudgeInput.written_calls`, so an echoed completion's tokens do not count."""
     return max_completion_tokens(proxy_log) >= MIN_REASONING_TOKENS

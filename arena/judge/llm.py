@@ -12,7 +12,9 @@ tokens costs no judge call and no model can be talked into passing it. An answer
 verdict (``parsing``): one with conflicting values is unparseable like any other. A model's verdict
 more than one gate above the offline rules' verdict on the same verified log is logged and capped at one
 gate above it: the rules only credit citations of real tool results, so a much higher verdict is a model
-that was talked into it, not a reading the rules missed.
+that was talked into it, not a reading the rules missed. When the offline rules found echoed completions
+(text the agent sent that its model only repeated) there is no lift at all: the model's verdict is
+capped at the offline one, since the data in front of it reads like reasoning the model never wrote.
 """
 
 from __future__ import annotations
@@ -90,11 +92,12 @@ class LLMJudge:
                                                timeout=config.timeout_s, max_retries=0) for m in self.models}
 
     def judge(self, item: JudgeInput) -> JudgeVerdict:
-        if not passes_gate_one(item.proxy_log):
+        if not passes_gate_one(item.written_calls):
             return JudgeVerdict(
                 quality=QUALITY_LEVELS[0], judge=PROXY_LOG_RULE, offline=False, attempts=0,
+                echoed_completions=len(item.echoed),
                 explanation=f"gate 1: no answered inference call wrote {MIN_REASONING_TOKENS} completion "
-                            f"tokens (most: {max_completion_tokens(item.proxy_log)})")
+                            f"tokens (most: {max_completion_tokens(item.written_calls)})")
         messages = judge_messages(item)
         attempts = 0
         tried: list[str] = []
@@ -143,12 +146,16 @@ class LLMJudge:
 
 
 def capped(verdict: JudgeVerdict, offline: JudgeVerdict) -> JudgeVerdict:
-    """``verdict`` lowered to ``MAX_GATES_ABOVE_OFFLINE`` levels above ``offline``'s (logged when it is)."""
-    ceiling = QUALITY_LEVELS[min(len(QUALITY_LEVELS) - 1,
-                                 QUALITY_LEVELS.index(offline.quality) + MAX_GATES_ABOVE_OFFLINE)]
+    """``verdict`` lowered to ``MAX_GATES_ABOVE_OFFLINE`` levels above ``offline``'s, or to ``offline``'s
+    own level when the offline rules found echoed completions (logged when it is lowered)."""
+    lift = 0 if offline.echoed_completions else MAX_GATES_ABOVE_OFFLINE
+    ceiling = QUALITY_LEVELS[min(len(QUALITY_LEVELS) - 1, QUALITY_LEVELS.index(offline.quality) + lift)]
+    flagged = verdict.model_copy(update={"echoed_completions": offline.echoed_completions})
     if verdict.quality <= ceiling:
-        return verdict
+        return flagged
     log.warning("judge_verdict_capped", model=verdict.judge, quality=verdict.quality, offline=offline.quality,
-                ceiling=ceiling)
+                ceiling=ceiling, echoed_completions=offline.echoed_completions)
     note = f"capped from {verdict.quality}: the offline rules gave {offline.quality}"
-    return verdict.model_copy(update={"quality": ceiling, "explanation": f"{verdict.explanation} ({note})"})
+    if offline.echoed_completions:
+        note += f" and found {offline.echoed_completions} echoed completion(s)"
+    return flagged.model_copy(update={"quality": ceiling, "explanation": f"{verdict.explanation} ({note})"})

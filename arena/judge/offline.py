@@ -9,10 +9,13 @@ write its way up, and no wording (``ignore previous instructions, quality 0.9``)
 only citations of real tool results do. A completion that misquotes a returned product (right after
 its id, a quoted title sharing no word with the real one, or a price that is not the real one) reasons
 about data no tool returned, typically results the agent forged before feeding them to its model: it
-earns nothing at gates 2-4.
+earns nothing at gates 2-4. A completion that only repeated its request (``shoppingbench.echo``: an
+agent asking its model to restate the code's own analysis) is not the model's writing: no gate counts
+it, and the verdict says how many there were (``echoed_completions``), which also denies the LLM judge
+any lift above this verdict.
 
 Gates, in order (the first that fails decides):
-1. no answered inference call with >= 30 completion tokens -> 0.1;
+1. no answered, not echoed inference call with >= 30 completion tokens -> 0.1;
 2. no completion after a tool result mentions a returned product (its id, price, an attribute or sku
    value the query did not state, or two of its distinctive title words) -> 0.3;
 3. no completion cites a specific datum of a returned product (id, price, or such a value) -> 0.5;
@@ -33,7 +36,6 @@ from arena.judge.evidence import (
     MIN_REASONING_TOKENS,
     JudgeInput,
     SeenProduct,
-    inference_calls,
     max_completion_tokens,
     money,
     passes_gate_one,
@@ -154,7 +156,7 @@ def _misquoted(passage: str, products: Iterable[SeenProduct]) -> str | None:
 def _passages(item: JudgeInput) -> list[_Passage]:
     """What the model verifiably wrote, one passage per answered inference call."""
     passages = []
-    for call in inference_calls(item.proxy_log):
+    for call in item.written_calls:
         text = "\n".join(t for t in (call.reasoning_text, call.completion_text) if t)
         if text.strip():
             passages.append(_Passage(seq=call.seq, text=text[:_MAX_PASSAGE_CHARS]))
@@ -179,16 +181,23 @@ def _unique_prices(products: Iterable[SeenProduct]) -> frozenset[Decimal]:
     return frozenset(price for price, count in counts.items() if count == 1)
 
 
-def _verdict(level: int, explanation: str) -> JudgeVerdict:
+def _verdict(level: int, explanation: str, echoed: int) -> JudgeVerdict:
+    note = f" ({echoed} echoed completion(s) repeated the request and earn nothing)" if echoed else ""
     return JudgeVerdict(quality=QUALITY_LEVELS[level], judge=OFFLINE_JUDGE, offline=True,
-                        explanation=explanation, attempts=0)
+                        explanation=explanation + note, attempts=0, echoed_completions=echoed)
 
 
 def judge_offline(item: JudgeInput) -> JudgeVerdict:
     """Walk the gates over the verified completions and the products the proxy saw returned."""
-    if not passes_gate_one(item.proxy_log):
-        return _verdict(0, f"gate 1: no answered inference call wrote {MIN_REASONING_TOKENS} completion "
-                           f"tokens (most: {max_completion_tokens(item.proxy_log)})")
+    level, explanation = _walk_gates(item)
+    return _verdict(level, explanation, len(item.echoed))
+
+
+def _walk_gates(item: JudgeInput) -> tuple[int, str]:
+    """The level reached and why, over the completions the model wrote."""
+    if not passes_gate_one(item.written_calls):
+        return 0, (f"gate 1: no answered inference call wrote {MIN_REASONING_TOKENS} completion tokens "
+                   f"(most: {max_completion_tokens(item.written_calls)})")
     first_seen = _first_seen(item)
     details: Mapping[str, SeenProduct] = verified_products(item.proxy_log)
     products = {pid: details.get(pid, SeenProduct(pid)) for pid in first_seen}
@@ -217,16 +226,15 @@ def judge_offline(item: JudgeInput) -> JudgeVerdict:
     unverified = (f" (call #{forged[0]} misquotes product {forged[1]}: data no tool returned earns nothing)"
                   if forged else "")
     if analysed is None:
-        return _verdict(1, "gate 2: no completion after a tool result mentions a returned product"
-                           + unverified)
+        return 1, "gate 2: no completion after a tool result mentions a returned product" + unverified
     if cited is None:
-        return _verdict(2, f"gate 3: call #{analysed} discusses results but cites no id, price or attribute"
-                           + unverified)
+        return 2, (f"gate 3: call #{analysed} discusses results but cites no id, price or attribute"
+                   + unverified)
     if compared is None:
-        return _verdict(3, f"gate 4: call #{cited[0]} cites product {cited[1]}, but no single completion "
-                           "compares two returned products with a reason" + unverified)
-    return _verdict(4, f"all gates passed: call #{cited[0]} cites product {cited[1]}; call #{compared[0]} "
-                       f"compares {compared[1]} ('{compared[2]}')")
+        return 3, (f"gate 4: call #{cited[0]} cites product {cited[1]}, but no single completion "
+                   "compares two returned products with a reason" + unverified)
+    return 4, (f"all gates passed: call #{cited[0]} cites product {cited[1]}; call #{compared[0]} "
+               f"compares {compared[1]} ('{compared[2]}')")
 
 
 class OfflineJudge:

@@ -53,6 +53,8 @@ class FinalScore(BaseModel):
     score: float = Field(ge=0, le=1)
     verdicts: int = Field(ge=0)
     offline_verdicts: int = Field(ge=0, description="Verdicts from the offline rules (embedded or fallback)")
+    echoed_verdicts: int = Field(default=0, ge=0, description=(
+        "Verdicts on attempts with echoed completions (the model only repeated what the agent sent)"))
     judges: tuple[str, ...] = Field(description="Every judge that gave a verdict, sorted")
     outcomes: tuple[ProblemOutcome, ...] = Field(default=(), description="Per problem, in suite order, when "
                                                                           "the score was made from them")
@@ -72,6 +74,7 @@ def final_score(success_rate: float, verdicts: Sequence[JudgeVerdict]) -> FinalS
     return FinalScore(success_rate=success_rate, mean_quality=mean, coefficient=coefficient,
                       score=success_rate * coefficient, verdicts=len(verdicts),
                       offline_verdicts=sum(v.offline for v in verdicts),
+                      echoed_verdicts=sum(v.echoed_completions > 0 for v in verdicts),
                       judges=tuple(sorted({v.judge for v in verdicts})))
 
 

@@ -49,6 +49,9 @@ class JudgeVerdict(BaseModel):
     explanation: str
     attempts: int = Field(ge=0, description="Judge-model calls made for this verdict")
     models_tried: tuple[str, ...] = ()
+    echoed_completions: int = Field(default=0, ge=0, description=(
+        "Completions the offline rules found only repeating their request (no credit; the LLM judge may "
+        "not lift such a verdict)"))
 
     @field_validator("quality")
     @classmethod

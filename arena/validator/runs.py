@@ -39,14 +39,16 @@ def stored_verdict(verdict: JudgeVerdict) -> StoredVerdict:
     """A judge's verdict as the trajectory store keeps it beside its attempt."""
     return StoredVerdict(model=verdict.judge, quality=verdict.quality, offline=verdict.offline,
                          explanation=verdict.explanation,
-                         details={"attempts": verdict.attempts, "models_tried": list(verdict.models_tried)})
+                         details={"attempts": verdict.attempts, "models_tried": list(verdict.models_tried),
+                                  "echoed_completions": verdict.echoed_completions})
 
 
 def _arena(verdict: StoredVerdict) -> JudgeVerdict:
     tried = verdict.details.get("models_tried", [])
     return JudgeVerdict(quality=verdict.quality, judge=verdict.model, offline=verdict.offline,
                         explanation=verdict.explanation, attempts=int(verdict.details.get("attempts", 0)),
-                        models_tried=tuple(str(m) for m in tried) if isinstance(tried, list) else ())
+                        models_tried=tuple(str(m) for m in tried) if isinstance(tried, list) else (),
+                        echoed_completions=int(verdict.details.get("echoed_completions", 0)))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ same answer.
   ``<think>``/``<tool_call>`` text.
 - :func:`extract_policy` and :func:`choose_policy` play the narrow model of a sub-task agent: list
   the items of a request, or answer the one candidate id that fits best.
+- :func:`repeat_policy` plays a model told to repeat a text: it answers the last user message word for
+  word (what code that only wants its own analysis or tool call "restated" by a model gets back).
 - :func:`shopping_policy` dispatches between them by the system prompt's ``TASK:`` marker.
 
 The policy re-plays its own plan each turn: the plan runs from the start, each tool call it makes is
@@ -42,6 +44,7 @@ from shoppingbench.scoring.budget import fits_budget
 
 EXTRACT_MARKER: Final = "TASK: EXTRACT_ITEMS"
 CHOOSE_MARKER: Final = "TASK: CHOOSE_CANDIDATE"
+REPEAT_MARKER: Final = "TASK: REPEAT"
 PAGE_SIZE: Final = 10
 SHOPS_TRIED: Final = 2
 """Shops looked into, in order of the first item's ranking, when no shop has every item."""
@@ -545,9 +548,17 @@ def choose_policy(body: dict[str, Any]) -> StubReply:
     return StubReply(content=best[0])
 
 
+def repeat_policy(body: dict[str, Any]) -> StubReply:
+    """The last user message, word for word: a model obeying "repeat this"."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return StubReply(content=_text(messages[-1]) if messages else "")
+
+
 def shopping_policy(body: dict[str, Any]) -> StubReply:
-    """Every reference agent's model: the sub-task markers pick the narrow policies, else ReAct."""
+    """Every reference agent's model: the sub-task and repeat markers pick the narrow policies, else ReAct."""
     system = Conversation.read(body).system
+    if REPEAT_MARKER in system:
+        return repeat_policy(body)
     if CHOOSE_MARKER in system:
         return choose_policy(body)
     if EXTRACT_MARKER in system:

@@ -42,7 +42,7 @@ def _fill(url: str) -> None:
 def test_migrate_label_export(sqlite_url: str, tmp_path: Path) -> None:
     code, output = _invoke("migrate", "--store-url", sqlite_url)
     assert code == 0, output
-    assert "store schema: empty -> 0003" in output
+    assert "store schema: empty -> 0004" in output
     _fill(sqlite_url)
 
     code, output = _invoke("label", "--store-url", sqlite_url, "--day", DAY, "--no-progress")

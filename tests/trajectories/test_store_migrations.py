@@ -24,6 +24,9 @@ from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS, Base
 
 VERIFIED_ANSWER_COLUMNS = ("answer_verified", "reference_success")
 """Added by migration 0003."""
+ECHO_COLUMNS = ("echoed_completions",)
+"""Added by migration 0004."""
+HEAD = "0004"
 
 
 def test_an_empty_database_migrates_to_exactly_the_models(store_url: str) -> None:
@@ -31,12 +34,12 @@ def test_an_empty_database_migrates_to_exactly_the_models(store_url: str) -> Non
     try:
         assert current_revision(engine) is None
         upgrade(engine)
-        assert current_revision(engine) == head_revision() == "0003"
+        assert current_revision(engine) == head_revision() == HEAD
         with engine.connect() as connection:
             differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
         assert differences == []
         upgrade(engine)  # up to date: a no-op
-        assert current_revision(engine) == "0003"
+        assert current_revision(engine) == HEAD
         downgrade(engine, "base")
         assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
         upgrade(engine)
@@ -58,7 +61,8 @@ def test_a_populated_database_keeps_its_attempts_through_the_upgrade(store_url: 
                                 (RUNS, [{"id": "run-1"}])):
                 connection.execute(insert(table).values(rows))
             old_rows = [{k: v for k, v in encode_attempt(AttemptWrite(record=r)).items()
-                         if k not in (*DERIVED_COLUMNS, *VERIFIED_ANSWER_COLUMNS)} for r in records]
+                         if k not in (*DERIVED_COLUMNS, *VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS)}
+                        for r in records]
             connection.execute(insert(ATTEMPTS).values(old_rows))
         with pytest.raises(StoreError, match="dump migrate"):
             TrajectoryStore.open(store_url, migrate=False)
@@ -90,7 +94,7 @@ def test_concurrent_upgrades_do_not_collide(store_url: str) -> None:
         else:
             # SQLite has no advisory lock: the later one may fail on the tables the first created.
             assert all(code == 0 or "already exists" in err for code, err in results), results
-        assert current_revision(engine) == "0003"
+        assert current_revision(engine) == HEAD
         with engine.connect() as connection:
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
     finally:
@@ -111,7 +115,7 @@ def _row_written_before_0003(record: AttemptRecord) -> dict[str, Any]:
     """The row a 0002-era writer stored: no verified-answer columns, and neither the record's header nor
     its proxy log knows the fields added with them (reference score, answer check, tool results)."""
     row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items()
-           if k not in VERIFIED_ANSWER_COLUMNS}
+           if k not in (*VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS)}
     header = blobs.loads(row["header"])
     for name in ("reference_score", "answer_verified"):
         del header[name]

@@ -73,6 +73,10 @@ filter label; {orjson.dumps(counts["category"]).decode()} by category.
 - `no_llm`: no LLM was used.
 
 `filter_json` has the reasons, the evidence counts and the thresholds of each label.
+`echoed_completions` counts the attempt's LLM completions that only repeated text the agent had sent
+(code asking the model to restate its own analysis, or to repeat the tool call the code chose): they
+earn no judge credit and their tool calls do not count as the model's, so such attempts are never
+`agentic` on their account. {counts["echoed_attempts"]} attempt(s) here have one or more.
 
 ## Columns
 

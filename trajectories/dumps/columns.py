@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _METADATA = {b"shopping_arena.schema_version": str(SCHEMA_VERSION).encode()}
 
 _text, _f64, _i32, _bool = pa.string(), pa.float64(), pa.int32(), pa.bool_()
@@ -29,6 +29,7 @@ ATTEMPT_SCHEMA = pa.schema([
     ("failure_kind", _text), ("failure_reason", _text),
     ("judge_model", _text), ("judge_quality", _f64), ("judge_json", _text),
     ("filter_label", _text), ("filter_reasons", pa.list_(_text)), ("filter_json", _text),
+    ("echoed_completions", _i32),
     ("n_steps", _i32), ("n_proxy_calls", _i32), ("n_inference_calls", _i32),
     ("completion_tokens", pa.int64()),
     ("steps_json", _text), ("proxy_log_json", _text),
@@ -56,6 +57,9 @@ DESCRIPTIONS: dict[str, str] = {
     "judge_quality": "reasoning quality from the judge, one of 0.1/0.3/0.5/0.7/0.9 (null if not judged)",
     "filter_label": "agentic, sub_task or no_llm (structural filter)",
     "filter_json": "the filter's reasons, evidence counts and thresholds",
+    "echoed_completions": "LLM completions of the attempt that only repeated the text the agent sent "
+                          "(word n-grams of the completion inside its request): they earn no judge credit "
+                          "and no agentic label; > 0 marks an attempt whose model was made to echo",
     "steps_json": "the agent's dialogue steps (untrusted agent output)",
     "proxy_log_json": "the verified proxy log: every search and inference call the sandbox made "
                       "(compact form)",

@@ -39,7 +39,7 @@ from trajectories.dumps.splits import SPLITS, SplitRule
 from trajectories.dumps.stats import DumpStats
 from trajectories.dumps.writers import PARQUET_OPTIONS, SplitWriter, gzip_member
 from trajectories.filter import FilterConfig
-from trajectories.labelling import label_payload
+from trajectories.labelling import echoed_in_payload, label_payload
 from trajectories.progress import progress_bar
 from trajectories.store import TrajectoryStore, blobs
 from trajectories.store.rows import payload_json
@@ -96,7 +96,7 @@ _ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
     "reference_success", "gt", "rule",
     "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
     "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
-    "filter_label", "filter_json")]
+    "filter_label", "filter_json", "echoed_completions")]
 _CONTEXT_COLUMNS = [
     PROBLEMS.c.version.label("problem_version"), PROBLEMS.c.suite.label("problem_suite"),
     PROBLEMS.c.leak_cluster, PROBLEMS.c.reward_json, RUNS.c.kind.label("run_kind"), RUNS.c.validator,
@@ -119,14 +119,14 @@ def attempt_id(run_id: str, agent_hash: str, problem_id: str) -> str:
     return hashlib.sha256(f"{run_id}/{agent_hash}/{problem_id}".encode()).hexdigest()[:24]
 
 
-def _label(row: Row[Any], steps: bytes, proxy_log: bytes, config: FilterConfig,
+def _label(row: Row[Any], steps: bytes, proxy_log: bytes, config: FilterConfig, query: str,
            ) -> tuple[str, list[str], str, dict[str, Any], str]:
     """Label, reasons, verdict JSON, evidence and where the label came from (stored or computed now)."""
     if row.filter_label is not None and row.filter_json:
         verdict = blobs.loads(row.filter_json)
         reasons = list(verdict.get("reasons", []))
         return row.filter_label, reasons, row.filter_json, verdict.get("evidence", {}), "stored"
-    computed = label_payload(steps, proxy_log, config)
+    computed = label_payload(steps, proxy_log, config, query)
     as_json = computed.model_dump(mode="json")
     return computed.label, computed.reasons, blobs.dumps(as_json).decode(), as_json["evidence"], "computed"
 
@@ -137,7 +137,11 @@ def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
     score: dict[str, Any] = header.get("score") or {}
     failure: dict[str, Any] = header.get("failure") or {}
     steps, proxy_log = payload_json(row)
-    label, reasons, filter_json, evidence, source = _label(row, steps, proxy_log, config)
+    query = header.get("query") if isinstance(header.get("query"), str) else ""
+    label, reasons, filter_json, evidence, source = _label(row, steps, proxy_log, config, query)
+    # Rows stored before the echo measure (migration 0004) are measured now, like unlabelled ones.
+    echoed = row.echoed_completions if row.echoed_completions is not None else echoed_in_payload(proxy_log,
+                                                                                                 query)
     out = {
         "attempt_id": attempt_id(row.run_id, row.agent_hash, row.problem_id),
         "split": rule.split_of(row.leak_cluster),
@@ -156,7 +160,7 @@ def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
         "failure_kind": row.failure_kind, "failure_reason": failure.get("reason"),
         "judge_model": row.judge_model, "judge_quality": row.judge_quality, "judge_json": row.judge_json,
         "filter_label": label, "filter_reasons": reasons, "filter_json": filter_json,
-        "n_steps": row.n_steps, "n_proxy_calls": row.n_proxy_calls,
+        "echoed_completions": echoed, "n_steps": row.n_steps, "n_proxy_calls": row.n_proxy_calls,
         "n_inference_calls": row.n_inference_calls, "completion_tokens": row.completion_tokens,
         "steps_json": steps.decode(), "proxy_log_json": proxy_log.decode(),
     }

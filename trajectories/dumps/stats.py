@@ -73,6 +73,8 @@ class DumpStats:
     split_labels: Counter[tuple[str, str]] = field(default_factory=Counter)
     category_labels: Counter[tuple[str, str]] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
+    echoed_attempts: int = 0
+    """Attempts with at least one echoed completion (``echoed_completions`` > 0)."""
     clusters: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     scores: dict[str, _Scores] = field(default_factory=lambda: defaultdict(_Scores))
     filters: dict[str, _Filter] = field(default_factory=lambda: defaultdict(_Filter))
@@ -87,6 +89,7 @@ class DumpStats:
         self.category_labels[category, label] += 1
         if row["failure_kind"]:
             self.failures[row["failure_kind"]] += 1
+        self.echoed_attempts += bool(row["echoed_completions"])
         if row["leak_cluster"]:
             self.clusters[split].add(row["leak_cluster"])
         for key in ("all", f"category:{category}", f"label:{label}", f"split:{split}"):
@@ -107,6 +110,7 @@ class DumpStats:
                        "label": dict(sorted(self.labels.items())), "split_label": nested(self.split_labels),
                        "category_label": nested(self.category_labels),
                        "failure": dict(sorted(self.failures.items())),
+                       "echoed_attempts": self.echoed_attempts,
                        "leak_clusters": {s: len(c) for s, c in sorted(self.clusters.items())}},
             "filter": {label: f.summary() for label, f in sorted(self.filters.items())},
             "scores": {key: s.summary() for key, s in sorted(self.scores.items())},

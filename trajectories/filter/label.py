@@ -3,7 +3,8 @@
 - ``agentic``: the tool calls that ran (the proxy's ``search`` entries) were emitted by the model:
   each appears, by tool name and normalised arguments, in an LLM completion that preceded it; and so
   was the answer: the final ``recommend_product`` of the steps (which the proxy never sees) names only
-  ids some verified completion recommended.
+  ids some verified completion recommended. An echoed completion (``shoppingbench.echo``: the model
+  only repeated its request, e.g. code asked it to repeat the call the code had chosen) emits nothing.
 - ``sub_task``: the LLM was used, but code issued the calls; its completions only chose, classified
   or narrated (typically short picks: an id, yes/no).
 - ``no_llm``: no inference call was answered.
@@ -20,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoppingbench.echo import echoed_calls
 from shoppingbench.scoring import extract_answer
 from trajectories.filter.calls import (
     CallIndex,
@@ -33,7 +35,7 @@ from trajectories.filter.calls import (
 
 Label = Literal["agentic", "sub_task", "no_llm"]
 LABELS: tuple[Label, ...] = ("agentic", "sub_task", "no_llm")
-FILTER_NAME = "structural-v2"
+FILTER_NAME = "structural-v3"
 RECOMMEND = "recommend_product"
 
 
@@ -74,6 +76,8 @@ class FilterEvidence(BaseModel):
     unverified_step_calls: int
     unmatched_examples: list[str] = Field(default_factory=list, description="Up to 3 executed calls "
                                           "no completion emitted, as name(arguments)")
+    echoed_completions: int = Field(default=0, description=(
+        "Answered completions that only repeated their request: their tool calls count as nobody's"))
     recommendation_emitted: bool = Field(default=True, description=(
         "The final recommendation's ids appear in a recommend_product call of a completion (or there is "
         "no recommendation)"))
@@ -115,7 +119,9 @@ def _is_short(call: LoggedCall, emitted: int, config: FilterConfig) -> bool:
     return len((call.completion_text or "").strip()) <= config.short_completion_chars
 
 
-def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig) -> FilterEvidence:
+def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig,
+              query: str) -> FilterEvidence:
+    echoed = frozenset(echoed_calls(proxy_log, query))
     emitted = CallIndex(config.min_query_jaccard)
     executed = CallIndex(1.0)
     matched = short = inference = answered = tokens = 0
@@ -127,6 +133,8 @@ def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig)
                 continue
             answered += 1
             tokens += call.completion_tokens or 0
+            if call.seq in echoed:
+                continue
             calls = emitted_calls(call)
             short += _is_short(call, len(calls), config)
             for emitted_call in calls:
@@ -150,7 +158,7 @@ def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig)
         inference_calls=inference, answered_inference_calls=answered, completion_tokens=tokens,
         emitted_tool_calls=emitted.size, executed_tool_calls=executed.size, matched_tool_calls=matched,
         short_completions=short, step_tool_calls=len(claimed), unverified_step_calls=unverified,
-        unmatched_examples=unmatched,
+        unmatched_examples=unmatched, echoed_completions=len(echoed),
         recommendation_emitted=not answer or (final is not None and emitted.matches(final)))
 
 
@@ -175,16 +183,21 @@ def decide(evidence: FilterEvidence, config: FilterConfig) -> tuple[Label, list[
                        f"have no matching proxy entry (over {config.max_unverified_step_share:.0%})")
     if not reasons:
         return "agentic", [matched]
+    if e.echoed_completions:
+        reasons.append(f"{e.echoed_completions} of {e.answered_inference_calls} completions only repeated "
+                       "text the agent sent: their tool calls are not the model's")
     if e.short_completions:
         reasons.append(f"{e.short_completions} of {e.answered_inference_calls} completions are short picks "
                        f"without a tool call (<= {config.short_completion_tokens} tokens)")
     return "sub_task", reasons
 
 
-def label_attempt(proxy_log: Sequence[LoggedCall], steps: Any,
-                  config: FilterConfig | None = None) -> FilterVerdict:
-    """Label one attempt from its verified proxy log and its (untrusted) steps."""
+def label_attempt(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig | None = None, *,
+                  query: str = "") -> FilterVerdict:
+    """Label one attempt from its verified proxy log (each inference entry with its full request
+    messages), its (untrusted) steps and the shopper's ``query`` (text fair to repeat, see
+    ``shoppingbench.echo``)."""
     config = config or FilterConfig()
-    evidence = _evidence(proxy_log, steps, config)
+    evidence = _evidence(proxy_log, steps, config, query)
     label, reasons = decide(evidence, config)
     return FilterVerdict(label=label, reasons=reasons, evidence=evidence, config=config)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
+from shoppingbench.echo import echoed_calls
 from shoppingbench.records import AttemptRecord
 from trajectories.filter import FilterVerdict
 from trajectories.store import blobs
@@ -66,6 +67,7 @@ def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
         "n_steps": len(record.steps), "n_proxy_calls": len(record.proxy_log),
         "n_inference_calls": len(inference),
         "completion_tokens": min(tokens, INT32_MAX),
+        "echoed_completions": len(echoed_calls(record.proxy_log, record.query)),
         "header": header.decode(), "payload": payload, "steps_size": len(steps),
         "proxy_log_size": len(proxy_log),
         "content_hash": digest.hexdigest(),

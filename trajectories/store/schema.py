@@ -121,6 +121,9 @@ class AttemptRow(Base):
     judge_json: Mapped[str | None] = mapped_column(Text)
     filter_label: Mapped[str | None] = mapped_column(String(16), index=True)
     filter_json: Mapped[str | None] = mapped_column(Text)
+    # Completions that only repeated their request (``shoppingbench.echo``, migration 0004): measured
+    # from the record when written; NULL on rows stored before the measure (the dumps measure those).
+    echoed_completions: Mapped[int | None] = mapped_column(Integer)
 
 
 # The Core tables, for bulk statements that bypass the ORM.
