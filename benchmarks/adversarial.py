@@ -28,10 +28,10 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   goes to honest challengers;
 - ``tie_grinding`` (issue 22): hotkeys ground to sort first, or committed earlier, do not win equal race
   scores: the tie breaks on a hash of the race seed and the hotkey, in the race and the weights;
-- ``echo_judge_bait`` (issue 22, 3): a parser making one call that has the model restate the parser's
+- ``echo_judge_bait`` (issue 22, 4): a parser making one call that has the model restate the parser's
   comparison of verified ids and prices earns no reasoning credit (0.1, not 0.9), and an LLM judge obeying
   an injection gains no gate above the offline verdict on it;
-- ``echo_tool_calls`` (issue 22, 3): code that has the model repeat each tool call before running it is
+- ``echo_tool_calls`` (issue 22, 4): code that has the model repeat each tool call before running it is
   never ``agentic``, its echoed completions counted in the store and the dump.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
