@@ -30,7 +30,7 @@ def quality_coefficients(mean_qualities: ArrayLike) -> NDArray[np.float64]:
     by scaling (``np.round``); it can differ from ``round`` only on a double within an ulp of a half."""
     means = np.asarray(mean_qualities, dtype=np.float64)
     raw = np.where(means >= FULL_CREDIT_QUALITY, 1.0, 0.3 + means * 0.7 / FULL_CREDIT_QUALITY)
-    return np.round(raw, SCORE_DECIMALS)
+    return np.asarray(np.round(raw, SCORE_DECIMALS), dtype=np.float64)
 
 
 def quality_coefficient(mean_quality: float) -> float:
