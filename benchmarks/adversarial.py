@@ -22,7 +22,10 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   agents and the demo table cheater still pass;
 - ``sandbox_proc`` (8): pid 1's command line and signals from the agent;
 - ``table_cheater``: the masked lookup table scores on public problems and 0 on a freshly generated suite;
-- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer.
+- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer;
+- ``submission_load`` (issue 22, 5): 200 concurrent signed POSTs (also while another writer holds the
+  SQLite database for 8 s) get no 5xx; floods of unsigned and unregistered POSTs are answered at once; a
+  miner whose clock is 20 s off is accepted and its replay refused.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",
