@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.proxy.server import Channel
+from shoppingbench.sandbox import runtime
 from shoppingbench.sandbox.backends import (
     AGENT_PATH,
     BOOTSTRAP,
@@ -102,12 +103,14 @@ def test_namespace_argv_isolates_and_mounts_read_only(tmp_path: Path) -> None:
     staged = spec.workspace / "code"
     assert (staged / "bootstrap.py").read_bytes() == BOOTSTRAP.read_bytes()
     assert binds[str(staged / "agent_sdk")] == f"{SDK_ROOT}/shoppingbench/agent_sdk"
-    assert binds[os.path.realpath(sys.base_prefix)] == SANDBOX_PYTHON
-    assert binds[sysconfig.get_path("purelib")] == f"{SANDBOX_LIB}/site-packages"
+    # ... mounted from their hard-linked mirrors, so the mount table names no venv nor interpreter path.
+    python, site = (runtime.mirror(Path(p)) for p in (os.path.realpath(sys.base_prefix),
+                                                     sysconfig.get_path("purelib")))
+    assert python is not None and site is not None
+    assert binds[str(python)] == SANDBOX_PYTHON and binds[str(site)] == f"{SANDBOX_LIB}/site-packages"
     expected = {"/usr", *(str(staged / name) for name in ("bootstrap.py", "forwarder.py", "agent_sdk")),
                 str(staged / "agent_sdk" / COMPAT_SRC.relative_to(SDK_DIR)), str(spec.agent_file),
-                str(spec.channel.unix_path), os.path.realpath(sys.base_prefix),
-                *(sysconfig.get_path(name) for name in ("purelib", "platlib"))}
+                str(spec.channel.unix_path), str(python), str(site)}
     assert set(binds) - expected <= {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
     assert not any(str(REPOSITORY) in arg or sys.prefix in arg for arg in argv[argv.index("--"):])
     assert _option_values(argv, "--size") == [str(32 * MiB)] and _option_values(argv, "--tmpfs") == ["/tmp"]

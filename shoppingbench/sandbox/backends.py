@@ -10,7 +10,9 @@ process is isolated and how the proxy is reached:
   ``127.0.0.1:PORT`` by the bootstrap). Every mount lands at a neutral path, so the command line, the
   mount table's mount points, ``sys.path``, ``sys.executable`` and every ``__file__`` name no host
   virtualenv, interpreter or repository path (the interpreter's own run path is set by
-  ``LD_LIBRARY_PATH``, since a shared build's RUNPATH names its host prefix). As
+  ``LD_LIBRARY_PATH``, since a shared build's RUNPATH names its host prefix), and the interpreter and
+  site-packages are mounted from a hard-linked mirror (``runtime``), so neither do the mount sources
+  ``/proc/self/mountinfo`` shows. As
   root, each slot runs under its own unprivileged uid (``setpriv``; leased per run host-wide, see
   ``uids``) so ``RLIMIT_NPROC`` holds; otherwise bubblewrap maps the caller into a user namespace. The
   bootstrap itself is the PID namespace's pid 1 (``--as-pid-1``): no bubblewrap init stays inside whose
@@ -38,6 +40,7 @@ from typing import Any, Final, Literal, Protocol
 import structlog
 
 from shoppingbench.proxy.server import Channel, ChannelTransport
+from shoppingbench.sandbox import runtime
 from shoppingbench.sandbox.limits import SandboxLimits
 
 log = structlog.get_logger(__name__)
@@ -194,12 +197,14 @@ def _host_python() -> tuple[str, str, list[str]]:
 def _neutral_python() -> tuple[str, list[tuple[str, str]], list[str]]:
     """The interpreter's path inside the namespace sandbox, the (host, sandbox) mounts that put the
     installation at :data:`SANDBOX_PYTHON` and each site-packages under :data:`SANDBOX_LIB`, and the
-    sandbox's site-packages paths, in order."""
+    sandbox's site-packages paths, in order. The host side is the hard-linked mirror (``runtime``) where
+    one can be made, so not even the mount table names the originals."""
     interpreter, prefix, site_packages = _host_python()
     if not Path(interpreter).is_relative_to(prefix):
         raise SandboxUnavailable(f"the interpreter {interpreter} is not inside its installation {prefix}")
+    mounted = [str(runtime.mirror(Path(source)) or source) for source in [prefix, *site_packages]]
     inside = [f"{SANDBOX_LIB}/site-packages" + (f"-{i}" if i else "") for i in range(len(site_packages))]
-    mounts = [(prefix, SANDBOX_PYTHON), *zip(site_packages, inside, strict=True)]
+    mounts = list(zip(mounted, [SANDBOX_PYTHON, *inside], strict=True))
     return f"{SANDBOX_PYTHON}/{Path(interpreter).relative_to(prefix)}", mounts, inside
 
 
