@@ -25,7 +25,10 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
 - ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer;
 - ``submission_load`` (issue 22, 5): 200 concurrent signed POSTs (also while another writer holds the
   SQLite database for 8 s) get no 5xx; floods of unsigned and unregistered POSTs are answered at once; a
-  miner whose clock is 20 s off is accepted and its replay refused.
+  miner whose clock is 20 s off is accepted and its replay refused;
+- ``sandbox_host_paths`` (issue 22, 6): an agent reading pid 1's and its own command line and
+  environment, mounts, mountinfo, maps, cwd, ``sys.path`` and ``__file__`` finds no host virtualenv,
+  interpreter or repository path (namespace; docker where an engine runs).
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",
