@@ -8,6 +8,7 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import Problem
 from shoppingbench.scoring import ORIGINAL, PRODUCTION_STRICT, AttemptScore, extract_answer, score_attempt
 from tests.test_scoring_support import (
     TERMINATE,
@@ -25,7 +26,7 @@ from tests.test_scoring_support import (
 COD = {"service": ["COD"]}
 
 
-def two_targets():
+def two_targets() -> Problem:
     return shop_problem(target("t1", **COD), target("t2", **COD))
 
 
@@ -166,7 +167,7 @@ def test_a_missing_recommendation_still_counts_in_the_denominator() -> None:
     assert score.service_rate == 0.5
 
 
-JUNK_STEPS = [
+JUNK_STEPS: list[object] = [
     None,
     "steps",
     42,
