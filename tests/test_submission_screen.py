@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.race.clock import ManualClock
-from arena.storage import open_database
+from arena.storage import SQLITE_BUSY_TIMEOUT_MS, open_database
 from arena.submissions.models import RefusalCode, SubmissionRefused
 from arena.submissions.screen import screen_headers
 from arena.submissions.store import SqlNonceStore, _NonceRow
@@ -90,3 +90,10 @@ def test_nonces_older_than_the_retention_are_pruned(database_url: str) -> None:
     assert store.check_and_store("5Other", NOW_NS + 61 * 10**9)
     with Session(engine) as session:
         assert session.scalar(select(func.count()).select_from(_NonceRow)) == 1
+
+
+def test_the_sqlite_arena_database_waits_for_writers_instead_of_failing(tmp_path: Path) -> None:
+    engine = open_database(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == SQLITE_BUSY_TIMEOUT_MS
