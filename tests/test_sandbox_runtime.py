@@ -55,3 +55,11 @@ def test_without_hard_links_there_is_no_mirror_and_no_debris(source: Path, tmp_p
     monkeypatch.setattr(os, "link", cross_device)
     root = tmp_path / "runtime"
     assert runtime.mirror(source, root) is None and list(root.iterdir()) == []
+
+
+def test_a_mirror_root_others_may_write_to_is_not_used(source: Path, tmp_path: Path) -> None:
+    # Anyone can make a directory in /tmp first and plant an interpreter under a predictable name.
+    root = tmp_path / "runtime"
+    root.mkdir()
+    root.chmod(0o777)
+    assert runtime.mirror(source, root) is None and list(root.iterdir()) == []

@@ -9,9 +9,10 @@ and content, one per source directory: its name hashes the source's path and the
 its top-level entries, which every ``pip install`` or upgrade changes (older mirrors are left in place:
 a running sandbox may still mount one; they cost directory entries, not data). It is built in a
 temporary directory and renamed into place, so a runner never mounts half a mirror and concurrent
-runners agree on one. Where hard links cannot be made (the source on another filesystem,
-``fs.protected_hardlinks`` for files of another user), there is no mirror and the caller mounts the
-source itself.
+runners agree on one. The mirrors' directory must belong to this user and be writable by nobody else
+(it lives in the shared temporary directory), or it is not used. Where hard links cannot be made (the
+source on another filesystem, ``fs.protected_hardlinks`` for files of another user), there is no
+mirror and the caller mounts the source itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Final
@@ -42,10 +44,14 @@ def mirror_key(source: Path) -> str:
 def mirror(source: Path, root: Path = DEFAULT_ROOT) -> Path | None:
     """A directory under ``root`` holding hard links to ``source``'s files, made now or earlier; ``None``
     when hard links cannot be made."""
+    root.mkdir(mode=0o755, parents=True, exist_ok=True)
+    if not _ours_alone(root):
+        log.warning("sandbox_runtime_root_untrusted", root=str(root),
+                    consequence="not used: someone else could plant the interpreter the sandbox runs")
+        return None
     target = root / mirror_key(source)
     if target.is_dir():
         return target
-    root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".making-", dir=root))
     try:
         shutil.copytree(source, scratch / "tree", symlinks=True, copy_function=os.link)
@@ -60,3 +66,10 @@ def mirror(source: Path, root: Path = DEFAULT_ROOT) -> Path | None:
         shutil.rmtree(scratch, ignore_errors=True)
     log.info("sandbox_runtime_mirrored", source=str(source), path=str(target))
     return target
+
+
+def _ours_alone(root: Path) -> bool:
+    """``root`` is a real directory of this user that nobody else may write to (it sits in a shared
+    temporary directory, where anyone could have made it first)."""
+    info = root.lstat()
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
