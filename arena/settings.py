@@ -66,6 +66,9 @@ class ArenaSettings(HarnessSettings):
     race_time_utc: time = Field(default=time(16, 0), description="Daily race slot, HH:MM UTC")
     cooldown_hours: float = Field(default=12.0, gt=0)
     security_rejection_cooldown_hours: float = Field(default=1.0, ge=0)
+    submission_clock_skew_s: float = Field(
+        default=30.0, gt=0, le=600, description="How far a signed upload's nonce may be from the validator's "
+                                                "clock, ahead or behind (miners' clocks are seconds apart)")
     qualify_ratio: float = Field(default=0.95, gt=0, le=1)
     qualify_min_score: float = Field(default=0.01, ge=0, le=1)
     margin_initial: float = Field(default=0.05, ge=0, le=1)

@@ -22,7 +22,13 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   agents and the demo table cheater still pass;
 - ``sandbox_proc`` (8): pid 1's command line and signals from the agent;
 - ``table_cheater``: the masked lookup table scores on public problems and 0 on a freshly generated suite;
-- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer.
+- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer;
+- ``submission_load`` (issue 22, 5): 200 concurrent signed POSTs (also while another writer holds the
+  SQLite database for 8 s) get no 5xx; floods of unsigned and unregistered POSTs are answered at once; a
+  miner whose clock is 20 s off is accepted and its replay refused;
+- ``sandbox_host_paths`` (issue 22, 6): an agent reading pid 1's and its own command line and
+  environment, mounts, mountinfo, maps, cwd, ``sys.path`` and ``__file__`` finds no host virtualenv,
+  interpreter or repository path (namespace; docker where an engine runs);
 - ``copy_farm`` (issue 22): three hotkeys upload one agent verbatim, renamed and reformatted (also before
   the original, in its block), or padded with statements: refused as copies, none races, the taper
   goes to honest challengers;

@@ -19,6 +19,7 @@ from arena.race.clock import Clock
 from arena.race.rules import RaceRules
 from arena.storage import open_database
 from arena.submissions import SubmissionGate, submissions_router
+from arena.submissions.gate import DEFAULT_CLOCK_SKEW_S
 from arena.weights import WeightVector
 from shoppingbench.tools.serving import running_server
 
@@ -66,14 +67,15 @@ class RunningValidator:
 
 @contextmanager
 def running_validator(chain: LocalChain, wallet: Wallet, home: Path, clock: Clock | None = None,
-                      known_product_ids: frozenset[str] = frozenset()) -> Iterator[RunningValidator]:
+                      known_product_ids: frozenset[str] = frozenset(),
+                      clock_skew_s: float = DEFAULT_CLOCK_SKEW_S) -> Iterator[RunningValidator]:
     """A validator's submissions app on loopback, its axon published on ``chain``; ``home`` keeps its
     database and files, so a second one on the same ``home`` is the same validator restarted."""
     home.mkdir(parents=True, exist_ok=True)
     engine = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
     gate = SubmissionGate(chain=chain, validator_hotkey=wallet.hotkey.ss58_address, engine=engine,
                           files_dir=home / "agents", rules=RaceRules(), clock=clock,
-                          known_product_ids=lambda: known_product_ids)
+                          known_product_ids=lambda: known_product_ids, clock_skew_s=clock_skew_s)
     app = FastAPI()
     app.include_router(submissions_router(gate))
     try:

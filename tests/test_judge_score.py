@@ -34,6 +34,21 @@ def test_final_score_and_labels() -> None:
     assert final_score(0.4, [verdict(0.9)]).judge_label == "model-a"
 
 
+def test_coefficient_and_score_are_rounded_to_four_decimals_as_the_reference() -> None:
+    # Mean quality 13/30: 0.3 + 0.4333.. x 0.875 = 0.679166..; the reference says 0.6792, and the score
+    # is the rate times that rounded coefficient, rounded again: 2/3 x 0.6792 = 0.45280 -> 0.4528.
+    verdicts = [verdict(0.3), verdict(0.5), verdict(0.5)]
+    assert quality_coefficient(13 / 30) == 0.6792
+    score = final_score(2 / 3, verdicts)
+    assert score.coefficient == 0.6792 and score.score == 0.4528
+
+
+def test_scores_closer_than_the_fourth_decimal_tie() -> None:
+    # Unrounded these differ by 4e-5; the reference ranks them as a tie, so must we.
+    assert final_score(0.50004, [verdict(0.9)]).score == final_score(0.5, [verdict(0.9)]).score == 0.5
+    assert final_score(0.50006, [verdict(0.9)]).score == 0.5001
+
+
 @pytest.mark.parametrize("bad", [0.0, 0.2, 0.6, 1.0, -0.1])
 def test_verdicts_only_carry_the_five_levels(bad: float) -> None:
     with pytest.raises(ValueError, match="one of"):

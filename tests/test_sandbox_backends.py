@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.proxy.server import Channel
+from shoppingbench.sandbox import runtime
 from shoppingbench.sandbox.backends import (
     AGENT_PATH,
     BOOTSTRAP,
@@ -19,7 +20,10 @@ from shoppingbench.sandbox.backends import (
     DOCKER_PYTHON,
     FORWARDER,
     PROXY_SOCKET,
+    SANDBOX_LIB,
+    SANDBOX_PYTHON,
     SDK_DIR,
+    SDK_ROOT,
     DockerBackend,
     NamespaceBackend,
     NoSandboxBackend,
@@ -28,6 +32,7 @@ from shoppingbench.sandbox.backends import (
 from shoppingbench.sandbox.limits import MiB, SandboxLimits
 from shoppingbench.settings import HarnessSettings
 
+REPOSITORY = Path(__file__).resolve().parents[1]
 LIMITS = SandboxLimits(timeout_s=30, memory_bytes=1536 * MiB, processes=40, output_bytes=4096,
                        result_bytes=2 * MiB, tmp_bytes=32 * MiB, open_files=128)
 
@@ -93,11 +98,21 @@ def test_namespace_argv_isolates_and_mounts_read_only(tmp_path: Path) -> None:
     assert "--bind" not in argv  # every host path is read-only; only /tmp (a tmpfs) is writable
     binds = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--ro-bind"}
     assert binds[str(spec.agent_file)] == AGENT_PATH and binds[str(spec.channel.unix_path)] == PROXY_SOCKET
-    # Of our code only the bootstrap and the SDK are visible; of the system its read-only basics.
-    expected = {"/usr", str(BOOTSTRAP), str(FORWARDER), str(SDK_DIR), str(COMPAT_SRC), str(spec.agent_file),
-                str(spec.channel.unix_path), os.path.realpath(sys.base_prefix),
-                *(sysconfig.get_path(name) for name in ("purelib", "platlib"))}
+    # Of our code only copies of the bootstrap and the SDK (the repository's path is never a mount source);
+    # the interpreter and site-packages at neutral paths; of the system its read-only basics.
+    staged = spec.workspace / "code"
+    assert (staged / "bootstrap.py").read_bytes() == BOOTSTRAP.read_bytes()
+    assert binds[str(staged / "agent_sdk")] == f"{SDK_ROOT}/shoppingbench/agent_sdk"
+    # ... mounted from their hard-linked mirrors, so the mount table names no venv nor interpreter path.
+    python, site = (runtime.mirror(Path(p)) for p in (os.path.realpath(sys.base_prefix),
+                                                     sysconfig.get_path("purelib")))
+    assert python is not None and site is not None
+    assert binds[str(python)] == SANDBOX_PYTHON and binds[str(site)] == f"{SANDBOX_LIB}/site-packages"
+    expected = {"/usr", *(str(staged / name) for name in ("bootstrap.py", "forwarder.py", "agent_sdk")),
+                str(staged / "agent_sdk" / COMPAT_SRC.relative_to(SDK_DIR)), str(spec.agent_file),
+                str(spec.channel.unix_path), str(python), str(site)}
     assert set(binds) - expected <= {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+    assert not any(str(REPOSITORY) in arg or sys.prefix in arg for arg in argv[argv.index("--"):])
     assert _option_values(argv, "--size") == [str(32 * MiB)] and _option_values(argv, "--tmpfs") == ["/tmp"]
     config = json.loads(argv[-1])
     if backend.as_root:

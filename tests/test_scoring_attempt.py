@@ -8,6 +8,7 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import Problem
 from shoppingbench.scoring import ORIGINAL, PRODUCTION_STRICT, AttemptScore, extract_answer, score_attempt
 from tests.test_scoring_support import (
     TERMINATE,
@@ -25,7 +26,7 @@ from tests.test_scoring_support import (
 COD = {"service": ["COD"]}
 
 
-def two_targets():
+def two_targets() -> Problem:
     return shop_problem(target("t1", **COD), target("t2", **COD))
 
 
@@ -143,15 +144,30 @@ def test_shop_needs_every_target_hit() -> None:
     assert score.shop is False
 
 
-def test_field_rates_skip_targets_without_such_constraints() -> None:
+def test_field_rates_count_targets_without_such_constraints_as_zero() -> None:
+    # The reference arena divides by every target; one that states no such constraint adds 0.
     problem = shop_problem(target("t1", service=["COD"]), target("t2", price=[{"less than": [None, 50]}]))
     score = score_attempt(
         problem, answered("a,b"), lookup(cod("a"), product("b", price=80.0)), FakeEmbedder()
     )
-    assert score.service_rate == 1 and score.price_rate == 0 and score.title_rate is None
+    assert score.service_rate == 0.5 and score.price_rate == 0 and score.title_rate is None
 
 
-JUNK_STEPS = [
+def test_one_met_price_among_three_targets_rates_a_third() -> None:
+    # The example: 0.333 in the reference, 1.0 when averaged over the targets with checks only.
+    problem = shop_problem(target("t1", price=[{"less than": [None, 50]}]), target("t2"), target("t3"))
+    score = score_attempt(problem, answered("a,b,c"), lookup(product("a", price=20.0), product("b"),
+                                                             product("c")), FakeEmbedder())
+    assert score.price_rate == pytest.approx(1 / 3) and score.service_rate is None
+
+
+def test_a_missing_recommendation_still_counts_in_the_denominator() -> None:
+    problem = shop_problem(target("t1", service=["COD"]), target("t2", service=["COD"]))
+    score = score_attempt(problem, answered("a"), lookup(cod("a")), FakeEmbedder())
+    assert score.service_rate == 0.5
+
+
+JUNK_STEPS: list[object] = [
     None,
     "steps",
     42,

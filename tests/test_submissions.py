@@ -40,13 +40,15 @@ class Net:
         self.chain.commit(wallet or self.miner, hashlib.sha256(source).hexdigest())
 
     def signed(self, source: bytes, *, wallet: Wallet | None = None, receiver: str | None = None,
-               body: bytes | None = None) -> tuple[dict[str, str], bytes]:
+               body: bytes | None = None, skew: timedelta = timedelta(0)) -> tuple[dict[str, str], bytes]:
+        """Headers and body as a miner whose clock is ``skew`` ahead of the validator's signs them."""
         # A real client's nonce is time.time_ns(); with the clock standing still, step it by a microsecond.
         self._signed += 1
         raw = body if body is not None else UploadBody.of("agent.py", source).model_dump_json().encode()
+        miner_now = self.clock.now() + skew
         headers = http_auth.sign(wallet or self.miner, method="POST", path=SUBMISSIONS_PATH, body=raw,
                                  receiver_ss58=receiver or self.validator.hotkey.ss58_address,
-                                 nonce_ns=int(self.clock.now().timestamp() * 1e9) + self._signed * 1_000)
+                                 nonce_ns=int(miner_now.timestamp() * 1e9) + self._signed * 1_000)
         return headers, raw
 
 
@@ -123,12 +125,41 @@ def test_replays_are_refused_also_after_a_restart(net: Net, validator: RunningVa
         assert post(restarted.url, *net.signed(AGENT)).status_code == 200
 
 
-def test_stale_requests_are_refused(net: Net, validator: RunningValidator) -> None:
+@pytest.mark.parametrize("skew_s", [25, -25])
+def test_clocks_within_the_window_are_accepted_once(net: Net, validator: RunningValidator,
+                                                    skew_s: int) -> None:
+    net.commit(AGENT)
+    headers, body = net.signed(AGENT, skew=timedelta(seconds=skew_s))
+    assert post(validator.url, headers, body).status_code == 201
+    refused(post(validator.url, headers, body), 409, "replay")
+    # Still a replay when the validator's clock has moved on to the window's far edge (29 s behind).
+    net.clock.advance(timedelta(seconds=skew_s + 29))
+    refused(post(validator.url, headers, body), 409, "replay")
+
+
+@pytest.mark.parametrize(("skew_s", "side"), [(40, "ahead of"), (-40, "behind")])
+def test_clocks_beyond_the_window_are_refused_as_stale(net: Net, validator: RunningValidator, skew_s: int,
+                                                       side: str) -> None:
+    net.commit(AGENT)
+    answer = refused(post(validator.url, *net.signed(AGENT, skew=timedelta(seconds=skew_s))), 401, "stale")
+    assert f"40.0s {side}" in answer["detail"] and "30s either way" in answer["detail"]
+
+
+def test_a_request_goes_stale_once_the_validator_clock_passes_the_window(
+        net: Net, validator: RunningValidator) -> None:
     net.commit(AGENT)
     headers, body = net.signed(AGENT)
-    net.clock.advance(timedelta(seconds=61))
-    answer = refused(post(validator.url, headers, body), 401, "stale")
-    assert "60s" in answer["detail"]
+    net.clock.advance(timedelta(seconds=31))
+    refused(post(validator.url, headers, body), 401, "stale")
+
+
+def test_the_window_is_a_setting(net: Net) -> None:
+    with running_validator(net.chain, net.validator, net.root / "narrow", clock=net.clock,
+                           clock_skew_s=10) as narrow:
+        net.commit(AGENT)
+        answer = refused(post(narrow.url, *net.signed(AGENT, skew=timedelta(seconds=20))), 401, "stale")
+        assert "at most 10s" in answer["detail"]
+        assert post(narrow.url, *net.signed(AGENT, skew=timedelta(seconds=9))).status_code == 201
 
 
 def test_unregistered_hotkeys_are_refused(net: Net, validator: RunningValidator) -> None:

@@ -52,6 +52,19 @@ class CachedReads:
     def is_registered(self, hotkey: str) -> bool:
         return self.metagraph().neuron(hotkey) is not None
 
+    def registered_if_known(self, hotkey: str) -> bool | None:
+        """Whether the kept metagraph registers ``hotkey``, without waiting: ``None`` when no young
+        metagraph is kept or another thread is reading the chain (for an event loop, which must not block)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            kept = self._metagraph
+            if kept is None or not self._young(kept[0], self._clock.now()):
+                return None
+            return kept[1].neuron(hotkey) is not None
+        finally:
+            self._lock.release()
+
     def latest_commitment(self, hotkey: str, *, fresh: bool = False) -> CommitmentRead:
         """The hotkey's latest commitment: the kept one unless ``fresh`` or too old."""
         with self._lock:

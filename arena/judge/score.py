@@ -2,8 +2,11 @@
 
 The coefficient is 0.3 + q x 0.7 / 0.8 for a mean quality q below 0.8, and 1.0 from 0.8 up. The
 levels bottom out at 0.1, so the lowest coefficient is 0.3875: an agent that never reasons keeps at
-most 38.75% of its success rate. A score keeps its per-problem outcomes, so two agents run on the
-same suite can be compared problem by problem (the race's promotion test).
+most 38.75% of its success rate. As in the reference arena, the coefficient and the final score are
+rounded to 4 decimals (half to even, Python's ``round``), so two agents the reference calls tied are
+tied here too, and a threshold compares the same number on both. A score keeps its per-problem
+outcomes, so two agents run on the same suite can be compared problem by problem (the race's
+promotion test).
 """
 
 from __future__ import annotations
@@ -18,18 +21,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from arena.judge.verdict import QUALITY_LEVELS, JudgeVerdict
 
 FULL_CREDIT_QUALITY: Final = 0.8
+SCORE_DECIMALS: Final = 4
+"""The reference arena rounds the coefficient and the final score to this many decimals."""
 
 
 def quality_coefficients(mean_qualities: ArrayLike) -> NDArray[np.float64]:
-    """:func:`quality_coefficient` elementwise, unchecked (for many resampled means at once)."""
+    """:func:`quality_coefficient` elementwise, unchecked (for many resampled means at once). NumPy rounds
+    by scaling (``np.round``); it can differ from ``round`` only on a double within an ulp of a half."""
     means = np.asarray(mean_qualities, dtype=np.float64)
-    return np.where(means >= FULL_CREDIT_QUALITY, 1.0, 0.3 + means * 0.7 / FULL_CREDIT_QUALITY)
+    raw = np.where(means >= FULL_CREDIT_QUALITY, 1.0, 0.3 + means * 0.7 / FULL_CREDIT_QUALITY)
+    return np.asarray(np.round(raw, SCORE_DECIMALS), dtype=np.float64)
 
 
 def quality_coefficient(mean_quality: float) -> float:
+    """The coefficient of one mean quality, rounded to :data:`SCORE_DECIMALS` with ``round``, as the
+    reference arena does."""
     if not 0.0 <= mean_quality <= 1.0:
         raise ValueError(f"mean quality must lie in [0, 1], got {mean_quality}")
-    return float(quality_coefficients(mean_quality))
+    raw = 1.0 if mean_quality >= FULL_CREDIT_QUALITY else 0.3 + mean_quality * 0.7 / FULL_CREDIT_QUALITY
+    return round(raw, SCORE_DECIMALS)
 
 
 class ProblemOutcome(BaseModel):
@@ -68,11 +78,12 @@ class FinalScore(BaseModel):
 
 
 def final_score(success_rate: float, verdicts: Sequence[JudgeVerdict]) -> FinalScore:
-    """Combine a suite's success rate with its attempts' verdicts (no verdicts: the lowest level)."""
+    """Combine a suite's success rate with its attempts' verdicts (no verdicts: the lowest level); the
+    score is the product of the rate and the rounded coefficient, itself rounded (the reference's order)."""
     mean = sum(v.quality for v in verdicts) / len(verdicts) if verdicts else QUALITY_LEVELS[0]
     coefficient = quality_coefficient(mean)
     return FinalScore(success_rate=success_rate, mean_quality=mean, coefficient=coefficient,
-                      score=success_rate * coefficient, verdicts=len(verdicts),
+                      score=round(success_rate * coefficient, SCORE_DECIMALS), verdicts=len(verdicts),
                       offline_verdicts=sum(v.offline for v in verdicts),
                       echoed_verdicts=sum(v.echoed_completions > 0 for v in verdicts),
                       judges=tuple(sorted({v.judge for v in verdicts})))

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.random import PCG64
 from numpy.typing import NDArray
 
-from arena.judge.score import ProblemOutcome, quality_coefficients
+from arena.judge.score import SCORE_DECIMALS, ProblemOutcome, quality_coefficients
 
 PROMOTION_EPSILON: Final = 1e-9
 """Scores are means of a few hundred 0/1 outcomes; a difference this small is float noise, not a win."""
@@ -41,11 +41,12 @@ def bootstrap_generator(seed: str) -> PCG64:
 
 def resampled_scores(successes: NDArray[np.int64], qualities: NDArray[np.int64],
                      indices: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Final score of each resample (row of ``indices``) of one agent's per-problem outcomes."""
+    """Final score of each resample (row of ``indices``) of one agent's per-problem outcomes, rounded as
+    a published score is."""
     problems = indices.shape[1]
     success_rates: NDArray[np.float64] = successes[indices].sum(axis=1) / problems
     mean_qualities = qualities[indices].sum(axis=1) / (problems * QUALITY_UNITS)
-    return success_rates * quality_coefficients(mean_qualities)
+    return np.round(success_rates * quality_coefficients(mean_qualities), SCORE_DECIMALS)
 
 
 def paired_lead_bound(challenger: tuple[NDArray[np.int64], NDArray[np.int64]],

@@ -1,4 +1,8 @@
-"""``POST /submissions``: the router a validator mounts to receive signed agent uploads."""
+"""``POST /submissions``: the router a validator mounts to receive signed agent uploads.
+
+The cheap checks (``SubmissionGate.screen``) run on the event loop; signature verification, database
+writes and static analysis run on worker threads, so a flood of bad requests never waits behind them.
+"""
 
 from __future__ import annotations
 
@@ -41,11 +45,16 @@ def submissions_router(gate: SubmissionGate) -> APIRouter:
         """Upload an agent file, signed with the miner's hotkey (``bittensor.http_auth``, bound to this
         validator's hotkey). JSON body: ``{"name", "sha256", "code_b64"}``; ``sha256`` must be the
         hotkey's latest commitment on chain, made outside the cooldown of its previous submission."""
+        received_at = gate.now()
         try:
+            # On the event loop, before the body is read: refusals that need no thread nor database are
+            # answered at once, even while every worker thread waits on a slow disk.
+            gate.screen(request.headers, received_at)
             body = await _read_capped(request)
             path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             submission, created = await run_in_threadpool(
-                gate.receive, dict(request.headers), body, method=request.method, path=path)
+                gate.receive, dict(request.headers), body, method=request.method, path=path,
+                received_at=received_at)
         except SubmissionRefused as refusal:
             return JSONResponse(refusal.body(), status_code=refusal.status)
         return JSONResponse(submission.model_dump(mode="json"), status_code=201 if created else 200)

@@ -1,13 +1,21 @@
 """The validator's side of the signed upload: every check, in order, and the verdict it keeps.
 
-Order matters: authenticity first (``bittensor.http_auth``: header shape, receiver, freshness,
-signature, then replay, so unauthenticated traffic never touches the nonce store), then the body, then
-the chain (registered hotkey, hash equal to its latest commitment), then the cooldown from that
-commitment's time, then static analysis, then the copy rule (``arena.submissions.copies``): a file whose
-normalised code is another hotkey's earlier commitment's, or a near-copy of it, is refused as a copy
-(409, naming the original) and recorded so; an accepted file later found to copy an original committed
-before it (uploaded after it) is marked a copy then. Only an authentic request from a registered hotkey
-for its current commitment is ever recorded.
+Order matters, cheap checks before expensive ones: the headers' shape and the nonce's clock-skew window
+(``arena.submissions.screen``, also run by the API on its event loop before the body is read), then the
+hotkey's registration in the cached metagraph, and only then ``bittensor.http_auth.verify`` (receiver,
+the sr25519 signature, and the replay check, the first database write), so unauthenticated and
+unregistered traffic never verifies a signature nor touches the database; then the body, then the
+commitment (hash equal to the hotkey's latest), then the cooldown from that commitment's time, then
+static analysis, then the copy rule (``arena.submissions.copies``): a file whose normalised code is
+another hotkey's earlier commitment's, or a near-copy of it, is refused as a copy (409, naming the
+original) and recorded so; an accepted file later found to copy an original committed before it
+(uploaded after it) is marked a copy then. Only an authentic request from a registered hotkey for its
+current commitment is ever recorded.
+
+The clock-skew window is symmetric (``clock_skew_s``, 30 s by default, ``ARENA_SUBMISSION_CLOCK_SKEW_S``):
+a nonce up to that far ahead of the validator's clock or behind it is fresh, measured when the request's
+headers arrived, so the upload of a large body never makes it stale. A nonce is still accepted once: seen
+nonces are kept for twice the window, longer than any of them can stay fresh.
 
 A verdict belongs to one file at one commitment (hotkey, sha256, block), and a repeat of that upload
 gets the same answer again: 200 with the submission once accepted, 422 with the findings once rejected,
@@ -49,6 +57,7 @@ from arena.submissions.models import (
     UploadBody,
 )
 from arena.submissions.rules import in_cooldown
+from arena.submissions.screen import screen_headers
 from arena.submissions.store import FileStore, SqlNonceStore, UploadVerdict, VerdictStore
 from shoppingbench.submission_check import check_agent
 from shoppingbench.submission_check.models import Finding
@@ -67,46 +76,62 @@ _ON_COMMITMENT = {RefusalCode.NO_COMMITMENT, RefusalCode.COMMITMENT_MISMATCH, Re
 """Refusals a stale commitment could cause: never given on a cached read."""
 
 
+DEFAULT_CLOCK_SKEW_S = 30.0
+"""Miners' clocks are seconds apart from the validator's: a window this wide refuses no honest one."""
+
+
 class SubmissionGate:
     """Judges uploads for the validator whose hotkey is ``validator_hotkey``.
 
     ``known_product_ids`` returns every suite's answer ids (hard-coded answers are rejected);
-    ``max_age_s`` is the signature's freshness window (a 1 MB upload on a slow link needs more than
-    ``http_auth``'s 10 s default). Chain reads are kept for one block time of the chain.
+    ``clock_skew_s`` is how far a signature's nonce may be from the validator's clock, either way.
+    Chain reads are kept for one block time of the chain.
     """
 
     def __init__(self, *, chain: Chain, validator_hotkey: str, engine: Engine, files_dir: Path,
                  rules: RaceRules, known_product_ids: Callable[[], Collection[str]] = frozenset,
-                 clock: Clock | None = None, max_age_s: float = 60.0,
-                 allowed_skew_s: float = http_auth.DEFAULT_ALLOWED_SKEW) -> None:
+                 clock: Clock | None = None, clock_skew_s: float = DEFAULT_CLOCK_SKEW_S) -> None:
+        if clock_skew_s <= 0:
+            raise ValueError(f"the clock-skew window must be positive, got {clock_skew_s}")
         self.validator_hotkey = validator_hotkey
         self.files = FileStore(files_dir)
         self.verdicts = VerdictStore(engine)
+        self.clock_skew_s = clock_skew_s
         self._rules = rules
         self._known_product_ids = known_product_ids
         self._clock = clock or SystemClock()
-        self._max_age_s = max_age_s
-        self._allowed_skew_s = allowed_skew_s
         self.chain_reads = CachedReads(chain, self._clock, timedelta(seconds=chain.block_seconds()))
         self._copy_rule = threading.Lock()  # one file at a time is compared with, then joins, the others
-        self._nonces = SqlNonceStore(engine, self._clock, retention=max_age_s + allowed_skew_s,
-                                     admit=self.chain_reads.is_registered)
+        self._nonces = SqlNonceStore(engine, self._clock, retention=2 * clock_skew_s)
 
-    def receive(self, headers: Mapping[str, str], body: bytes, *,
-                method: str = "POST", path: str = SUBMISSIONS_PATH) -> tuple[Submission, bool]:
-        """The accepted submission and whether it is new; raises ``SubmissionRefused`` saying why not."""
+    def now(self) -> datetime:
+        return self._clock.now()
+
+    def screen(self, headers: Mapping[str, str], received_at: datetime) -> None:
+        """The checks that need neither the body, nor a wait, nor the database: header shape, the nonce's
+        window, and registration when the kept metagraph knows; ``SubmissionRefused`` on failure."""
+        hotkey = screen_headers(headers, now_ns=_ns(received_at), clock_skew_s=self.clock_skew_s)
+        if self.chain_reads.registered_if_known(hotkey) is False:
+            raise self._unregistered(hotkey)
+
+    def receive(self, headers: Mapping[str, str], body: bytes, *, method: str = "POST",
+                path: str = SUBMISSIONS_PATH, received_at: datetime | None = None) -> tuple[Submission, bool]:
+        """The accepted submission and whether it is new; raises ``SubmissionRefused`` saying why not.
+        ``received_at``: when the request's headers arrived (default: now)."""
         try:
-            return self._receive(headers, body, method=method, path=path)
+            return self._receive(headers, body, method=method, path=path, now=received_at or self.now())
         except SubmissionRefused as refusal:
             claimed = {k.lower(): v for k, v in headers.items()}.get(http_auth.HEADER_HOTKEY.lower())
             log.info("submission_refused", error=refusal.code.value, detail=refusal.detail, hotkey=claimed)
             raise
 
-    def _receive(self, headers: Mapping[str, str], body: bytes, *, method: str,
-                 path: str) -> tuple[Submission, bool]:
+    def _receive(self, headers: Mapping[str, str], body: bytes, *, method: str, path: str,
+                 now: datetime) -> tuple[Submission, bool]:
         if len(body) > MAX_BODY_BYTES:
             raise SubmissionRefused(RefusalCode.TOO_LARGE, f"the body exceeds {MAX_BODY_BYTES} bytes")
-        now = self._clock.now()
+        claimed = screen_headers(headers, now_ns=_ns(now), clock_skew_s=self.clock_skew_s)
+        if not self.chain_reads.is_registered(claimed):
+            raise self._unregistered(claimed)
         hotkey = self._authenticate(headers, body, method=method, path=path, now=now)
         try:
             upload = UploadBody.model_validate_json(body)
@@ -114,9 +139,6 @@ class SubmissionGate:
         except (ValidationError, ValueError) as exc:
             raise SubmissionRefused(RefusalCode.BAD_BODY, _first_error(exc)) from None
 
-        if not self.chain_reads.is_registered(hotkey):
-            raise SubmissionRefused(RefusalCode.UNREGISTERED, f"hotkey {hotkey} is not registered on subnet "
-                                                              f"{self.chain_reads.chain.netuid}")
         read = self.chain_reads.latest_commitment(hotkey)
         try:
             return self._judge(hotkey, upload, source, read.commitment, now)
@@ -125,6 +147,11 @@ class SubmissionGate:
                 raise
         fresh = self.chain_reads.latest_commitment(hotkey, fresh=True)
         return self._judge(hotkey, upload, source, fresh.commitment, now)
+
+    def _unregistered(self, hotkey: str) -> SubmissionRefused:
+        netuid = self.chain_reads.chain.netuid
+        return SubmissionRefused(RefusalCode.UNREGISTERED,
+                                 f"hotkey {hotkey} is not registered on subnet {netuid}")
 
     def _judge(self, hotkey: str, upload: UploadBody, source: bytes, commitment: Commitment | None,
                now: datetime) -> tuple[Submission, bool]:
@@ -188,13 +215,17 @@ class SubmissionGate:
                       now: datetime) -> str:
         try:
             caller = http_auth.verify(headers, body, method=method, path=path,
-                                      self_hotkey_ss58=self.validator_hotkey, max_age=self._max_age_s,
-                                      allowed_skew=self._allowed_skew_s, nonce_store=self._nonces,
-                                      now_ns=int(now.timestamp() * 1e9))
+                                      self_hotkey_ss58=self.validator_hotkey, max_age=self.clock_skew_s,
+                                      allowed_skew=self.clock_skew_s, nonce_store=self._nonces,
+                                      now_ns=_ns(now))
         except http_auth.AuthError as exc:
             code = _AUTH_CODES.get(type(exc), RefusalCode.MALFORMED_AUTH)
             raise SubmissionRefused(code, str(exc)) from None
         return caller.hotkey_ss58
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp() * 1e9)
 
 
 def _rejected(rejection: str, findings: Sequence[Finding]) -> SubmissionRefused:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -126,23 +127,23 @@ class SqlNonceStore:
     """``bittensor.http_auth.NonceStore`` in SQL: a (hotkey, nonce) pair is accepted once, ever within
     ``retention``; older pairs are purged because ``verify`` refuses them as stale anyway.
 
-    Only hotkeys ``admit`` accepts are remembered: anyone can make keys and sign, so requests from
-    unregistered hotkeys (refused later, and again if replayed) must not grow the table.
+    One writer at a time in this process (the API answers uploads on many threads): the insert and the
+    purge are one short transaction each request, so queueing them costs less than SQLite's lock retries;
+    other processes sharing the database are waited for by the engine's busy timeout (``arena.storage``).
+    The gate calls it only for registered hotkeys after their signature verified, so strangers' keys and
+    forged requests never grow the table.
     """
 
-    def __init__(self, engine: Engine, clock: Clock, retention: float,
-                 admit: Callable[[str], bool]) -> None:
+    def __init__(self, engine: Engine, clock: Clock, retention: float) -> None:
         self._engine = engine
         self._clock = clock
-        self._admit = admit
+        self._writer = threading.Lock()
         self.retention = retention
 
     def check_and_store(self, hotkey_ss58: str, nonce_ns: int) -> bool:
-        if not self._admit(hotkey_ss58):
-            return True
         horizon = int(self._clock.now().timestamp() * 1e9) - int(self.retention * 1e9)
         try:
-            with Session(self._engine) as session, session.begin():
+            with self._writer, Session(self._engine) as session, session.begin():
                 session.execute(delete(_NonceRow).where(_NonceRow.nonce_ns < horizon))
                 session.add(_NonceRow(hotkey=hotkey_ss58, nonce_ns=nonce_ns))
         except IntegrityError:

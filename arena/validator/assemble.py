@@ -149,7 +149,8 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         stack.callback(validator.arena_db.dispose)
         gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
                               files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
-                              known_product_ids=validator.known_answers)
+                              known_product_ids=validator.known_answers,
+                              clock_skew_s=settings.submission_clock_skew_s)
         registry = CollectorRegistry()
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
         api = create_app(view, gate=gate, registry=registry)

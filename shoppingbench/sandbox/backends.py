@@ -4,8 +4,15 @@ Every backend runs the same bootstrap (``bootstrap.py``) with the same limits; t
 process is isolated and how the proxy is reached:
 
 - ``namespace``: bubblewrap with new PID, network, IPC and UTS namespaces, a read-only view of the
-  interpreter, the venv's site-packages, the SDK and the agent file, a private size-limited /tmp,
-  and the proxy's Unix socket bind-mounted in (relayed to ``127.0.0.1:PORT`` by the bootstrap). As
+  interpreter's installation at ``/opt/sandbox/python``, the venv's site-packages at
+  ``/opt/sandbox/lib``, copies of the bootstrap and SDK made in the run's workspace (as for docker) and
+  the agent file, a private size-limited /tmp, and the proxy's Unix socket bind-mounted in (relayed to
+  ``127.0.0.1:PORT`` by the bootstrap). Every mount lands at a neutral path, so the command line, the
+  mount table's mount points, ``sys.path``, ``sys.executable`` and every ``__file__`` name no host
+  virtualenv, interpreter or repository path (the interpreter's own run path is set by
+  ``LD_LIBRARY_PATH``, since a shared build's RUNPATH names its host prefix), and the interpreter and
+  site-packages are mounted from a hard-linked mirror (``runtime``), so neither do the mount sources
+  ``/proc/self/mountinfo`` shows. As
   root, each slot runs under its own unprivileged uid (``setpriv``; leased per run host-wide, see
   ``uids``) so ``RLIMIT_NPROC`` holds; otherwise bubblewrap maps the caller into a user namespace. The
   bootstrap itself is the PID namespace's pid 1 (``--as-pid-1``): no bubblewrap init stays inside whose
@@ -33,6 +40,7 @@ from typing import Any, Final, Literal, Protocol
 import structlog
 
 from shoppingbench.proxy.server import Channel, ChannelTransport
+from shoppingbench.sandbox import runtime
 from shoppingbench.sandbox.limits import SandboxLimits
 
 log = structlog.get_logger(__name__)
@@ -51,6 +59,10 @@ SDK_ROOT: Final = "/sandbox/sdk"
 AGENT_PATH: Final = "/sandbox/agent/agent.py"
 PROXY_SOCKET: Final = "/run/proxy.sock"
 PROXY_PORT: Final = 8765
+SANDBOX_PYTHON: Final = "/opt/sandbox/python"
+"""Where the namespace backend mounts the interpreter's installation (``sys.base_prefix``)."""
+SANDBOX_LIB: Final = "/opt/sandbox/lib"
+"""Where the namespace backend mounts each site-packages directory."""
 DOCKER_PYTHON: Final = "/opt/venv/bin/python3"
 DOCKER_SITE_PACKAGES: Final = "/opt/venv/lib/python3.11/site-packages"
 
@@ -84,12 +96,12 @@ def sandbox_environment(spec: SlotSpec, home: str, proxy_url: str) -> dict[str, 
 
 
 def bootstrap_config(spec: SlotSpec, *, agent_path: str, python_paths: list[str], proxy_socket: str | None,
-                     isolated: bool, with_nproc: bool, scratch_keep: list[str] | None = None) -> str:
-    """The bootstrap's argument. Isolated sandboxes have a private /tmp, emptied after every problem but
-    for ``scratch_keep``: the entries holding read-only host mounts (a venv that lives under /tmp)."""
+                     isolated: bool, with_nproc: bool) -> str:
+    """The bootstrap's argument. Isolated sandboxes have a private /tmp (nothing is mounted under it),
+    emptied after every problem."""
     config: dict[str, Any] = {
         "agent_path": agent_path, "python_paths": python_paths, "proxy_socket": proxy_socket,
-        "scratch_dir": "/tmp" if isolated else None, "scratch_keep": scratch_keep or [],
+        "scratch_dir": "/tmp" if isolated else None,
         "proxy_port": PROXY_PORT, "isolated": isolated, "rlimits": spec.limits.rlimits(with_nproc=with_nproc),
         "cpu_s": spec.limits.effective_cpu_s, "result_bytes": spec.limits.result_bytes,
         "warm_modules": list(WARM_MODULES),
@@ -137,9 +149,11 @@ def _code_mounts(spec: SlotSpec, code: Path | None = None) -> list[tuple[str, st
 def _staged_code(workspace: Path) -> Path:
     """Copies of the bootstrap, the forwarder and the SDK in the run's workspace, made once per run.
 
-    The docker engine resolves bind-mount sources on its own host. A validator in a container has its
-    package where the host has nothing, but its workspace (under ``TMPDIR``) can be a host directory
-    mounted at the same path (docker/compose.yaml), so everything mounted lives there.
+    Both isolating backends mount these, never the repository: a bind mount's source shows in the
+    sandbox's ``/proc/self/mountinfo``. And the docker engine resolves bind-mount sources on its own
+    host: a validator in a container has its package where the host has nothing, but its workspace
+    (under ``TMPDIR``) can be a host directory mounted at the same path (docker/compose.yaml), so
+    everything mounted lives there.
     """
     staged = workspace / "code"
     if staged.is_dir():
@@ -154,13 +168,6 @@ def _staged_code(workspace: Path) -> Path:
     except OSError:  # another slot of the run staged it first
         shutil.rmtree(scratch, ignore_errors=True)
     return staged
-
-
-def _entries_under(directory: str, targets: list[str]) -> list[str]:
-    """The names directly in ``directory`` that lead to one of ``targets``."""
-    root = Path(directory)
-    return sorted({Path(t).relative_to(root).parts[0] for t in targets if Path(t).is_relative_to(root)
-                   and Path(t) != root})
 
 
 def _parent_dirs(targets: list[str]) -> list[str]:
@@ -179,11 +186,26 @@ def _parent_dirs(targets: list[str]) -> list[str]:
     return argv
 
 
-def _host_python() -> tuple[str, list[str], list[str]]:
-    """The real interpreter, the directories it needs read-only, and the site-packages to import from."""
+def _host_python() -> tuple[str, str, list[str]]:
+    """The real interpreter, its installation (which holds it and the standard library), and the
+    site-packages to import from."""
     interpreter = os.path.realpath(sys.executable)
     site_packages = list(dict.fromkeys(sysconfig.get_path(name) for name in ("purelib", "platlib")))
-    return interpreter, [os.path.realpath(sys.base_prefix)], site_packages
+    return interpreter, os.path.realpath(sys.base_prefix), site_packages
+
+
+def _neutral_python() -> tuple[str, list[tuple[str, str]], list[str]]:
+    """The interpreter's path inside the namespace sandbox, the (host, sandbox) mounts that put the
+    installation at :data:`SANDBOX_PYTHON` and each site-packages under :data:`SANDBOX_LIB`, and the
+    sandbox's site-packages paths, in order. The host side is the hard-linked mirror (``runtime``) where
+    one can be made, so not even the mount table names the originals."""
+    interpreter, prefix, site_packages = _host_python()
+    if not Path(interpreter).is_relative_to(prefix):
+        raise SandboxUnavailable(f"the interpreter {interpreter} is not inside its installation {prefix}")
+    mounted = [str(runtime.mirror(Path(source)) or source) for source in [prefix, *site_packages]]
+    inside = [f"{SANDBOX_LIB}/site-packages" + (f"-{i}" if i else "") for i in range(len(site_packages))]
+    mounts = list(zip(mounted, [SANDBOX_PYTHON, *inside], strict=True))
+    return f"{SANDBOX_PYTHON}/{Path(interpreter).relative_to(prefix)}", mounts, inside
 
 
 class NamespaceBackend:
@@ -206,10 +228,11 @@ class NamespaceBackend:
             raise SandboxUnavailable(f"the agent SDK is missing at {SDK_DIR}")
 
     def environment(self, spec: SlotSpec) -> dict[str, str]:
-        return sandbox_environment(spec, "/tmp", f"http://127.0.0.1:{PROXY_PORT}")
+        return {**sandbox_environment(spec, "/tmp", f"http://127.0.0.1:{PROXY_PORT}"),
+                "LD_LIBRARY_PATH": f"{SANDBOX_PYTHON}/lib"}
 
     def command(self, spec: SlotSpec) -> list[str]:
-        interpreter, prefixes, site_packages = _host_python()
+        interpreter, python_mounts, site_packages = _neutral_python()
         argv = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1",
                 "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", "sandbox"]
@@ -219,11 +242,11 @@ class NamespaceBackend:
             elif os.path.isdir(top):
                 argv += ["--ro-bind", top, top]
         argv += ["--ro-bind", "/usr", "/usr"]
-        mounts = [(path, path) for path in [*prefixes, *site_packages]]
-        mounts += _code_mounts(spec)
+        # Copies of our code in the run's workspace, not the repository: the mount table's fourth field
+        # (mountinfo's root) names each bind mount's source.
+        mounts = [*python_mounts, *_code_mounts(spec, _staged_code(spec.workspace))]
         if spec.channel.unix_path is not None:
             mounts.append((str(spec.channel.unix_path), PROXY_SOCKET))
-        # The private /tmp first: host paths bound below it afterwards (a checkout under /tmp) stay visible.
         argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
                  "--tmpfs", "/tmp"]
         argv += _parent_dirs([target for _, target in mounts])
@@ -231,8 +254,7 @@ class NamespaceBackend:
             argv += ["--ro-bind", source, target]
         argv += ["--chdir", "/tmp"]
         config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, *site_packages],
-                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root,
-                                  scratch_keep=_entries_under("/tmp", [target for _, target in mounts]))
+                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root)
         python = [interpreter, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
         if self.as_root:
             # A uid of its own per slot: RLIMIT_NPROC is not enforced for root, and slots cannot signal or

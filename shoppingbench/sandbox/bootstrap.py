@@ -196,21 +196,16 @@ def _kill_the_rest(config: dict[str, Any], child: int) -> bool:
     return False
 
 
-def _wipe(directory: str, keep: frozenset[str]) -> bool:
-    """Empty the scratch directory, so nothing a problem wrote is there for the next; True if empty.
-
-    ``keep`` names the entries that hold the sandbox's read-only host mounts (root-owned, not writable by
-    the agent): they are neither removed nor counted."""
+def _wipe(directory: str) -> bool:
+    """Empty the scratch directory, so nothing a problem wrote is there for the next; True if empty."""
     with os.scandir(directory) as entries:
         for entry in entries:
-            if entry.name in keep:
-                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-    return set(os.listdir(directory)) <= keep
+    return not os.listdir(directory)
 
 
 class _Reading:
@@ -271,7 +266,7 @@ def _run_problem(config: dict[str, Any], code: types.CodeType | None, compile_er
     os.close(pidfd)
     os.close(read_fd)
     scratch = config.get("scratch_dir")
-    clean = _kill_the_rest(config, pid) and (not scratch or _wipe(scratch, frozenset(config["scratch_keep"])))
+    clean = _kill_the_rest(config, pid) and (not scratch or _wipe(scratch))
     payload = b"" if failure else bytes(reading.data)
     cpu_s = usage.ru_utime + usage.ru_stime
     if failure is None and not payload:
@@ -304,6 +299,8 @@ def _compile_agent(path: str) -> tuple[types.CodeType | None, str | None]:
 
 def main() -> None:
     config: dict[str, Any] = json.loads(sys.argv[1])
+    # The loader needed it to find libpython at its sandbox path; the agent gets the sandbox environment.
+    os.environ.pop("LD_LIBRARY_PATH", None)
     _set_rlimits(config["rlimits"])
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_DUMPABLE, 0)

@@ -64,13 +64,14 @@ class AttemptScore(BaseModel):
 
 
 def _field_rate(tallies: Sequence[FieldTally]) -> float | None:
-    """Mean of the per-target rates over targets that state this kind of constraint.
-
-    The original averages over all targets and counts a target without such constraints as 1
-    (the arena: as 0); both make the rate depend on what was never asked, so those are skipped.
+    """The reference arena's per-field rate: the mean over ALL the problem's targets of each target's
+    ``hits / checks``, a target that states nothing of this kind counting 0 (a shop problem asking a
+    price of one target in three, met: 1/3). ``None`` when no target states this kind of constraint
+    (the reference then reports 0: nothing was asked, so nothing is told).
     """
-    rates = [r for t in tallies if (r := t.rate) is not None]
-    return sum(rates) / len(rates) if rates else None
+    if not any(t.checks for t in tallies):
+        return None
+    return sum(t.rate or 0.0 for t in tallies) / len(tallies)
 
 
 def _assemble(problem: Problem, steps: object, answer: list[str], targets: list[TargetScore],
