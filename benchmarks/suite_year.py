@@ -1,6 +1,6 @@
 """A year of a validator's suite draws, simulated with the validator's own ``PublicSuites``.
 
-Every day: the week's public qualifying suite and the day's race suite, generated from a stand-in seed
+Every day: the week's public practice suite and the day's race suite, generated from a stand-in seed
 (the sha256 of the day, as a block hash would be); every ``held_out_every`` days a new version of a
 held-out suite from a private seed, excluding every product a public suite burnt so far. At the end the
 leak clusters of everything public are computed, and each race problem is checked against every public
@@ -33,7 +33,7 @@ from sqlalchemy import create_engine
 from arena.storage import Base
 from arena.suites.clusters import text_links
 from arena.suites.heldout import compromised, generate_held_out
-from arena.suites.public import PublicSuites, RaceSeed, SuiteCache, SuitePlan, qualifying_week, targets_of
+from arena.suites.public import PublicSuites, RaceSeed, SuiteCache, SuitePlan, practice_week, targets_of
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Problem
@@ -113,7 +113,7 @@ def simulate_year(generator: ProblemGenerator, *, days: int, per_category: int, 
     started = time.perf_counter()
     for n in range(days):
         day = FIRST_DAY + timedelta(days=n)
-        qualifying[qualifying_week(day)] = suites.qualifying_suite(day)
+        qualifying[practice_week(day)] = suites.practice_suite(day)
         drawn = suites.race_suite(day)
         assert drawn is not None  # the stand-in seed always exists
         race_days[day] = drawn.problems

@@ -24,8 +24,9 @@ from arena.suites.public import (
     SuiteCache,
     SuitePlan,
     SuiteSource,
+    practice_seed,
+    practice_week,
     qualifying_seed,
-    qualifying_week,
     targets_of,
 )
 
@@ -48,8 +49,9 @@ __all__ = [
     "compromised",
     "exposures",
     "generate_held_out",
+    "practice_seed",
+    "practice_week",
     "qualifying_seed",
-    "qualifying_week",
     "request_facts",
     "targets_of",
     "text_links",
