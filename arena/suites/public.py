@@ -207,12 +207,14 @@ class PublicSuites:
         return self._generated(f"practice/{week}", practice_seed(week), self.plan.qualifying_per_category,
                                frozenset())
 
-    def qualifying_suite(self, hotkey: str, seed: RaceSeed) -> tuple[Problem, ...]:
+    def qualifying_suite(self, hotkey: str, seed: RaceSeed, day: date) -> tuple[Problem, ...]:
         """The qualifying problems of ``hotkey``'s submission, ``seed`` being the first final block after its
-        commitment block: as many per category as a practice suite."""
+        commitment block and ``day`` that block's date: as many per category as a practice suite, none
+        with a target of the practice suite of ``day``'s week or the week before (tables carry those)."""
+        practice = targets_of([*self.practice_suite(day), *self.practice_suite(day - timedelta(days=7))])
         return self._generated(f"qualifying/{hotkey}/{seed.block}",
                                qualifying_seed(hotkey, seed.hash, self.source.key),
-                               self.plan.qualifying_per_category, frozenset())
+                               self.plan.qualifying_per_category, practice)
 
     def race_suite(self, day: date) -> RaceSuite | None:
         """The race suite of ``day``, or ``None`` while its seed (or an earlier day's) is not final yet.

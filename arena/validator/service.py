@@ -126,7 +126,9 @@ class Validator:
                         reason="no commitment block recorded")
             return None
         seed = self.seed_after(submission.commitment_block)
-        return None if seed is None else self.suites.qualifying_suite(submission.hotkey, seed)
+        if seed is None:
+            return None
+        return self.suites.qualifying_suite(submission.hotkey, seed, self.chain.block_time(seed.block).date())
 
     def _qualify(self, submission: Submission) -> QualifyingFinished | None:
         """Run ``submission`` on its qualifying problems and, while a winner reigns, the winner on the same
