@@ -46,6 +46,7 @@ from arena.race.events import (
     SubmissionAccepted,
     SubmissionRejected,
 )
+from arena.race.rules import qualifying_threshold
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
@@ -54,7 +55,7 @@ from arena.suites import SuiteSource
 from arena.validator import Validator, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
-from arena.validator.runs import RunAgent
+from arena.validator.runs import RunAgent, defender_run_id
 from neurons import validator as validator_cli
 from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.catalog.build import open_catalog
@@ -185,10 +186,14 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
 
     # Every attempt is in the trajectory store under its deterministic run id, judged and labelled.
     race_suite = raced_suite(validator)
+    qualifying: dict[str, list[str]] = {}
     for submission_id in last.entrants:
         submission = validator.race.state.submissions[submission_id]
         assert submission.status == "raced"
-        runs: list[tuple[RunKind, list[str]]] = [("qualifying", [p.id for p in validator.qualifying_suite()]),
+        own = validator.qualifying_suite(submission)
+        assert own is not None
+        qualifying[submission_id] = [p.id for p in own]
+        runs: list[tuple[RunKind, list[str]]] = [("qualifying", qualifying[submission_id]),
                                                  ("race", race_suite)]
         for kind, suite in runs:
             run_id = run_id_for(kind, submission_id, suite)
@@ -196,17 +201,33 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
                 key = AttemptKey(run_id, submission.code_hash, problem_id)
                 attempt = validator.runs.store.get_attempt(key)
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
-    qualifying = validator.qualifying_suite()
-    assert validator.runs.store.count_attempts() == 2 * len(qualifying) + 2 * len(race_suite)
+    # Each agent ran its own qualifying problems (no winner reigned, so nobody else ran them) and the race.
+    alice_problems, bob_problems = qualifying.values()
+    assert alice_problems != bob_problems and len(alice_problems) == len(bob_problems)
+    assert validator.runs.store.count_attempts() == 2 * len(alice_problems) + 2 * len(race_suite)
     # Each race result carries its per-problem outcomes in suite order, for the promotion test.
     results = [e for e in validator.race.store.load() if isinstance(e, RaceResultRecorded)]
     assert len(results) == 2 and all([o.problem_id for o in e.outcomes] == race_suite for e in results)
-    assert not set(race_suite) & {p.id for p in qualifying}
+    assert not set(race_suite) & {*alice_problems, *bob_problems}
 
-    # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
+    # Day two: Bob's scripted agent again, now measured against the winner's score on Bob's new problems.
     arena.clock.advance(timedelta(hours=17))  # Friday 09:05
     arena.upload(validator, "bob", SCRIPTED)
+    arena.clock.advance(timedelta(seconds=12))  # the first block after the commitment is final
     assert validator.tick().qualified == []
+    (finished,) = [e for e in validator.race.store.load() if isinstance(e, QualifyingFinished)][-1:]
+    assert finished.winner == winner.submission_id and finished.winner_score is not None
+    assert finished.threshold == qualifying_threshold(finished.winner_score, validator.race.rules)
+    assert finished.score < finished.threshold
+    newest = validator.race.state.submissions[finished.submission_id]
+    bob_again = validator.qualifying_suite(newest)
+    assert bob_again is not None
+    winner_code = validator.race.state.submissions[winner.submission_id].code_hash
+    defended = [validator.runs.store.get_attempt(AttemptKey(defender_run_id(winner_code), winner_code, p.id))
+                for p in bob_again]
+    assert all(a is not None and a.judge is not None for a in defended)  # the winner ran Bob's problems
+    assert validator.runs.store.count_attempts() == (2 * len(alice_problems) + 2 * len(race_suite)
+                                                     + 2 * len(bob_again))
     arena.clock.advance(timedelta(hours=7))
     skipped = validator.tick()
     assert skipped.race_started is None  # no challenger: the slot is skipped, the reign goes on
@@ -518,7 +539,9 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     events = restarted.race.store.load()
     (accepted,) = [e for e in events if isinstance(e, SubmissionAccepted)]
     assert not [e for e in events if isinstance(e, QualifyingFinished)]  # killed before the score was in
-    suite = [p.id for p in restarted.qualifying_suite()]
+    qualifying = restarted.qualifying_suite(restarted.race.state.submissions[accepted.submission_id])
+    assert qualifying is not None
+    suite = [p.id for p in qualifying]
     run_id = run_id_for("qualifying", accepted.submission_id, suite)
     assert marker.read_text() == run_id
     store = restarted.runs.store
@@ -667,8 +690,11 @@ def test_signed_uploads_through_the_validator_api_reach_qualifying(
         assert outcomes["alice"].outcome == "accepted"
         assert outcomes["bob"].outcome == "refused" and outcomes["bob"].error == "static_analysis"
 
+        early = validator.tick()  # the block after Alice's commitment is not final yet: asked again later
+        assert early.ingested == 2 and early.qualifying_runs == 0
+        arena.clock.advance(timedelta(seconds=12))
         report = validator.tick()
-        assert report.ingested == 2 and report.qualifying_runs == 1
+        assert report.ingested == 0 and report.qualifying_runs == 1
         submissions = {s["hotkey"]: s for s in http.get(url + "/submissions").json()}
         page = http.get(url + "/").text
     alice, bob = (str(arena.miners[name].hotkey.ss58_address) for name in ("alice", "bob"))
@@ -696,10 +722,13 @@ def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(
         arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     dying = arena.validator("validator", generator, runner, judge=DiesJudging())
     arena.upload(dying, "bob", SCRIPTED)
+    arena.clock.advance(timedelta(seconds=12))  # the first block after the commitment is final
     with pytest.raises(KilledWhileJudging):
         dying.tick()
     (submission,) = dying.race.state.submissions.values()
-    suite = [p.id for p in dying.qualifying_suite()]
+    qualifying = dying.qualifying_suite(submission)
+    assert qualifying is not None
+    suite = [p.id for p in qualifying]
     run_id = run_id_for("qualifying", submission.submission_id, suite)
     keys = [AttemptKey(run_id, submission.code_hash, pid) for pid in suite]
     (unjudged,) = [a for k in keys if (a := dying.runs.store.get_attempt(k)) is not None]
