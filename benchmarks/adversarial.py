@@ -22,7 +22,11 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   agents and the demo table cheater still pass;
 - ``sandbox_proc`` (8): pid 1's command line and signals from the agent;
 - ``table_cheater``: the masked lookup table scores on public problems and 0 on a freshly generated suite;
-- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer.
+- ``answer_oracles``: the problem an agent sees cannot confirm a guessed answer;
+- ``qualifying_table`` (issue 22, 1): a table of every problem computable before the upload (bank and
+  every suite from a public seed), masked, viewing each answer first: it fails qualifying;
+- ``ratchet_replay`` (issue 22, 2): the attack log replayed (a table winner reigning), an honest ReAct
+  challenger still qualifies: the bar is the winner's score on the challenger's own problems.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",
