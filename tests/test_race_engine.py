@@ -21,8 +21,8 @@ from arena.race import (
     SqlEventStore,
     replay,
 )
-from arena.race.events import RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
-from arena.race.state import InvalidEvent
+from arena.race.events import QualifyingFinished, RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
+from arena.race.state import InvalidEvent, apply
 from arena.storage import ConcurrentWriterError, open_database
 from shoppingbench.submission_check import check_agent
 
@@ -112,6 +112,10 @@ def test_the_winners_score_on_the_same_problems_is_required_while_it_reigns_and_
     with pytest.raises(ValueError, match="required while a winner reigns"):
         engine.record_qualifying(carol, 0.9)
     assert engine.state.submissions[carol].status == "qualifying"  # nothing was recorded
+    forged = QualifyingFinished(at=clock.now(), submission_id=carol, score=0.9, threshold=0.01,
+                                qualified=True, winner=carol, winner_score=0.0)
+    with pytest.raises(InvalidEvent, match="not the reigning winner"):
+        apply(engine.state, forged)  # a log whose bar came from anyone but the reigning winner is corrupt
 
 
 @pytest.mark.parametrize(("challenger", "promoted"), [(0.65, True), (0.646, False), (0.6, False)])
