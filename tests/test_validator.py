@@ -692,9 +692,17 @@ def test_signed_uploads_through_the_validator_api_reach_qualifying(
 
         early = validator.tick()  # the block after Alice's commitment is not final yet: asked again later
         assert early.ingested == 2 and early.qualifying_runs == 0
+        (waiting,) = [s for s in validator.race.state.submissions.values() if s.status == "qualifying"]
+        assert http.get(f"{url}/qualifying/{waiting.submission_id}").status_code == 404  # nothing to publish
         arena.clock.advance(timedelta(seconds=12))
         report = validator.tick()
         assert report.ingested == 0 and report.qualifying_runs == 1
+        # Once scored, its qualifying problems are public, answers included.
+        published = http.get(f"{url}/qualifying/{waiting.submission_id}").json()
+        generated = validator.qualifying_suite(waiting)
+        assert generated is not None
+        assert sorted(p["id"] for p in published) == sorted(p.id for p in generated)
+        assert all(p["reward"] for p in published)
         submissions = {s["hotkey"]: s for s in http.get(url + "/submissions").json()}
         page = http.get(url + "/").text
     alice, bob = (str(arena.miners[name].hotkey.ss58_address) for name in ("alice", "bob"))

@@ -25,7 +25,7 @@ from arena.suites import ExposureLedger, exposures
 from arena.suites.public import PublicSuites, RaceSeed, RaceSuite
 from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
-from arena.validator.runs import SuiteRun, defender_run_id, run_id_for
+from arena.validator.runs import SuiteRun, defender_run_id, qualifying_suite_name, run_id_for
 from arena.weights import WeightRules, WeightVector, compute_weights
 from shoppingbench.problems.models import Problem
 from shoppingbench.sandbox.runner import AgentFile
@@ -144,14 +144,14 @@ class Validator:
         sid = submission.submission_id
         ids = [p.id for p in suite]
         self.ledger.record(exposures(ids, "qualifying", sid, self.race.clock.now()))
-        score = self._score(submission, "qualifying", run_id_for("qualifying", sid, ids), f"qualifying-{sid}",
-                            suite)
+        name = qualifying_suite_name(sid)
+        score = self._score(submission, "qualifying", run_id_for("qualifying", sid, ids), name, suite)
         reign = self.race.state.reign
         winner_score = None
         if reign is not None:
             winner = self.race.state.submissions[reign.submission_id]
-            winner_score = self._score(winner, "qualifying", defender_run_id(winner.code_hash),
-                                       f"qualifying-{sid}", suite).score
+            winner_score = self._score(winner, "qualifying", defender_run_id(winner.code_hash), name,
+                                       suite).score
         return self.race.record_qualifying(sid, score.score, winner_score=winner_score)
 
     def _running_suite(self) -> tuple[Problem, ...]:
