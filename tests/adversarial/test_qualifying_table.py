@@ -7,6 +7,7 @@ holds none of them: it qualifies no more (before, it qualified on the public wee
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.submission_check import check_agent
 from tests.adversarial.arena_support import after_a_block, computable_in_advance, one_validator
-from tests.test_validator import serving_runner
+from tests.test_validator import REACT, serving_runner
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +50,25 @@ def test_a_table_of_every_problem_computable_in_advance_fails_qualifying(
         assert report.qualified == []
         (submission,) = arena.validator.race.state.submissions.values()
         assert submission.status == "not_qualified"
+
+
+def test_a_table_of_the_qualifying_problems_published_so_far_fails_qualifying(
+        tmp_path: Path, small_world: SampleWorld, generator: ProblemGenerator, runner: RunAgent) -> None:
+    """An honest agent qualifies first and its problems are published; the tabler adds them to its table
+    (with everything else computable in advance): its own problems are none of them."""
+    with one_validator(tmp_path, small_world, generator, runner, ("honest", "tabler")) as arena:
+        arena.upload("honest", REACT)
+        after_a_block(arena.clock)
+        assert arena.validator.tick().qualifying_runs == 1
+        arena.clock.advance(timedelta(minutes=5))
+        published = computable_in_advance(small_world, arena.validator)  # the honest run's problems included
+        (honest,) = arena.validator.race.state.submissions.values()
+        store = arena.validator.runs.store
+        ran = {attempt.record.problem_id for attempt in store.load(store.attempt_ids())}
+        assert ran and ran <= {p.id for p in published}  # the table holds every problem run so far
+        arena.upload("tabler", table_cheater_source(published))
+        after_a_block(arena.clock)
+        assert arena.validator.tick().qualified == []
+        (tabler,) = [e for e in arena.validator.race.store.load()
+                     if isinstance(e, QualifyingFinished) and e.submission_id != honest.submission_id]
+        assert tabler.score == 0.0 and not tabler.qualified

@@ -13,12 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules
 from arena.race.events import QualifyingFinished
 from arena.validator.demo import table_cheater_source
 from arena.validator.runs import RunAgent
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
-from tests.adversarial.arena_support import OneValidator, after_a_block, computable_in_advance, one_validator
+from tests.adversarial.arena_support import (
+    START,
+    OneValidator,
+    after_a_block,
+    computable_in_advance,
+    one_validator,
+)
 from tests.test_validator import REACT, serving_runner
 
 
@@ -67,3 +74,21 @@ def test_an_honest_challenger_of_a_table_winner_still_qualifies(
         assert state.submissions[outcome.submission_id].hotkey == arena.hotkey("react")
         assert outcome.score > 0 and outcome.qualified, outcome
         assert outcome.threshold < 0.95  # the table's 1.000 on public problems sets no bar
+
+
+def test_the_attack_logs_figures_leave_every_honest_challenger_qualifying() -> None:
+    """The figures of the attack log through the race engine alone: the table won at 0.556 after
+    qualifying at 1.000; ReAct (0.778 on its qualifying run) and a weaker honest agent (0.3) challenge.
+    On their own problems the table scores 0, so the bar is the floor, not 0.95."""
+    clock = ManualClock(START)
+    engine = RaceEngine(MemoryEventStore(), RaceRules(), clock)
+    table = engine.submit("tabler", "table-code", commitment_block=1).submission_id
+    assert table is not None and engine.record_qualifying(table, 1.0).qualified
+    clock.advance(timedelta(hours=7))
+    engine.start_race("0x" + "ab" * 32, ["p1", "p2"])
+    engine.record_race_result(table, 0.556)
+    for hotkey, score in (("react", 0.778), ("honest-but-weak", 0.3)):
+        challenger = engine.submit(hotkey, f"{hotkey}-code", commitment_block=9).submission_id
+        assert challenger is not None
+        outcome = engine.record_qualifying(challenger, score, winner_score=0.0)
+        assert outcome.qualified and outcome.threshold == RaceRules().qualify_min_score
