@@ -395,16 +395,21 @@ def test_a_race_day_without_problems_is_skipped_and_weights_are_still_set(
 
 def test_an_unreadable_seed_is_asked_for_again_and_weights_are_still_set(
         arena: Arena, generator: ProblemGenerator, runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No local fallback seed: a chain read that fails leaves the race for the next tick."""
+    """No local fallback seed: a chain read that fails leaves qualifying and the race for the next tick."""
+    def unreachable(block: int) -> str:
+        raise ChainError(f"reading block {block}: the node did not answer")
+
     validator = arena.validator("validator", generator, runner)
     validator.tick()
     arena.upload(validator, "alice", REACT)
     arena.clock.advance(timedelta(minutes=5))
-    validator.tick()
+    with monkeypatch.context() as patch:
+        patch.setattr(arena.chain, "block_hash", unreachable)
+        assert validator.tick().qualifying_runs == 0
+    assert [s.status for s in validator.race.state.submissions.values()] == ["qualifying"]
+    assert validator.tick().qualifying_runs == 1
     arena.clock.advance(timedelta(hours=7))
     with monkeypatch.context() as patch:
-        def unreachable(block: int) -> str:
-            raise ChainError(f"reading block {block}: the node did not answer")
         patch.setattr(arena.chain, "block_hash", unreachable)
         waiting = validator.tick()
     assert waiting.race_started is None and waiting.weights_set_at is not None

@@ -125,10 +125,15 @@ class Validator:
             log.warning("qualifying_seed_unknown", submission_id=submission.submission_id,
                         reason="no commitment block recorded")
             return None
-        seed = self.seed_after(submission.commitment_block)
-        if seed is None:
+        try:
+            seed = self.seed_after(submission.commitment_block)
+            if seed is None:
+                return None
+            day = self.chain.block_time(seed.block).date()
+        except ChainError as exc:  # a failed read: ask again on the next tick
+            log.error("qualifying_seed_unreadable", submission_id=submission.submission_id, error=str(exc))
             return None
-        return self.suites.qualifying_suite(submission.hotkey, seed, self.chain.block_time(seed.block).date())
+        return self.suites.qualifying_suite(submission.hotkey, seed, day)
 
     def _qualify(self, submission: Submission) -> QualifyingFinished | None:
         """Run ``submission`` on its qualifying problems and, while a winner reigns, the winner on the same
