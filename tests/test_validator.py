@@ -489,7 +489,9 @@ def pausing_after(records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
         for n, record in enumerate(run_agent(agent, problems, run_id), start=1):
             yield record
             if n == records:  # the consumer has recorded and judged these: now wait for the kill
-                marker.write_text(run_id)
+                written = marker.with_suffix(".partial")  # renamed whole: never read half-written
+                written.write_text(run_id)
+                written.rename(marker)
                 time.sleep(600)
     return run
 
