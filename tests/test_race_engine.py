@@ -22,6 +22,7 @@ from arena.race import (
     replay,
 )
 from arena.race.events import QualifyingFinished, RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
+from arena.race.rules import qualifying_threshold
 from arena.race.state import InvalidEvent, apply
 from arena.storage import ConcurrentWriterError, open_database
 from shoppingbench.submission_check import check_agent
@@ -97,6 +98,18 @@ def test_the_threshold_is_the_winners_score_on_the_challengers_own_problems() ->
     assert engine.record_qualifying(erin, 0.2, winner_score=0.0).threshold == RULES.qualify_min_score
     frank = engine.submit("frank", "f").submission_id or ""
     assert engine.record_qualifying(frank, 0.0, winner_score=0.0).qualified is False
+
+
+@pytest.mark.parametrize(("winner_score", "threshold"), [
+    (None, 0.01),  # nobody reigns: the floor alone
+    (0.0, 0.01),  # a table winner on fresh problems
+    (0.005, 0.01),
+    (0.6, 0.57),
+    (1.0, 0.95),
+])
+def test_the_threshold_is_the_ratio_of_the_winners_score_on_the_same_problems_or_the_floor(
+        winner_score: float | None, threshold: float) -> None:
+    assert qualifying_threshold(winner_score, RULES) == pytest.approx(threshold)
 
 
 def test_the_winners_score_on_the_same_problems_is_required_while_it_reigns_and_only_then() -> None:
