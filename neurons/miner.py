@@ -240,6 +240,8 @@ def test(
     agent_file = AgentFile.read(agent)
     if generated and practice:
         raise typer.BadParameter("--generated and --practice are two kinds of suite: give one")
+    if (seeds or suites_count != 1) and not generated:
+        raise typer.BadParameter("--seed and --suites choose generated suites: add --generated")
     try:
         chosen = (generated_seeds(seeds or [], suites_count) if generated
                   else [practice_generator_seed(week or practice_week(datetime.now(UTC).date()))] if practice

@@ -275,3 +275,5 @@ def test_miner_test_generated_runs_fresh_suites_of_the_qualifying_size_each_scor
     assert len(first) == 3 and first != second  # a random seed each time
     both = CliRunner().invoke(app, ["test", str(BASELINE), "--generated", "--practice", *common])
     assert both.exit_code == 2
+    stray = CliRunner().invoke(app, ["test", str(BASELINE), "--seed", "a", *common])
+    assert stray.exit_code == 2 and "--generated" in stray.output
