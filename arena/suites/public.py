@@ -156,7 +156,8 @@ class SuiteCache:
 
 
 class PublicSuites:
-    """The qualifying suite of any week and the race suite of any day, generated on demand and cached."""
+    """The practice suite of any week, the qualifying problems of any submission and the race suite of
+    any day, generated on demand and cached."""
 
     def __init__(self, source: SuiteSource, *, plan: SuitePlan, seed_at: SeedLookup,
                  cache: SuiteCache) -> None:
