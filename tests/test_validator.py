@@ -120,8 +120,9 @@ class Arena:
 
     def validator(self, name: str, generator: SuiteSource, run_agent: RunAgent, *,
                   per_category: int = 2, judge: Judge | None = None) -> Validator:
-        wallet = make_wallet(self.root / "wallets", name) if not (self.root / "wallets" / name).exists() \
-            else Wallet(name, "default", path=str(self.root / "wallets"))
+        wallets = self.root / "wallets"
+        wallet = make_wallet(wallets, name, seed=name) if not (wallets / name).exists() \
+            else Wallet(name, "default", path=str(wallets))
         register(self.chain, wallet, validator_permit=True)
         settings = self.settings(self.root / name, per_category)
         store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
@@ -150,7 +151,7 @@ def arena(tmp_path: Path) -> Arena:
     chain = CountingChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
     miners = {}
     for name in ("owner", "alice", "bob"):  # the subnet owner holds uid 0, the burn uid
-        miners[name] = make_wallet(tmp_path / "wallets", name)
+        miners[name] = make_wallet(tmp_path / "wallets", name, seed=name)
         register(chain, miners[name])
     return Arena(root=tmp_path, clock=clock, chain=chain, miners=miners)
 
@@ -267,7 +268,8 @@ def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
     # Block 1000 at START.
     substrate = FakeSubstrate(genesis_ms=int(START.timestamp() * 1000) - 1_000 * BLOCK_MS)
     substrate.add_subnet(NETUID, tempo=100, weights_rate_limit=50)
-    wallets = {name: make_wallet(tmp_path / "wallets", name) for name in ("owner", "validator", "alice")}
+    wallets = {name: make_wallet(tmp_path / "wallets", name, seed=name)
+               for name in ("owner", "validator", "alice")}
     for name, wallet in wallets.items():
         substrate.register(NETUID, str(wallet.hotkey.ss58_address), str(wallet.coldkeypub.ss58_address),
                            permit=name == "validator")
@@ -590,7 +592,7 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
                        clock=ManualClock(datetime.now(UTC) - timedelta(days=3)))
     wallets = tmp_path / "wallets"
     for name in ("owner", "validator", "alice", "bob"):
-        register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
+        register(chain, make_wallet(wallets, name, seed=name), validator_permit=name == "validator")
     accept_upload(FileStore(home / "agents"), open_database(f"sqlite:///{home / 'arena.sqlite3'}"),
                   Wallet("alice", "default", path=str(wallets)), REACT, block=chain.block(),
                   at=datetime.now(UTC))

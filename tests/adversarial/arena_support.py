@@ -52,7 +52,8 @@ def one_validator(root: Path, world: SampleWorld, generator: ProblemGenerator, r
     """A validator with one problem per category in qualifying and race suites, and ``miners`` registered."""
     clock = ManualClock(START)
     chain = LocalChain(root / "chain.sqlite3", clock=clock, tempo=100)
-    wallets = {name: make_wallet(root / "wallets", name) for name in ("owner", *miners, "validator")}
+    names = ("owner", *miners, "validator")
+    wallets = {name: make_wallet(root / "wallets", name, seed=name) for name in names}
     for name, wallet in wallets.items():
         register(chain, wallet, validator_permit=name == "validator")
     settings = ArenaSettings(home=root / "validator", qualifying_suite_per_category=1,
