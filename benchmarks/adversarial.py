@@ -38,7 +38,11 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   comparison of verified ids and prices earns no reasoning credit (0.1, not 0.9), and an LLM judge obeying
   an injection gains no gate above the offline verdict on it;
 - ``echo_tool_calls`` (issue 22, 4): code that has the model repeat each tool call before running it is
-  never ``agentic``, its echoed completions counted in the store and the dump.
+  never ``agentic``, its echoed completions counted in the store and the dump;
+- ``qualifying_table`` (issue 22, 1): a table of every problem computable before the upload (bank and
+  every suite from a public seed), masked, viewing each answer first: it fails qualifying;
+- ``ratchet_replay`` (issue 22, 2): the attack log replayed (a table winner reigning), an honest ReAct
+  challenger still qualifies: the bar is the winner's score on the challenger's own problems.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",

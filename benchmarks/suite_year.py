@@ -1,6 +1,6 @@
 """A year of a validator's suite draws, simulated with the validator's own ``PublicSuites``.
 
-Every day: the week's public qualifying suite and the day's race suite, generated (by the generator the
+Every day: the week's public practice suite and the day's race suite, generated (by the generator the
 schedule, ``ARENA_GENERATOR_SCHEDULE``, names for the day) from a stand-in seed
 (the sha256 of the day, as a block hash would be); every ``held_out_every`` days a new version of a
 held-out suite from a private seed, excluding every product a public suite burnt so far. At the end the
@@ -42,7 +42,7 @@ from arena.suites.public import (
     SourceSchedule,
     SuiteCache,
     SuitePlan,
-    qualifying_week,
+    practice_week,
     targets_of,
 )
 from shoppingbench.logs import configure_logging
@@ -123,7 +123,7 @@ def simulate_year(sources: SourceSchedule, *, days: int, per_category: int, held
     started = time.perf_counter()
     for n in range(days):
         day = FIRST_DAY + timedelta(days=n)
-        qualifying[qualifying_week(day)] = suites.qualifying_suite(day)
+        qualifying[practice_week(day)] = suites.practice_suite(day)
         drawn = suites.race_suite(day)
         assert drawn is not None  # the stand-in seed always exists
         race_days[day] = drawn.problems

@@ -1,6 +1,9 @@
 """``miner``: what a miner runs locally. ``miner test AGENT.py`` scores an agent file exactly as a
 validator's qualifying run will: static analysis, then the sandbox, the verified proxy, the one scorer,
-the judge from the settings and the final score with its quality coefficient.
+the judge from the settings and the final score with its quality coefficient. ``--generated`` runs it on
+freshly generated suites of the qualifying size (a validator generates a submission's qualifying problems
+from a block after its commitment, so no suite can be known in advance: fresh ones are the honest
+rehearsal); ``--practice`` on the week's public practice suite.
 ``miner submit AGENT.py`` commits the file's sha256 on chain and uploads it, signed with the hotkey,
 to every validator with a permit. ``miner status`` asks each of those validators' public APIs what
 became of the hotkey's agents.
@@ -10,8 +13,9 @@ Entry points and wiring only: every step delegates to the library packages.
 
 from __future__ import annotations
 
+import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -32,7 +36,7 @@ from arena.judge import FinalScore, JudgeInput, JudgeVerdict, final_score, suite
 from arena.race.state import CompletedRace, RunningRace, Submission
 from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
-from arena.suites import qualifying_seed, qualifying_week
+from arena.suites import practice_seed, practice_week
 from arena.suites.clusters import cluster_problems
 from arena.suites.generators import open_scheduled_sources
 from arena.validator.api import EmbargoEntry
@@ -84,27 +88,41 @@ def _load_suite(files: list[Path]) -> list[Problem]:
     return problems
 
 
-def _qualifying_suite(catalog_dir: Path, week: str) -> list[Problem]:
-    """Week ``week``'s public qualifying suite over the catalog, generated exactly as validators do."""
+def practice_generator_seed(week: str) -> str:
+    """The generator seed of week ``week``'s public practice suite (``BadParameter`` if not an ISO week)."""
     try:
         date.fromisoformat(f"{week}-1")
     except ValueError:
         raise typer.BadParameter(f"{week!r} is not an ISO week such as 2026-W48",
                                  param_hint="--week") from None
+    return practice_seed(week)
+
+
+def generated_seeds(seeds: list[str], count: int) -> list[str]:
+    """The generator seeds of ``--generated``: each ``--seed`` given, else ``count`` fresh random ones."""
+    return [f"generated/{seed}" for seed in seeds or [secrets.token_hex(8) for _ in range(count)]]
+
+
+def _generated_suites(catalog_dir: Path, seeds: list[str], day: date) -> dict[str, list[Problem]]:
+    """One suite of the qualifying size per generator seed, generated as validators generate theirs: by
+    the generator their schedule names for ``day``."""
     settings = ArenaSettings()
     with open_scheduled_sources(catalog_dir, settings.schedule()) as sources:
-        return sources.for_week(week).generate(qualifying_seed(week), settings.qualifying_suite_sizes())
+        source = sources.for_day(day)
+        return {seed: source.generate(seed, settings.qualifying_suite_sizes()) for seed in seeds}
 
 
-def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path],
-           per_category: int, week: str | None) -> tuple[BM25SearchEngine, list[Problem]]:
-    """The catalog engine and the problems to run: week ``week``'s qualifying suite, the bundled world's,
-    or the given ones."""
-    if week is not None:
+def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path], per_category: int,
+           seeds: list[str] | None,
+           day: date) -> tuple[BM25SearchEngine, list[Problem], dict[str, list[Problem]]]:
+    """The catalog engine, the problems to run and the generated suites they come from: one suite per
+    generator seed, else the bundled world's or the given ones."""
+    if seeds is not None:
         if suite_files:
-            raise typer.BadParameter("--qualifying generates its suite: drop --suite")
+            raise typer.BadParameter("--generated and --practice generate their suites: drop --suite")
         catalog_dir = catalog or sample_world(settings).catalog_dir
-        return open_catalog(catalog_dir), _qualifying_suite(catalog_dir, week)
+        suites = _generated_suites(catalog_dir, seeds, day)
+        return open_catalog(catalog_dir), [p for suite in suites.values() for p in suite], suites
     if catalog is None:
         world = sample_world(settings)
         catalog_dir = world.catalog_dir
@@ -115,7 +133,7 @@ def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Pa
         raise typer.BadParameter("a custom --catalog needs the problems that go with it: pass --suite FILE")
     if not suite:
         raise typer.BadParameter("the suite is empty")
-    return open_catalog(catalog_dir), suite
+    return open_catalog(catalog_dir), suite, {}
 
 
 def _missing_answers(engine: BM25SearchEngine, suite: list[Problem]) -> tuple[list[str], list[str]]:
@@ -185,12 +203,19 @@ def test(
         "--store/--no-store", help="Also record every attempt, labelled by the structural filter, in the "
                                    "trajectory store ($ARENA_STORE_URL, default SQLite under the data root)"
     )] = True,
-    qualifying: Annotated[bool, typer.Option(
-        "--qualifying", help="Run this week's public qualifying suite, generated over the catalog exactly "
-                             "as validators generate it (ARENA_QUALIFYING_SUITE_PER_CATEGORY per category)",
-    )] = False,
+    generated: Annotated[bool, typer.Option(
+        "--generated", help="Run freshly generated suites of the qualifying size "
+                            "(ARENA_QUALIFYING_SUITE_PER_CATEGORY per category), each scored as a "
+                            "qualifying run is")] = False,
+    seeds: Annotated[list[str] | None, typer.Option(
+        "--seed", help="With --generated: the seed of a suite (repeat for several; default random)")] = None,
+    suites_count: Annotated[int, typer.Option(
+        "--suites", min=1, help="With --generated and no --seed: how many fresh suites")] = 1,
+    practice: Annotated[bool, typer.Option(
+        "--practice", help="Run this week's public practice suite, generated over the catalog exactly as "
+                           "validators generate it")] = False,
     week: Annotated[str | None, typer.Option(
-        "--week", help="With --qualifying: another ISO week's suite, e.g. 2026-W48")] = None,
+        "--week", help="With --practice: another ISO week's suite, e.g. 2026-W48")] = None,
     allow_missing_answers: Annotated[bool, typer.Option(
         "--allow-missing-answers", help="Run even when some of the suite's answer ids are not in the "
                                         "catalog (those problems cannot be solved)")] = False,
@@ -217,9 +242,19 @@ def test(
     configure_logging(settings.log_format, settings.log_level)
     console = Console()
     agent_file = AgentFile.read(agent)
+    if generated and practice:
+        raise typer.BadParameter("--generated and --practice are two kinds of suite: give one")
+    if (seeds or suites_count != 1) and not generated:
+        raise typer.BadParameter("--seed and --suites choose generated suites: add --generated")
+    today = datetime.now(UTC).date()
     try:
-        chosen_week = (week or qualifying_week(datetime.now(UTC).date())) if qualifying else None
-        engine, suite = _world(settings, catalog, suite_files or [], settings.suite_per_category, chosen_week)
+        practice_of = week or practice_week(today)
+        chosen = (generated_seeds(seeds or [], suites_count) if generated
+                  else [practice_generator_seed(practice_of)] if practice
+                  else None)
+        suite_day = date.fromisoformat(f"{practice_of}-1") if practice else today
+        engine, suite, generated_suites = _world(settings, catalog, suite_files or [],
+                                                 settings.suite_per_category, chosen, suite_day)
     except (ProblemFileError, FileNotFoundError) as exc:
         console.print(f"error: {exc}", markup=False)
         raise typer.Exit(1) from exc
@@ -278,7 +313,8 @@ def test(
         if attempt.failure is not None:
             failures[attempt.failure.kind] = failures.get(attempt.failure.kind, 0) + 1
     console.print(results_table(result, f"{agent.name} on {len(suite)} problems"))
-    console.print(_final_score_table(result.attempts, verdicts))
+    suite_ids = {seed: [p.id for p in problems] for seed, problems in generated_suites.items()}
+    console.print(_final_score_table(result.attempts, verdicts, suite_ids))
     refusal = first_refusal(result)
     if refusal is not None:
         console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
@@ -292,21 +328,30 @@ def test(
 
 
 
-def _final_scores(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict]) -> dict[str, FinalScore]:
-    """Per category and for the whole suite (``all``, what a qualifying run scores): the success rate,
-    the mean judge quality, the quality coefficient and the final score, as a validator computes them."""
+def _final_scores(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict],
+                  suites: Mapping[str, list[str]]) -> dict[str, FinalScore]:
+    """Per category, per generated suite (what one qualifying run scores) and for all problems: the
+    success rate, the mean judge quality, the quality coefficient and the final score, as a validator
+    computes them."""
     scores: dict[str, FinalScore] = {}
     for category in sorted({a.score.category for a in attempts}):
         judged = [a for a in attempts if a.score.category == category]
         successes = sum(a.score.success for a in judged) / len(judged)
         scores[category] = final_score(successes, [verdicts[a.problem_id] for a in judged])
-    scores["all"] = suite_score([a.score.success for a in attempts],
-                                [verdicts[a.problem_id] for a in attempts], [a.problem_id for a in attempts])
+    def scored(run: list[AttemptRecord]) -> FinalScore:
+        return suite_score([a.score.success for a in run], [verdicts[a.problem_id] for a in run],
+                           [a.problem_id for a in run])
+
+    by_id = {a.problem_id: a for a in attempts}
+    for seed, ids in suites.items():
+        scores[f"suite {seed}"] = scored([by_id[i] for i in ids if i in by_id])
+    scores["all"] = scored(attempts)
     return scores
 
 
-def _final_score_table(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict]) -> Table:
-    scores = _final_scores(attempts, verdicts)
+def _final_score_table(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict],
+                       suites: Mapping[str, list[str]]) -> Table:
+    scores = _final_scores(attempts, verdicts, suites)
     table = Table(title=f"final score (judge: {scores['all'].judge_label})")
     for column in ("category", "success", "mean quality", "coefficient", "final score"):
         table.add_column(column, justify="left" if column == "category" else "right")

@@ -5,9 +5,11 @@ the bundled agents with ``miner submit`` (real sr25519 wallets, commitments and 
 scripted baseline, the sub-task agent, the ReAct agent, a copycat uploading the ReAct agent renamed and
 reformatted (refused as a copy: no race, no weight), a cheater whose hard-coded answer the
 validators' gate refuses, and a table cheater carrying the masked answers of every public problem (the
-sample world's bank and this week's qualifying suite), which the gate cannot see. The clock then jumps to
-the next race slot, so qualifying, the race (its problems generated from the chain's seed), promotion and
-weight setting happen in minutes. Wiring only; the validator's work is ``Validator.tick``.
+sample world's bank and this week's practice suite), which the gate cannot see: its qualifying problems are
+generated from the block after its commitment, so it holds none of their answers and fails qualifying.
+The clock then jumps to the next race slot, so qualifying, the race (its problems generated from the
+chain's seed), promotion and weight setting happen in minutes. Wiring only; the validator's work is
+``Validator.tick``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rich.table import Table
 
 from arena.chain import AxonInfo, LocalChain
 from arena.race import ManualClock
+from arena.race.events import QualifyingFinished
 from arena.settings import ArenaSettings
 from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
@@ -161,6 +164,8 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         # weights can only follow in a later epoch, so the race tick is at least a tempo away.
         race_tick = next_race_tick(clock.now(), settings.race_rules(),
                                    wait=chain.tempo() * timedelta(seconds=chain.block_seconds()))
+        # Qualifying problems come from the first final block after each commitment: let one pass.
+        clock.advance(timedelta(seconds=chain.block_seconds()))
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
         clock.advance(race_tick - clock.now())
         _tick(opened, "the daily race, promotion, weights", chain, console)
@@ -172,13 +177,13 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
 
 def write_cheaters(sources: Path, world: SampleWorld, validator: Validator, console: Console) -> None:
     """The two cheaters' files: one writes an answer id in plain text; the other carries every public
-    problem's answers (the bundled bank and this week's qualifying suite), masked."""
-    qualifying = validator.qualifying_suite()
+    problem's answers (the bundled bank and this week's practice suite), masked."""
+    practice = validator.practice_suite()
     bank = [p for c in CATEGORIES for p in load_problems(world.problems_dir / f"{c}.jsonl", c)]
-    (sources / f"{CHEATER}.py").write_bytes(literal_cheater_source(qualifying[0].targets[0].product_id))
-    (sources / f"{TABLE_CHEATER}.py").write_bytes(table_cheater_source([*bank, *qualifying]))
-    console.print(f"{TABLE_CHEATER}: masked answers for {len(bank)} bank and {len(qualifying)} qualifying "
-                  "problems; the race's problems do not exist until its seed block")
+    (sources / f"{CHEATER}.py").write_bytes(literal_cheater_source(practice[0].targets[0].product_id))
+    (sources / f"{TABLE_CHEATER}.py").write_bytes(table_cheater_source([*bank, *practice]))
+    console.print(f"{TABLE_CHEATER}: masked answers for {len(bank)} bank and {len(practice)} practice "
+                  "problems; its qualifying problems and the race's do not exist until their seed blocks")
 
 
 def _tick(validators: Sequence[Validator], what: str, chain: LocalChain, console: Console) -> None:
@@ -220,6 +225,12 @@ def print_summary(result: DemoResult, console: Console) -> None:
     console.print("miner submit: " + ", ".join(
         f"{name} {'delivered' if code == 0 else f'not delivered (exit {code})'}"
         for name, code in result.submit_exit_codes.items()))
+    for outcome in first.race.store.load():
+        if isinstance(outcome, QualifyingFinished) and not outcome.qualified:
+            hotkey = first.race.state.submissions[outcome.submission_id].hotkey
+            console.print(f"not qualified: {result.miners.get(hotkey, hotkey)} scored {outcome.score:.3f} "
+                          f"on its qualifying problems, below the threshold {outcome.threshold:.3f}",
+                          markup=False)
     for submission in first.race.state.submissions.values():
         name = result.miners.get(submission.hotkey, submission.hotkey)
         if submission.rejection is not None:

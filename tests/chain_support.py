@@ -3,6 +3,7 @@ loopback, shared by the chain, submissions and ``miner submit`` tests."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,11 +46,17 @@ class CountingChain(LocalChain):
         return super().set_weights(wallet, weights)
 
 
-def make_wallet(root: Path, name: str) -> Wallet:
-    """A new wallet (sr25519 coldkey and hotkey, no password) under ``root``."""
+def make_wallet(root: Path, name: str, *, seed: str | None = None) -> Wallet:
+    """A new wallet (sr25519 coldkey and hotkey, no password) under ``root``: random keys, or with ``seed``
+    the same keys on every run (a test whose problems derive from hotkeys must not vary between runs)."""
     wallet = Wallet(name, "default", path=str(root))
-    wallet.create_new_coldkey(use_password=False, suppress=True)
-    wallet.create_new_hotkey(use_password=False, suppress=True)
+    if seed is None:
+        wallet.create_new_coldkey(use_password=False, suppress=True)
+        wallet.create_new_hotkey(use_password=False, suppress=True)
+        return wallet
+    keys = {part: hashlib.sha256(f"{seed}/{part}".encode()).hexdigest() for part in ("coldkey", "hotkey")}
+    wallet.regenerate_coldkey(seed=keys["coldkey"], use_password=False, suppress=True)
+    wallet.regenerate_hotkey(seed=keys["hotkey"], use_password=False, suppress=True)
     return wallet
 
 

@@ -215,16 +215,23 @@ def test_scripted_llm_and_an_endpoint_are_exclusive(small_world: SampleWorld, su
     assert result.exit_code == 2 and "--scripted-llm" in result.output
 
 
-def test_miner_test_qualifying_runs_the_validators_generated_suite_of_a_week(
+def _records(out: Path) -> list[AttemptRecord]:
+    return [AttemptRecord.model_validate(orjson.loads(line)) for line in out.read_bytes().splitlines()]
+
+
+def _ran(out: Path) -> list[str]:
+    return [record.problem_id for record in _records(out)]
+
+
+def test_miner_test_practice_runs_the_validators_practice_suite_of_a_week(
         small_world: SampleWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARENA_QUALIFYING_SUITE_PER_CATEGORY", "1")
     result = CliRunner().invoke(app, [
-        "test", str(BASELINE), "--qualifying", "--week", "2026-W48",
+        "test", str(BASELINE), "--practice", "--week", "2026-W48",
         "--catalog", str(small_world.catalog_dir), "--workers", "2", "--home", str(tmp_path / "home"),
         "--out", str(tmp_path / "out.jsonl"), "--no-store"])
     assert result.exit_code == 0, result.output
-    ran = {AttemptRecord.model_validate(orjson.loads(line)).problem_id
-           for line in (tmp_path / "out.jsonl").read_bytes().splitlines()}
+    ran = set(_ran(tmp_path / "out.jsonl"))
     engine = create_engine("sqlite://")
     Base.metadata.create_all(engine)
     sizes = dict.fromkeys(CATEGORIES, 1)
@@ -233,8 +240,40 @@ def test_miner_test_qualifying_runs_the_validators_generated_suite_of_a_week(
     with ProblemGenerator.open(small_world.catalog_dir) as generator:
         validators = PublicSuites(FixedSource(generator), plan=plan, seed_at=lambda slot: None,
                                   cache=SuiteCache(engine))
-        week = validators.qualifying_suite(date(2026, 11, 26))  # a Thursday of 2026-W48
+        week = validators.practice_suite(date(2026, 11, 26))  # a Thursday of 2026-W48
     assert ran == {p.id for p in week} and len(ran) == 3
-    bad = CliRunner().invoke(app, ["test", str(BASELINE), "--qualifying", "--week", "week 48",
+    bad = CliRunner().invoke(app, ["test", str(BASELINE), "--practice", "--week", "week 48",
                                    "--catalog", str(small_world.catalog_dir), "--home", str(tmp_path / "h")])
     assert bad.exit_code == 2 and "ISO week" in bad.output
+
+
+def test_miner_test_generated_runs_fresh_suites_of_the_qualifying_size_each_scored_as_qualifying_is(
+        small_world: SampleWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_QUALIFYING_SUITE_PER_CATEGORY", "1")
+    common = ["--catalog", str(small_world.catalog_dir), "--workers", "2", "--home", str(tmp_path / "home"),
+              "--no-store"]
+    seeded = CliRunner().invoke(app, ["test", str(BASELINE), "--generated", "--seed", "a", "--seed", "b",
+                                      *common, "--out", str(tmp_path / "seeded.jsonl")],
+                                env={"COLUMNS": "200"})
+    assert seeded.exit_code == 0, seeded.output
+    with ProblemGenerator.open(small_world.catalog_dir) as generator:
+        sizes = dict.fromkeys(CATEGORIES, 1)
+        suites = {seed: generator.generate(f"generated/{seed}", sizes) for seed in "ab"}
+    ran = _ran(tmp_path / "seeded.jsonl")
+    assert sorted(ran) == sorted(p.id for suite in suites.values() for p in suite) and len(ran) == 6
+    records = {r.problem_id: r for r in _records(tmp_path / "seeded.jsonl")}
+    for seed, suite in suites.items():  # one row per suite, its final score as a qualifying run's
+        row = next(line for line in seeded.output.splitlines() if f"suite generated/{seed}" in line)
+        scored = suite_score([records[p.id].score.success for p in suite],
+                             [OfflineJudge().judge(JudgeInput.from_record(records[p.id])) for p in suite],
+                             [p.id for p in suite])
+        assert row.rstrip(" │|").endswith(f"{scored.score:.2%}"), row
+    fresh = [CliRunner().invoke(app, ["test", str(BASELINE), "--generated", *common,
+                                      "--out", str(tmp_path / f"fresh{n}.jsonl")]) for n in range(2)]
+    assert all(r.exit_code == 0 for r in fresh), fresh[0].output
+    first, second = (set(_ran(tmp_path / f"fresh{n}.jsonl")) for n in range(2))
+    assert len(first) == 3 and first != second  # a random seed each time
+    both = CliRunner().invoke(app, ["test", str(BASELINE), "--generated", "--practice", *common])
+    assert both.exit_code == 2
+    stray = CliRunner().invoke(app, ["test", str(BASELINE), "--seed", "a", *common])
+    assert stray.exit_code == 2 and "--generated" in stray.output

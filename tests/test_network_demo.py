@@ -26,7 +26,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.store import TrajectoryStore
 
 
-def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_the_table_loses(
+def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_the_table_fails_qualifying(
         tmp_path: Path, small_world: SampleWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
     monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
@@ -48,7 +48,8 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
     assert "refused as a copy: copycat's file is react's (committed at block" in out
     assert "similarity 1.00): no race, no weight" in out
-    assert "table-cheater: masked answers for 400 bank and 3 qualifying problems" in out
+    assert "table-cheater: masked answers for 400 bank and 3 practice problems" in out
+    assert "not qualified: table-cheater scored 0.000 on its qualifying problems, below the threshold" in out
     assert "race 20" in out and "3 problems generated from the seed" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
@@ -78,20 +79,20 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert copycat.copy_of is not None and copycat.copy_of.hotkey == hotkeys["react"]
     assert copycat.qualifying_score is None and not copycat.races
     assert set(statuses) == {hotkeys[n] for n in ("baseline", "subtask", "react", "table-cheater")}
-    # The table cheater answered the public qualifying suite from its table, and knew nothing of the race's
-    # problems, generated from the seed block after its upload: it qualified, then scored nothing.
+    # The table cheater carries every public problem's answers, but its qualifying problems were generated
+    # from the block after its commitment: it knew none of them, failed qualifying and never raced.
     by_hotkey = {s.hotkey: s for s in state.submissions.values()}
     table = by_hotkey[hotkeys["table-cheater"]]
-    assert table.status == "raced" and (table.qualifying_score or 0) > 0
+    assert table.status == "not_qualified" and table.qualifying_score == 0.0
     race = state.last_race
-    assert race is not None and race.results[table.submission_id] == 0.0
+    assert race is not None and table.submission_id not in race.results
     assert race.results[by_hotkey[hotkeys["react"]].submission_id] > 0.0
     assert state.reign.hotkey != hotkeys["table-cheater"]
     database.dispose()
 
     with TrajectoryStore.open(f"sqlite:///{root / 'validator-1' / 'trajectories.sqlite3'}") as store:
         stored = store.count_attempts()
-    assert stored >= 4 * 3  # every accepted agent ran the 3-problem qualifying suite, plus the race
+    assert stored >= 4 * 3  # every accepted agent ran its own 3 qualifying problems, plus the race
     assert f"({stored} attempts:" in out
 
 

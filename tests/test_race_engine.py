@@ -21,8 +21,16 @@ from arena.race import (
     SqlEventStore,
     replay,
 )
-from arena.race.events import CopyOf, RaceFinished, RaceResultRecorded, RaceSkipped, RaceStarted
-from arena.race.state import InvalidEvent
+from arena.race.events import (
+    CopyOf,
+    QualifyingFinished,
+    RaceFinished,
+    RaceResultRecorded,
+    RaceSkipped,
+    RaceStarted,
+)
+from arena.race.rules import qualifying_threshold
+from arena.race.state import InvalidEvent, apply
 from arena.storage import ConcurrentWriterError, open_database
 from arena.weights import WeightRules, race_shares, ranking, seeded_tie_break
 from shoppingbench.submission_check import check_agent
@@ -49,10 +57,13 @@ def race(engine: RaceEngine, scores: dict[str, float], seed: str = "0xblock") ->
 
 
 def enter(engine: RaceEngine, clock: ManualClock, hotkey: str, qualifying: float,
-          block: int | None = None) -> str:
+          block: int | None = None, *, winner_score: float = 0.0) -> str:
+    """A submission qualifying with ``qualifying``; while a winner reigns, it scored ``winner_score`` on the
+    same problems."""
     outcome = engine.submit(hotkey, f"code-of-{hotkey}-{clock.now().isoformat()}", commitment_block=block)
     assert outcome.status == "accepted" and outcome.submission_id
-    engine.record_qualifying(outcome.submission_id, qualifying)
+    engine.record_qualifying(outcome.submission_id, qualifying,
+                             winner_score=None if engine.state.reign is None else winner_score)
     clock.advance(timedelta(minutes=5))
     return outcome.submission_id
 
@@ -78,19 +89,54 @@ def test_first_race_crowns_the_best_and_embargoes_until_the_next_weekday() -> No
     assert winner == "alice" and sorted(f.hotkey for f in finishers) == ["alice", "bob"]
 
 
-def test_qualifying_threshold_follows_the_winner() -> None:
+def test_the_threshold_is_the_winners_score_on_the_challengers_own_problems() -> None:
     clock = ManualClock(T0)
     engine = RaceEngine(MemoryEventStore(), RULES, clock)
-    enter(engine, clock, "alice", 0.8)
+    alice = enter(engine, clock, "alice", 1.0)  # e.g. a table of public problems: it never sets a bar
     until_race(clock)
     race(engine, {"alice": 0.6})
-    low = engine.submit("carol", "c")
-    assert low.submission_id
-    result = engine.record_qualifying(low.submission_id, 0.759)
-    assert result.threshold == pytest.approx(0.76) and not result.qualified
-    dave = engine.submit("dave", "d")
-    assert dave.submission_id and engine.record_qualifying(dave.submission_id, 0.76).qualified
-    assert engine.record_qualifying(engine.submit("erin", "e").submission_id or "", 0.0).qualified is False
+    low = engine.submit("carol", "c").submission_id
+    assert low
+    result = engine.record_qualifying(low, 0.569, winner_score=0.6)
+    assert result.threshold == pytest.approx(0.57) and not result.qualified
+    assert (result.winner, result.winner_score) == (alice, 0.6)
+    dave = engine.submit("dave", "d").submission_id
+    assert dave and engine.record_qualifying(dave, 0.57, winner_score=0.6).qualified
+    erin = engine.submit("erin", "e").submission_id or ""
+    assert engine.record_qualifying(erin, 0.2, winner_score=0.0).threshold == RULES.qualify_min_score
+    frank = engine.submit("frank", "f").submission_id or ""
+    assert engine.record_qualifying(frank, 0.0, winner_score=0.0).qualified is False
+
+
+@pytest.mark.parametrize(("winner_score", "threshold"), [
+    (None, 0.01),  # nobody reigns: the floor alone
+    (0.0, 0.01),  # a table winner on fresh problems
+    (0.005, 0.01),
+    (0.6, 0.57),
+    (1.0, 0.95),
+])
+def test_the_threshold_is_the_ratio_of_the_winners_score_on_the_same_problems_or_the_floor(
+        winner_score: float | None, threshold: float) -> None:
+    assert qualifying_threshold(winner_score, RULES) == pytest.approx(threshold)
+
+
+def test_the_winners_score_on_the_same_problems_is_required_while_it_reigns_and_only_then() -> None:
+    clock = ManualClock(T0)
+    engine = RaceEngine(MemoryEventStore(), RULES, clock)
+    bob = engine.submit("bob", "b").submission_id or ""
+    with pytest.raises(ValueError, match="only then"):
+        engine.record_qualifying(bob, 0.5, winner_score=0.4)
+    assert engine.record_qualifying(bob, 0.5).threshold == RULES.qualify_min_score
+    until_race(clock)
+    race(engine, {"bob": 0.5})
+    carol = engine.submit("carol", "c").submission_id or ""
+    with pytest.raises(ValueError, match="required while a winner reigns"):
+        engine.record_qualifying(carol, 0.9)
+    assert engine.state.submissions[carol].status == "qualifying"  # nothing was recorded
+    forged = QualifyingFinished(at=clock.now(), submission_id=carol, score=0.9, threshold=0.01,
+                                qualified=True, winner=carol, winner_score=0.0)
+    with pytest.raises(InvalidEvent, match="not the reigning winner"):
+        apply(engine.state, forged)  # a log whose bar came from anyone but the reigning winner is corrupt
 
 
 @pytest.mark.parametrize(("challenger", "promoted"), [(0.65, True), (0.646, False), (0.6, False)])
@@ -201,7 +247,7 @@ def test_restart_in_any_state_resumes_without_rerunning_work(tmp_path: Path) -> 
     assert b
     restarted = RaceEngine(SqlEventStore.open(url), RULES, clock)
     assert [s.submission_id for s in restarted.pending_qualifying()] == [b]  # alice's is done
-    restarted.record_qualifying(b, 0.7)
+    restarted.record_qualifying(b, 0.7)  # no winner reigns yet
     until_race(clock)
     restarted.start_race("seed", ["p1", "p2"])
     restarted.record_race_result(a, 0.5)

@@ -55,11 +55,15 @@ class RaceMachine(RuleBasedStateMachine):
         self.clock.advance(timedelta(hours=hours, minutes=minutes))
         self.engine.settle()
 
+    def winner_score(self, data: st.DataObject) -> float | None:
+        """The reigning winner's score on a challenger's qualifying problems (none without a winner)."""
+        return None if self.engine.state.reign is None else data.draw(SCORES)
+
     @precondition(lambda self: bool(self.engine.pending_qualifying()))
     @rule(data=st.data(), score=SCORES)
     def qualify(self, data: st.DataObject, score: float) -> None:
         pending = data.draw(st.sampled_from(self.engine.pending_qualifying()))
-        self.engine.record_qualifying(pending.submission_id, score)
+        self.engine.record_qualifying(pending.submission_id, score, winner_score=self.winner_score(data))
 
     @precondition(lambda self: self.engine.race_due() is not None)
     @rule(seed=st.text("0123456789abcdef", min_size=4, max_size=8), seed_block=BLOCKS)
@@ -92,7 +96,8 @@ class RaceMachine(RuleBasedStateMachine):
         for hotkey in ("ann", "ben", "cat", "dan"):
             self.engine.submit(hotkey, f"code-{data.draw(st.integers(0, 3))}")
         for pending in self.engine.pending_qualifying():
-            self.engine.record_qualifying(pending.submission_id, data.draw(SCORES))
+            self.engine.record_qualifying(pending.submission_id, data.draw(SCORES),
+                                          winner_score=self.winner_score(data))
         now = self.clock.now()
         slot = datetime.combine(now.date(), RULES.race_time, tzinfo=UTC)
         self.clock.advance((slot if slot > now else slot + timedelta(days=1)) - now)
@@ -129,7 +134,9 @@ class RaceMachine(RuleBasedStateMachine):
                           else RULES.cooldown)
                 assert event.cooldown_until == event.at + wanted
             case QualifyingFinished():
-                assert event.threshold == qualifying_threshold(state, RULES)
+                assert event.winner == (state.reign.submission_id if state.reign else None)
+                assert (event.winner_score is None) == (state.reign is None)
+                assert event.threshold == qualifying_threshold(event.winner_score, RULES)
                 assert event.qualified == (event.score >= event.threshold)
             case RaceFinished():
                 race = state.running

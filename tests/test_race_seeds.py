@@ -1,15 +1,19 @@
 """The search behind race seeds (``arena.validator.seeds.first_block_at_or_after``): the first block at or
-after a race slot, over block times with missed slots and jitter, in few reads."""
+after a race slot, over block times with missed slots and jitter, in few reads; and qualifying seeds (the
+first final block after a commitment) read from the embedded chain, asked again while not final."""
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.validator.seeds import first_block_at_or_after
+from arena.chain import LocalChain
+from arena.race import ManualClock
+from arena.validator.seeds import ChainSeeds, first_block_at_or_after
 
 T0 = datetime(2026, 11, 19, 16, 0, tzinfo=UTC)
 
@@ -58,3 +62,30 @@ def test_on_regular_blocks_three_reads_find_the_slot_among_millions() -> None:
     assert len(set(asked)) <= 3
     assert first_block_at_or_after(time_of, T0 + timedelta(seconds=12 * head + 1), head, 12.0) is None
     assert first_block_at_or_after(time_of, T0 - timedelta(days=1), head, 12.0) == 0
+
+
+class FinalityLag(LocalChain):
+    """The embedded chain with finality ``lag`` blocks behind the head, as on a real network."""
+
+    lag = 2
+
+    def finalized_block(self) -> int:
+        return max(0, self.block() - self.lag)
+
+
+def test_a_qualifying_seed_is_the_first_final_block_after_the_commitment_and_waits_for_it(
+        tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    chain = FinalityLag(tmp_path / "chain.sqlite3", clock=clock)
+    clock.advance(timedelta(seconds=12 * 50))
+    commitment = chain.block()  # the block the miner's commitment landed in
+    seeds = ChainSeeds(chain)
+    clock.advance(timedelta(seconds=12 * 2))  # block commitment + 1 exists, but is not final yet
+    assert chain.block() == commitment + 2 and seeds.after_block(commitment) is None
+    clock.advance(timedelta(seconds=12))
+    seed = seeds.after_block(commitment)
+    assert seed is not None and seed.block == commitment + 1 and seed.hash == chain.block_hash(commitment + 1)
+    # A validator started later (or restarted) reads the same block, however far the chain has moved on.
+    clock.advance(timedelta(days=3))
+    assert ChainSeeds(chain).after_block(commitment) == seed
+    assert seeds.after_block(commitment + 1) != seed

@@ -26,7 +26,8 @@ from arena.suites import (
     compromised,
     exposures,
     generate_held_out,
-    qualifying_week,
+    practice_week,
+    qualifying_seed,
     targets_of,
 )
 from benchmarks.suite_year import simulate_year
@@ -116,17 +117,38 @@ def test_a_race_suite_burns_nothing_public_and_its_own_targets_for_later_races(
     burnt: set[str] = set()
     for n in range(14):
         day = FIRST_DAY + timedelta(days=n)
-        qualifying = targets_of(suites.qualifying_suite(day))
+        qualifying = targets_of(suites.practice_suite(day))
         drawn = suites.race_suite(day)
         assert drawn is not None and len(drawn.problems) == sum(SIZES.values())
         targets = targets_of(drawn.problems)
         assert not targets & burnt and not targets & qualifying
         burnt |= targets | qualifying
     assert suites.known_targets() == burnt
-    # The qualifying suite is public and the same for a whole ISO week.
-    assert suites.qualifying_suite(FIRST_DAY) == suites.qualifying_suite(FIRST_DAY + timedelta(days=6))
-    assert suites.qualifying_suite(FIRST_DAY) != suites.qualifying_suite(FIRST_DAY + timedelta(days=7))
-    assert qualifying_week(FIRST_DAY) == "2026-W47"
+    # The practice suite is public and the same for a whole ISO week.
+    assert suites.practice_suite(FIRST_DAY) == suites.practice_suite(FIRST_DAY + timedelta(days=6))
+    assert suites.practice_suite(FIRST_DAY) != suites.practice_suite(FIRST_DAY + timedelta(days=7))
+    assert practice_week(FIRST_DAY) == "2026-W47"
+
+
+def test_qualifying_problems_depend_on_the_block_after_the_commitment_the_hotkey_and_the_generator(
+        generator: ProblemGenerator, tmp_path: Path) -> None:
+    after = RaceSeed(block=1201, hash=hashlib.sha256(b"block 1201").hexdigest())
+    mine = public_suites(generator, tmp_path / "a.sqlite3", seeds=block_hashes())
+    problems = mine.qualifying_suite("alice", after, FIRST_DAY)
+    assert [p.category for p in problems] == ["product", "product", "shop", "voucher"]
+    # A validator that joins late, with an empty cache, generates the same problems from chain data alone.
+    late = public_suites(generator, tmp_path / "b.sqlite3", seeds=block_hashes())
+    assert late.qualifying_suite("alice", after, FIRST_DAY) == problems
+    # Another hotkey committing in the same block, or another block, gets other problems.
+    assert ids(mine.qualifying_suite("bob", after, FIRST_DAY)) != ids(problems)
+    other = RaceSeed(block=1202, hash=hashlib.sha256(b"block 1202").hexdigest())
+    assert ids(mine.qualifying_suite("alice", other, FIRST_DAY)) != ids(problems)
+    # No target of the practice suites a table could carry (this week's and last week's); they are known
+    # targets for the gate from now on.
+    carried = targets_of([*mine.practice_suite(FIRST_DAY), *mine.practice_suite(FIRST_DAY - timedelta(7))])
+    assert not targets_of(problems) & carried
+    assert targets_of(problems) <= mine.known_targets()
+    assert qualifying_seed("alice", after.hash, generator.key) != qualifying_seed("alice", after.hash, "v2")
 
 
 def test_no_race_suite_before_its_seed_or_the_first_day(generator: ProblemGenerator, tmp_path: Path) -> None:
@@ -176,7 +198,7 @@ def test_held_out_suites_avoid_burnt_products_and_report_compromise(generator: P
     assert latest_held_out(tmp_path / "held-out", "study") == tmp_path / "held-out" / "study-v2.jsonl"
     assert latest_held_out(tmp_path / "held-out", "other") is None
 
-    public = [*suites.qualifying_suite(FIRST_DAY)]
+    public = [*suites.practice_suite(FIRST_DAY)]
     assert compromised(held, public) == []
     victim = held.problems[0]
     leaked = Problem(category="product", query="a request that shares nothing but the answer",

@@ -46,6 +46,7 @@ from arena.race.events import (
     SubmissionAccepted,
     SubmissionRejected,
 )
+from arena.race.rules import qualifying_threshold
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
@@ -54,7 +55,7 @@ from arena.suites import FixedSource, SuiteSource
 from arena.validator import Validator, open_validator, run_id_for, sandbox_runner
 from arena.validator.api import ArenaView
 from arena.validator.api import create_app as create_api
-from arena.validator.runs import RunAgent
+from arena.validator.runs import RunAgent, defender_run_id
 from neurons import validator as validator_cli
 from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.catalog.build import open_catalog
@@ -119,8 +120,9 @@ class Arena:
 
     def validator(self, name: str, generator: SuiteSource, run_agent: RunAgent, *,
                   per_category: int = 2, judge: Judge | None = None) -> Validator:
-        wallet = make_wallet(self.root / "wallets", name) if not (self.root / "wallets" / name).exists() \
-            else Wallet(name, "default", path=str(self.root / "wallets"))
+        wallets = self.root / "wallets"
+        wallet = make_wallet(wallets, name, seed=name) if not (wallets / name).exists() \
+            else Wallet(name, "default", path=str(wallets))
         register(self.chain, wallet, validator_permit=True)
         settings = self.settings(self.root / name, per_category)
         store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
@@ -149,7 +151,7 @@ def arena(tmp_path: Path) -> Arena:
     chain = CountingChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
     miners = {}
     for name in ("owner", "alice", "bob"):  # the subnet owner holds uid 0, the burn uid
-        miners[name] = make_wallet(tmp_path / "wallets", name)
+        miners[name] = make_wallet(tmp_path / "wallets", name, seed=name)
         register(chain, miners[name])
     return Arena(root=tmp_path, clock=clock, chain=chain, miners=miners)
 
@@ -185,10 +187,14 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
 
     # Every attempt is in the trajectory store under its deterministic run id, judged and labelled.
     race_suite = raced_suite(validator)
+    qualifying: dict[str, list[str]] = {}
     for submission_id in last.entrants:
         submission = validator.race.state.submissions[submission_id]
         assert submission.status == "raced"
-        runs: list[tuple[RunKind, list[str]]] = [("qualifying", [p.id for p in validator.qualifying_suite()]),
+        own = validator.qualifying_suite(submission)
+        assert own is not None
+        qualifying[submission_id] = [p.id for p in own]
+        runs: list[tuple[RunKind, list[str]]] = [("qualifying", qualifying[submission_id]),
                                                  ("race", race_suite)]
         for kind, suite in runs:
             run_id = run_id_for(kind, submission_id, suite)
@@ -196,17 +202,33 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
                 key = AttemptKey(run_id, submission.code_hash, problem_id)
                 attempt = validator.runs.store.get_attempt(key)
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
-    qualifying = validator.qualifying_suite()
-    assert validator.runs.store.count_attempts() == 2 * len(qualifying) + 2 * len(race_suite)
+    # Each agent ran its own qualifying problems (no winner reigned, so nobody else ran them) and the race.
+    alice_problems, bob_problems = qualifying.values()
+    assert alice_problems != bob_problems and len(alice_problems) == len(bob_problems)
+    assert validator.runs.store.count_attempts() == 2 * len(alice_problems) + 2 * len(race_suite)
     # Each race result carries its per-problem outcomes in suite order, for the promotion test.
     results = [e for e in validator.race.store.load() if isinstance(e, RaceResultRecorded)]
     assert len(results) == 2 and all([o.problem_id for o in e.outcomes] == race_suite for e in results)
-    assert not set(race_suite) & {p.id for p in qualifying}
+    assert not set(race_suite) & {*alice_problems, *bob_problems}
 
-    # Day two: Bob's scripted agent again, now measured against the winner's qualifying score.
+    # Day two: Bob's scripted agent again, now measured against the winner's score on Bob's new problems.
     arena.clock.advance(timedelta(hours=17))  # Friday 09:05
     arena.upload(validator, "bob", SCRIPTED)
+    arena.clock.advance(timedelta(seconds=12))  # the first block after the commitment is final
     assert validator.tick().qualified == []
+    (finished,) = [e for e in validator.race.store.load() if isinstance(e, QualifyingFinished)][-1:]
+    assert finished.winner == winner.submission_id and finished.winner_score is not None
+    assert finished.threshold == qualifying_threshold(finished.winner_score, validator.race.rules)
+    assert finished.score < finished.threshold
+    newest = validator.race.state.submissions[finished.submission_id]
+    bob_again = validator.qualifying_suite(newest)
+    assert bob_again is not None
+    winner_code = validator.race.state.submissions[winner.submission_id].code_hash
+    defended = [validator.runs.store.get_attempt(AttemptKey(defender_run_id(winner_code), winner_code, p.id))
+                for p in bob_again]
+    assert all(a is not None and a.judge is not None for a in defended)  # the winner ran Bob's problems
+    assert validator.runs.store.count_attempts() == (2 * len(alice_problems) + 2 * len(race_suite)
+                                                     + 2 * len(bob_again))
     arena.clock.advance(timedelta(hours=7))
     skipped = validator.tick()
     assert skipped.race_started is None  # no challenger: the slot is skipped, the reign goes on
@@ -246,7 +268,8 @@ def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
     # Block 1000 at START.
     substrate = FakeSubstrate(genesis_ms=int(START.timestamp() * 1000) - 1_000 * BLOCK_MS)
     substrate.add_subnet(NETUID, tempo=100, weights_rate_limit=50)
-    wallets = {name: make_wallet(tmp_path / "wallets", name) for name in ("owner", "validator", "alice")}
+    wallets = {name: make_wallet(tmp_path / "wallets", name, seed=name)
+               for name in ("owner", "validator", "alice")}
     for name, wallet in wallets.items():
         substrate.register(NETUID, str(wallet.hotkey.ss58_address), str(wallet.coldkeypub.ss58_address),
                            permit=name == "validator")
@@ -374,16 +397,21 @@ def test_a_race_day_without_problems_is_skipped_and_weights_are_still_set(
 
 def test_an_unreadable_seed_is_asked_for_again_and_weights_are_still_set(
         arena: Arena, generator: ProblemGenerator, runner: RunAgent, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No local fallback seed: a chain read that fails leaves the race for the next tick."""
+    """No local fallback seed: a chain read that fails leaves qualifying and the race for the next tick."""
+    def unreachable(block: int) -> str:
+        raise ChainError(f"reading block {block}: the node did not answer")
+
     validator = arena.validator("validator", generator, runner)
     validator.tick()
     arena.upload(validator, "alice", REACT)
     arena.clock.advance(timedelta(minutes=5))
-    validator.tick()
+    with monkeypatch.context() as patch:
+        patch.setattr(arena.chain, "block_hash", unreachable)
+        assert validator.tick().qualifying_runs == 0
+    assert [s.status for s in validator.race.state.submissions.values()] == ["qualifying"]
+    assert validator.tick().qualifying_runs == 1
     arena.clock.advance(timedelta(hours=7))
     with monkeypatch.context() as patch:
-        def unreachable(block: int) -> str:
-            raise ChainError(f"reading block {block}: the node did not answer")
         patch.setattr(arena.chain, "block_hash", unreachable)
         waiting = validator.tick()
     assert waiting.race_started is None and waiting.weights_set_at is not None
@@ -463,7 +491,9 @@ def pausing_after(records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
         for n, record in enumerate(run_agent(agent, problems, run_id), start=1):
             yield record
             if n == records:  # the consumer has recorded and judged these: now wait for the kill
-                marker.write_text(run_id)
+                written = marker.with_suffix(".partial")  # renamed whole: never read half-written
+                written.write_text(run_id)
+                written.rename(marker)
                 time.sleep(600)
     return run
 
@@ -518,7 +548,9 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     events = restarted.race.store.load()
     (accepted,) = [e for e in events if isinstance(e, SubmissionAccepted)]
     assert not [e for e in events if isinstance(e, QualifyingFinished)]  # killed before the score was in
-    suite = [p.id for p in restarted.qualifying_suite()]
+    qualifying = restarted.qualifying_suite(restarted.race.state.submissions[accepted.submission_id])
+    assert qualifying is not None
+    suite = [p.id for p in qualifying]
     run_id = run_id_for("qualifying", accepted.submission_id, suite)
     assert marker.read_text() == run_id
     store = restarted.runs.store
@@ -560,7 +592,7 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
                        clock=ManualClock(datetime.now(UTC) - timedelta(days=3)))
     wallets = tmp_path / "wallets"
     for name in ("owner", "validator", "alice", "bob"):
-        register(chain, make_wallet(wallets, name), validator_permit=name == "validator")
+        register(chain, make_wallet(wallets, name, seed=name), validator_permit=name == "validator")
     accept_upload(FileStore(home / "agents"), open_database(f"sqlite:///{home / 'arena.sqlite3'}"),
                   Wallet("alice", "default", path=str(wallets)), REACT, block=chain.block(),
                   at=datetime.now(UTC))
@@ -667,8 +699,19 @@ def test_signed_uploads_through_the_validator_api_reach_qualifying(
         assert outcomes["alice"].outcome == "accepted"
         assert outcomes["bob"].outcome == "refused" and outcomes["bob"].error == "static_analysis"
 
+        early = validator.tick()  # the block after Alice's commitment is not final yet: asked again later
+        assert early.ingested == 2 and early.qualifying_runs == 0
+        (waiting,) = [s for s in validator.race.state.submissions.values() if s.status == "qualifying"]
+        assert http.get(f"{url}/qualifying/{waiting.submission_id}").status_code == 404  # nothing to publish
+        arena.clock.advance(timedelta(seconds=12))
         report = validator.tick()
-        assert report.ingested == 2 and report.qualifying_runs == 1
+        assert report.ingested == 0 and report.qualifying_runs == 1
+        # Once scored, its qualifying problems are public, answers included.
+        published = http.get(f"{url}/qualifying/{waiting.submission_id}").json()
+        generated = validator.qualifying_suite(waiting)
+        assert generated is not None
+        assert sorted(p["id"] for p in published) == sorted(p.id for p in generated)
+        assert all(p["reward"] for p in published)
         submissions = {s["hotkey"]: s for s in http.get(url + "/submissions").json()}
         page = http.get(url + "/").text
     alice, bob = (str(arena.miners[name].hotkey.ss58_address) for name in ("alice", "bob"))
@@ -696,10 +739,13 @@ def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(
         arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     dying = arena.validator("validator", generator, runner, judge=DiesJudging())
     arena.upload(dying, "bob", SCRIPTED)
+    arena.clock.advance(timedelta(seconds=12))  # the first block after the commitment is final
     with pytest.raises(KilledWhileJudging):
         dying.tick()
     (submission,) = dying.race.state.submissions.values()
-    suite = [p.id for p in dying.qualifying_suite()]
+    qualifying = dying.qualifying_suite(submission)
+    assert qualifying is not None
+    suite = [p.id for p in qualifying]
     run_id = run_id_for("qualifying", submission.submission_id, suite)
     keys = [AttemptKey(run_id, submission.code_hash, pid) for pid in suite]
     (unjudged,) = [a for k in keys if (a := dying.runs.store.get_attempt(k)) is not None]

@@ -4,7 +4,7 @@ The validator drives it in a loop::
 
     engine = RaceEngine(store, rules, clock)          # replays the log, then settles
     engine.submit(hotkey, code_hash, commitment_block=block)   # or with a Rejection, or copy_of=CopyOf
-    for s in engine.pending_qualifying(): engine.record_qualifying(s.submission_id, run_qualifying(s))
+    for s in engine.pending_qualifying(): engine.record_qualifying(s.submission_id, score, winner_score=w)
     if engine.race_due(): engine.start_race(block_hash, draw_suite(block_hash), seed_block=n, tempo=tempo)
     for sid in engine.pending_race_runs(): engine.record_race_result(sid, score, outcomes)
     engine.settle()                                    # publishes code whose embargo has ended
@@ -124,10 +124,21 @@ class RaceEngine:
         return sorted((s for s in self.state.submissions.values() if s.status == "qualifying"),
                       key=lambda s: (s.submitted_at, s.submission_id))
 
-    def record_qualifying(self, submission_id: str, score: float) -> QualifyingFinished:
-        threshold = qualifying_threshold(self.state, self.rules)
+    def record_qualifying(self, submission_id: str, score: float, *,
+                          winner_score: float | None = None) -> QualifyingFinished:
+        """Record a challenger's score on its qualifying problems and whether it clears the bar.
+
+        ``winner_score`` is the reigning winner's score on those same problems: required while a winner
+        reigns (a bar from any other problems could be ratcheted), refused when none does.
+        """
+        reign = self.state.reign
+        if (reign is None) != (winner_score is None):
+            raise ValueError("the reigning winner's score on the same problems is required while a winner "
+                             "reigns, and only then" + (f" (winner {reign.submission_id})" if reign else ""))
+        threshold = qualifying_threshold(winner_score, self.rules)
         event = QualifyingFinished(at=self.clock.now(), submission_id=submission_id, score=score,
-                                   threshold=threshold, qualified=score >= threshold)
+                                   threshold=threshold, qualified=score >= threshold,
+                                   winner=reign.submission_id if reign else None, winner_score=winner_score)
         self._emit(event)
         return event
 

@@ -114,6 +114,10 @@ class QualifyingFinished(_Event):
     score: Score
     threshold: float
     qualified: bool
+    winner: str | None = Field(default=None, description="The reigning winner whose score set the threshold; "
+                                                         "None without one (and in older logs)")
+    winner_score: Score | None = Field(default=None, description="The reigning winner's score on the same "
+                                                                 "qualifying problems as the challenger")
 
 
 class RaceStarted(_Event):

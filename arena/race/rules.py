@@ -26,9 +26,11 @@ class RaceRules(BaseModel):
     security_rejection_cooldown: timedelta = Field(
         default=timedelta(hours=1), description="After a security rejection (an honest mistake, fixed fast)")
     qualify_ratio: float = Field(default=0.95, gt=0, le=1,
-                                 description="Share of the reigning winner's qualifying score to clear")
+                                 description="Share of the reigning winner's score on the challenger's own "
+                                             "qualifying problems to clear")
     qualify_min_score: float = Field(default=0.01, ge=0, le=1,
-                                     description="Absolute floor, also when there is no winner")
+                                     description="Absolute floor on the challenger's fresh problems, the "
+                                                 "whole bar when there is no reigning winner")
     race_time: time = Field(default=time(16, 0), description="Daily race slot, UTC")
     margin: MarginCurve = MarginCurve()
     promotion_resamples: int = Field(default=2000, ge=100,
@@ -37,10 +39,15 @@ class RaceRules(BaseModel):
                                         description="One-sided confidence that a promoted lead is real")
 
 
-def qualifying_threshold(state: RaceState, rules: RaceRules) -> float:
-    """``qualify_ratio`` x the reigning winner's qualifying score, never below ``qualify_min_score``."""
-    reign = state.reign
-    winner_score = state.submissions[reign.submission_id].qualifying_score if reign else None
+def qualifying_threshold(winner_score: float | None, rules: RaceRules) -> float:
+    """The bar a challenger's qualifying score must reach, like with like: ``qualify_ratio`` x the reigning
+    winner's score on the challenger's own qualifying problems (``winner_score``, ``None`` when nobody
+    reigns), never below ``qualify_min_score``.
+
+    Those problems are generated from a block after the challenger's commitment, so neither agent could
+    know them: a winner that carried answers to problems it could know (a table) scores on them what its
+    policy earns, and no score on known problems ever sets the bar.
+    """
     return max(rules.qualify_min_score, rules.qualify_ratio * (winner_score or 0.0))
 
 

@@ -196,6 +196,8 @@ def _qualifying(state: RaceState, event: QualifyingFinished) -> RaceState:
     submission = state.submissions.get(event.submission_id)
     _require(submission is not None and submission.status == "qualifying",
              f"submission {event.submission_id} is not waiting for qualifying")
+    _require(event.winner is None or (state.reign is not None and event.winner == state.reign.submission_id),
+             f"qualifying of {event.submission_id} measured against {event.winner}, not the reigning winner")
     status: SubmissionStatus = "qualified" if event.qualified else "not_qualified"
     return state.model_copy(update={"submissions": _set_status(
         state, event.submission_id, status, qualifying_score=event.score,

@@ -26,8 +26,9 @@ from arena.suites.public import (
     SuiteCache,
     SuitePlan,
     SuiteSource,
+    practice_seed,
+    practice_week,
     qualifying_seed,
-    qualifying_week,
     targets_of,
 )
 from arena.suites.schedule import GeneratorSchedule, GeneratorSpec, ScheduleEntry, ScheduleError
@@ -57,8 +58,9 @@ __all__ = [
     "compromised",
     "exposures",
     "generate_held_out",
+    "practice_seed",
+    "practice_week",
     "qualifying_seed",
-    "qualifying_week",
     "request_facts",
     "targets_of",
     "text_links",

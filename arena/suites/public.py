@@ -4,10 +4,14 @@ catalog and configuration (SPEC 5).
 - The **race suite** of a day is generated once its seed exists: the hash of the first final block at or
   after the day's race slot. No race problem exists anywhere before that block, so nothing a miner
   computes or tabulates in advance can hold its answers.
-- The **qualifying suite** of an ISO week is generated from the week's name: public on purpose, so every
-  miner can try it, and it rotates every Monday.
+- A submission's **qualifying problems** are generated from the hash of the first final block after its
+  commitment block, with its hotkey and the generator's key (:func:`qualifying_seed`): they exist only once
+  the file can no longer change, so no agent can carry their answers, and every validator generates the
+  same ones. They are public after the run (the exposure ledger burns their clusters).
+- The **practice suite** of an ISO week is generated from the week's name: public on purpose, so every
+  miner can try an agent on it; it decides nothing, and it rotates every Monday.
 - Whatever was public burns its leak clusters: a race problem never has a target of an earlier race suite
-  or of a qualifying suite within the last ``burn_days``, nor wording alike enough to one of their problems
+  or of a practice suite within the last ``burn_days``, nor wording alike enough to one of their problems
   to share its leak cluster (a problem so linked is replaced from a derived seed). The earlier race suites
   are generated from their own seeds in the same way, back to the arena's first race day, so the suite of
   a day depends on block hashes, the catalog and this configuration only, never on what one validator
@@ -122,15 +126,22 @@ class RaceSuite:
     generator: str
 
 
-def qualifying_week(day: date) -> str:
-    """The ISO week a day belongs to: the qualifying suite's name (``2026-W48``)."""
+def practice_week(day: date) -> str:
+    """The ISO week a day belongs to: the practice suite's name (``2026-W48``)."""
     year, week, _ = day.isocalendar()
     return f"{year}-W{week:02d}"
 
 
-def qualifying_seed(week: str) -> str:
-    """The public seed of week ``week``'s qualifying suite: anyone can generate it, as validators do."""
-    return f"qualifying/{week}"
+def practice_seed(week: str) -> str:
+    """The public seed of week ``week``'s practice suite: anyone can generate it, as validators do."""
+    return f"practice/{week}"
+
+
+def qualifying_seed(hotkey: str, block_hash: str, source_key: str) -> str:
+    """The seed of the qualifying problems of ``hotkey``'s submission whose commitment is followed by the
+    final block of hash ``block_hash``, for the generator named ``source_key``: chain data only."""
+    text = "\n".join(("qualifying", source_key, hotkey, block_hash)).encode()
+    return f"qualifying/{hashlib.sha256(text).hexdigest()}"
 
 
 def targets_of(problems: Iterable[Problem]) -> frozenset[str]:
@@ -172,7 +183,8 @@ class SuiteCache:
 
 
 class PublicSuites:
-    """The qualifying suite of any week and the race suite of any day, generated on demand and cached."""
+    """The practice suite of any week, the qualifying problems of any submission and the race suite of
+    any day, generated on demand and cached."""
 
     def __init__(self, sources: SourceSchedule, *, plan: SuitePlan, seed_at: SeedLookup,
                  cache: SuiteCache) -> None:
@@ -217,11 +229,21 @@ class PublicSuites:
             problems = sorted([*kept, *refill], key=lambda p: CATEGORIES.index(p.category))
         return tuple(p for p in problems if not unlinked or self._wording.linked(p) is None)
 
-    def qualifying_suite(self, day: date) -> tuple[Problem, ...]:
-        """The public qualifying suite of ``day``'s ISO week (the same for the whole week)."""
-        week = qualifying_week(day)
-        return self._generated(f"qualifying/{week}", self.sources.for_week(week), qualifying_seed(week),
+    def practice_suite(self, day: date) -> tuple[Problem, ...]:
+        """The public practice suite of ``day``'s ISO week (the same for the whole week)."""
+        week = practice_week(day)
+        return self._generated(f"practice/{week}", self.sources.for_week(week), practice_seed(week),
                                self.plan.qualifying_per_category, frozenset())
+
+    def qualifying_suite(self, hotkey: str, seed: RaceSeed, day: date) -> tuple[Problem, ...]:
+        """The qualifying problems of ``hotkey``'s submission, ``seed`` being the first final block after its
+        commitment block and ``day`` that block's date: as many per category as a practice suite, none
+        with a target of the practice suite of ``day``'s week or the week before (tables carry those)."""
+        practice = targets_of([*self.practice_suite(day), *self.practice_suite(day - timedelta(days=7))])
+        source = self.sources.for_day(day)
+        return self._generated(f"qualifying/{hotkey}/{seed.block}", source,
+                               qualifying_seed(hotkey, seed.hash, source.key),
+                               self.plan.qualifying_per_category, practice)
 
     def race_suite(self, day: date) -> RaceSuite | None:
         """The race suite of ``day``, or ``None`` while its seed (or an earlier day's) is not final yet.
@@ -243,12 +265,12 @@ class PublicSuites:
         return self._races[day]
 
     def _burnt(self, day: date) -> frozenset[str]:
-        """Targets of the race suites of the ``burn_days`` before ``day`` and of the qualifying suites of
+        """Targets of the race suites of the ``burn_days`` before ``day`` and of the practice suites of
         every week those days and ``day`` touch; the wording index is left holding exactly their problems."""
         window = [day - timedelta(days=n) for n in range(self.plan.burn_days, -1, -1)]
         public = {f"race/{d}": self._races[d].problems for d in window if d in self._races}
-        for week, first in {qualifying_week(d): d for d in window if d >= self.plan.first_day}.items():
-            public[f"qualifying/{week}"] = self.qualifying_suite(first)
+        for week, first in {practice_week(d): d for d in window if d >= self.plan.first_day}.items():
+            public[f"practice/{week}"] = self.practice_suite(first)
         for name in [n for n in self._worded if n not in public]:
             self._wording.remove(self._worded.pop(name))
         for name, problems in public.items():

@@ -25,9 +25,10 @@ from arena.race import Clock, EventStore, FollowedLog, RaceState
 from arena.race.state import Submission, SubmissionStatus
 from arena.submissions import SubmissionGate, submissions_router
 from arena.submissions.store import FileStore
+from arena.validator.runs import qualifying_suite_name
 from arena.validator.scores import CategoryScore, category_scores
 from arena.validator.service import TickReport
-from trajectories.store import TrajectoryStore
+from trajectories.store import ProblemEntry, TrajectoryStore
 
 
 @dataclass
@@ -206,6 +207,18 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
         state = view.state()
         ids = sorted({*state.embargoed, *state.published})
         return [_embargo(state, state.submissions[sid]) for sid in ids]
+
+    @app.get("/qualifying/{submission_id}")
+    def qualifying(submission_id: str) -> list[ProblemEntry]:
+        """A submission's qualifying problems with their answers: public once its qualifying run is scored
+        (they were generated after its commitment, so publishing them helps nobody's later run)."""
+        submission = view.state().submissions.get(submission_id)
+        if submission is None:
+            raise HTTPException(404, f"no submission {submission_id}")
+        if submission.qualifying_score is None:
+            raise HTTPException(404, f"the qualifying problems of {submission_id} are published once its "
+                                     "qualifying run is scored")
+        return view.store.suite_problems(qualifying_suite_name(submission_id))
 
     @app.get("/code/{submission_id}", response_class=PlainTextResponse)
     def code(submission_id: str) -> PlainTextResponse:

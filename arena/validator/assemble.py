@@ -110,6 +110,7 @@ from ``chain``'s race seeds."""
                     validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config())
     return Validator(chain=chain, wallet=wallet, race=race, ledger=SqlExposureLedger(arena_db),
                      arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, suites=suites,
+                     seed_after=seeds.after_block,
                      config=ValidatorConfig(weight_rules=settings.weight_rules()))
 
 

@@ -135,8 +135,9 @@ def agent_main(problem):
 
 def table_cheater_source(problems: Iterable[Problem]) -> bytes:
     """A lookup-table agent holding the answers of ``problems`` (e.g. every public problem: the sample
-    world's bank and this week's qualifying suite), masked so the gate's literal scan cannot see them.
-    It qualifies on a public suite and scores nothing on a race suite generated after its upload."""
+    world's bank and this week's practice suite), masked so the gate's literal scan cannot see them.
+    It scores on those public problems and nothing on problems generated after its upload (its own
+    qualifying problems, a race suite)."""
     rows: dict[int, list[int]] = {}
     for problem in problems:
         mask = table_key(problem.query, "mask")

@@ -35,6 +35,18 @@ def run_id_for(kind: RunKind, submission_id: str, suite_ids: Sequence[str]) -> s
     return f"{kind}-{submission_id}-{digest[:12]}"
 
 
+def qualifying_suite_name(submission_id: str) -> str:
+    """The trajectory store's suite name of a submission's qualifying problems (also its defender's runs
+    on them): what ``GET /qualifying/<submission id>`` publishes once the run is scored."""
+    return f"qualifying-{submission_id}"
+
+
+def defender_run_id(code_hash: str) -> str:
+    """The run holding a reigning winner's attempts on challengers' qualifying problems: named by its code
+    only, so every (winner code, problem) is run once and found again by later challengers and restarts."""
+    return f"qualifying-defender-{code_hash[:32]}"
+
+
 def stored_verdict(verdict: JudgeVerdict) -> StoredVerdict:
     """A judge's verdict as the trajectory store keeps it beside its attempt."""
     return StoredVerdict(model=verdict.judge, quality=verdict.quality, offline=verdict.offline,

@@ -1,9 +1,10 @@
-"""Race seeds every honest validator agrees on and nobody knows before the race slot (SPEC 5).
+"""Race and qualifying seeds every honest validator agrees on and nobody knows in advance (SPEC 4, 5).
 
-The seed is the hash of the first final block at or after the race slot, not of the block at which this
-validator happens to start the race, so a late or restarted validator generates the same hidden suite.
-There is no fallback: a seed the chain cannot give yet is asked for again on a later tick, never made up
-locally.
+A race's seed is the hash of the first final block at or after the race slot, not of the block at which
+this validator happens to start the race, so a late or restarted validator generates the same hidden suite.
+A submission's qualifying seed is the hash of the first final block after its commitment block: it does
+not exist while the file can still change. There is no fallback: a seed the chain cannot give yet is asked
+for again on a later tick, never made up locally.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class ChainSeeds:
     def __init__(self, chain: Chain) -> None:
         self.chain = chain
         self._found: dict[datetime, RaceSeed] = {}
+        self._after: dict[int, RaceSeed] = {}
 
     def seed_at(self, slot: datetime) -> RaceSeed | None:
         """The seed of the race whose slot is ``slot`` with its block, or ``None`` while no final block has
@@ -87,6 +89,19 @@ class ChainSeeds:
         seed = RaceSeed(block=block, hash=self.chain.block_hash(block))
         self._found[slot] = seed
         log.info("race_seed_found", slot=slot.isoformat(), block=block, seed=seed.hash)
+        return seed
+
+    def after_block(self, block: int) -> RaceSeed | None:
+        """The first final block after ``block`` (a commitment's) with its hash, or ``None`` while that
+        block is not final yet (ask again on a later tick)."""
+        if block in self._after:
+            return self._after[block]
+        finalized = self.chain.finalized_block()
+        if block + 1 > finalized:
+            log.info("qualifying_seed_pending", commitment_block=block, finalized_block=finalized)
+            return None
+        seed = RaceSeed(block=block + 1, hash=self.chain.block_hash(block + 1))
+        self._after[block] = seed
         return seed
 
     def genesis_time(self) -> datetime:

@@ -7,7 +7,7 @@ recorded: qualifying and race runs without a result event, and within a run the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -18,14 +18,14 @@ from sqlalchemy import Engine
 from arena.chain import Chain, ChainError, Metagraph
 from arena.judge import FinalScore, final_score
 from arena.race import RaceEngine
-from arena.race.events import RaceStarted
+from arena.race.events import QualifyingFinished, RaceStarted
 from arena.race.state import Submission
 from arena.submissions.store import FileStore
 from arena.suites import ExposureLedger, exposures
-from arena.suites.public import PublicSuites, RaceSuite, qualifying_week
+from arena.suites.public import PublicSuites, RaceSeed, RaceSuite
 from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
-from arena.validator.runs import SuiteRun, run_id_for
+from arena.validator.runs import SuiteRun, defender_run_id, qualifying_suite_name, run_id_for
 from arena.weights import WeightRules, WeightVector, compute_weights
 from shoppingbench.problems.models import Problem
 from shoppingbench.sandbox.runner import AgentFile
@@ -64,6 +64,8 @@ class Validator:
     files: FileStore
     runs: SuiteRun
     suites: PublicSuites
+    seed_after: Callable[[int], RaceSeed | None]
+    """The first final block after a commitment block (``ChainSeeds.after_block``): qualifying seeds."""
     config: ValidatorConfig
     metagraph: Metagraph | None = field(default=None, init=False)
     last_weights: WeightVector | None = field(default=None, init=False)
@@ -83,8 +85,9 @@ class Validator:
         report = TickReport(block=self.metagraph.block)
         report.ingested = ingest_uploads(upload_verdicts(self.arena_db), self.race, self._fed_at)
         for submission in self.race.pending_qualifying():
-            score = self._score(submission, "qualifying", self.qualifying_suite())
-            outcome = self.race.record_qualifying(submission.submission_id, score.score)
+            outcome = self._qualify(submission)
+            if outcome is None:
+                continue
             report.qualifying_runs += 1
             if outcome.qualified:
                 report.qualified.append(submission.submission_id)
@@ -95,7 +98,9 @@ class Validator:
             self._expose_race(running.race_id, running.suite_ids)
             suite = self._running_suite()
             for submission_id in self.race.pending_race_runs():
-                result = self._score(self.race.state.submissions[submission_id], "race", suite)
+                result = self._score(self.race.state.submissions[submission_id], "race",
+                                     run_id_for("race", submission_id, running.suite_ids),
+                                     f"race-{running.race_id}", suite)
                 self.race.record_race_result(submission_id, result.score, result.outcomes)
                 report.race_results.append(submission_id)
         report.weights_set_at = self._set_weights_each_tempo(self.metagraph)
@@ -103,14 +108,56 @@ class Validator:
         return report
 
     def known_answers(self) -> frozenset[str]:
-        """The target products of this week's qualifying suite and of every suite generated so far: what
+        """The target products of this week's practice suite and of every suite generated so far: what
         the upload gate refuses to find written in a file."""
-        self.qualifying_suite()
+        self.practice_suite()
         return self.suites.known_targets()
 
-    def qualifying_suite(self) -> tuple[Problem, ...]:
-        """This week's public qualifying suite."""
-        return self.suites.qualifying_suite(self.race.clock.now().date())
+    def practice_suite(self) -> tuple[Problem, ...]:
+        """This week's public practice suite (it decides nothing: miners try their agents on it)."""
+        return self.suites.practice_suite(self.race.clock.now().date())
+
+    def qualifying_suite(self, submission: Submission) -> tuple[Problem, ...] | None:
+        """``submission``'s qualifying problems, from the first final block after its commitment block;
+        ``None`` while that block is not final (or for a submission of a log without its commitment
+        block, which waits until a newer submission of its hotkey supersedes it)."""
+        if submission.commitment_block is None:
+            log.warning("qualifying_seed_unknown", submission_id=submission.submission_id,
+                        reason="no commitment block recorded")
+            return None
+        try:
+            seed = self.seed_after(submission.commitment_block)
+            if seed is None:
+                return None
+            day = self.chain.block_time(seed.block).date()
+        except ChainError as exc:  # a failed read: ask again on the next tick
+            log.error("qualifying_seed_unreadable", submission_id=submission.submission_id, error=str(exc))
+            return None
+        return self.suites.qualifying_suite(submission.hotkey, seed, day)
+
+    def _qualify(self, submission: Submission) -> QualifyingFinished | None:
+        """Run ``submission`` on its qualifying problems and, while a winner reigns, the winner on the same
+        problems (the threshold compares like with like), then record the outcome; ``None`` while the
+        problems' seed is not final.
+
+        The winner's attempts are stored under a run named by its code, not by the suite, so each
+        (winner code, problem) runs once however many challengers, restarts or reigns meet it.
+        """
+        suite = self.qualifying_suite(submission)
+        if suite is None:
+            return None
+        sid = submission.submission_id
+        ids = [p.id for p in suite]
+        self.ledger.record(exposures(ids, "qualifying", sid, self.race.clock.now()))
+        name = qualifying_suite_name(sid)
+        score = self._score(submission, "qualifying", run_id_for("qualifying", sid, ids), name, suite)
+        reign = self.race.state.reign
+        winner_score = None
+        if reign is not None:
+            winner = self.race.state.submissions[reign.submission_id]
+            winner_score = self._score(winner, "qualifying", defender_run_id(winner.code_hash), name,
+                                       suite).score
+        return self.race.record_qualifying(sid, score.score, winner_score=winner_score)
 
     def _running_suite(self) -> tuple[Problem, ...]:
         running = self.race.state.running
@@ -170,22 +217,16 @@ class Validator:
         if missing:
             self.ledger.record(exposures(sorted(missing), "race", race_id, self.race.clock.now()))
 
-    def _score(self, submission: Submission, kind: RunKind, suite: Sequence[Problem]) -> FinalScore:
+    def _score(self, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
+               suite: Sequence[Problem]) -> FinalScore:
         path = self.files.path(submission.code_hash)
         if not path.exists():
             # Our gate stores every accepted file before recording it; a missing one is lost storage.
             log.error("agent_file_missing", submission_id=submission.submission_id, path=str(path))
             return final_score(0.0, [])
-        ids = [p.id for p in suite]
-        if kind == "qualifying":
-            self.ledger.record(exposures(ids, "qualifying", submission.submission_id, self.race.clock.now()))
-        running = self.race.state.running
-        suite_name = (f"race-{running.race_id}" if kind == "race" and running is not None
-                      else f"qualifying-{qualifying_week(self.race.clock.now().date())}")
         return self.runs.score(
-            kind=kind, run_id=run_id_for(kind, submission.submission_id, ids), suite_name=suite_name,
-            agent=AgentFile.read(path), hotkey=submission.hotkey,
-            submitted_at=submission.submitted_at.timestamp(), suite=suite)
+            kind=kind, run_id=run_id, suite_name=suite_name, agent=AgentFile.read(path),
+            hotkey=submission.hotkey, submitted_at=submission.submitted_at.timestamp(), suite=suite)
 
     def _set_weights_each_tempo(self, metagraph: Metagraph) -> int | None:
         epoch = metagraph.block // self.chain.tempo()

@@ -25,7 +25,7 @@ RACE_SEED = "0x5eed-of-a-block-finalized-after-the-upload"
 
 @pytest.fixture(scope="module")
 def bank(small_world: SampleWorld) -> list[Problem]:
-    """Every public problem of the world (the demo's cheater also adds the week's qualifying suite)."""
+    """Every public problem of the world (the demo's cheater also adds the week's practice suite)."""
     return [p for c in CATEGORIES for p in load_problems(small_world.problems_dir / f"{c}.jsonl", c)]
 
 

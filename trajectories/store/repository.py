@@ -144,6 +144,15 @@ class TrajectoryStore:
                 self._upsert(connection, PROBLEMS, batch, ["id"])
         return len(rows)
 
+    def suite_problems(self, suite: str) -> list[ProblemEntry]:
+        """The problems registered under ``suite`` (with their rewards), by id."""
+        query = select(PROBLEMS).where(PROBLEMS.c.suite == suite).order_by(PROBLEMS.c.id)
+        with self.engine.connect() as connection:
+            return [ProblemEntry(id=row.id, category=row.category, query=row.query, version=row.version,
+                                 suite=row.suite, leak_cluster=row.leak_cluster,
+                                 reward=None if row.reward_json is None else blobs.loads(row.reward_json))
+                    for row in connection.execute(query)]
+
     def register_agent(self, entry: AgentEntry) -> None:
         with self.engine.begin() as connection:
             self._upsert(connection, AGENTS, [entry.model_dump()], ["code_hash"])
