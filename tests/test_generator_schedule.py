@@ -47,7 +47,7 @@ from shoppingbench.sandbox.runner import AgentFile
 from tests.chain_support import make_wallet, register
 from trajectories.store import TrajectoryStore
 
-UPGRADE = date(2026, 11, 19)  # day D, a Thursday: the qualifying week of D-2..D+1 starts on Monday the 16th
+UPGRADE = date(2026, 11, 19)  # day D, a Thursday: the practice week of D-2..D+1 starts on Monday the 16th
 FIRST_DAY = UPGRADE - timedelta(days=2)
 SIZES: dict[Category, int] = {"product": 2, "shop": 1, "voucher": 1}
 PLAN = SuitePlan(race_per_category=SIZES, qualifying_per_category=SIZES, race_time=time(16),
@@ -103,7 +103,7 @@ def race_bytes(suites: PublicSuites, day: date) -> bytes:
 def public_problems(suites: PublicSuites) -> list[Problem]:
     drawn = [suites.race_suite(day) for day in DAYS]
     return [*(p for suite in drawn if suite is not None for p in suite.problems),
-            *suites.qualifying_suite(FIRST_DAY)]
+            *suites.practice_suite(FIRST_DAY)]
 
 
 # (a) the pure schedule
@@ -116,7 +116,7 @@ def test_each_day_gets_the_spec_in_force_from_its_entry_and_the_first_entry_cove
     assert plan.spec_for(UPGRADE - timedelta(days=1)) == one
     assert plan.spec_for(UPGRADE) == two and plan.spec_for(UPGRADE + timedelta(days=900)) == two
     assert plan.specs() == (one, two)
-    # The qualifying suite of a week keeps its Monday's generator all week, through a mid-week upgrade.
+    # The practice suite of a week keeps its Monday's generator all week, through a mid-week upgrade.
     assert plan.spec_for_week("2026-W47") == one and plan.spec_for_week("2026-W48") == two
     assert GeneratorSchedule.single(one).spec_for(date(1999, 1, 1)) == one
 
@@ -214,7 +214,7 @@ def test_a_validator_joining_after_an_upgrade_replays_each_day_with_its_generato
         assert race_bytes(late, day) == race_bytes(early, day)
         mine, theirs = early.race_suite(day), late.race_suite(day)
         assert mine is not None and theirs is not None and mine.generator == theirs.generator
-    assert suite_bytes(late.qualifying_suite(FIRST_DAY)) == suite_bytes(early.qualifying_suite(FIRST_DAY))
+    assert suite_bytes(late.practice_suite(FIRST_DAY)) == suite_bytes(early.practice_suite(FIRST_DAY))
     assert late.known_targets() == early.known_targets()
     clusters = [cluster_problems(public_problems(suites)).cluster_of for suites in (early, late)]
     assert clusters[0] == clusters[1]
