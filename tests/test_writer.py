@@ -11,7 +11,7 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.request import ItemRequest
+from shoppingbench.generator.request import ItemRequest, WrittenRequest
 from shoppingbench.generator.writer import LexiconWriter
 from shoppingbench.generator.writer.build import fallback_lexicon, scan
 from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, load_lexicon, load_phrasing
@@ -46,12 +46,12 @@ def _real_problems() -> list[Problem]:
     problems = []
     for category in ("product", "shop", "voucher"):
         for line in (SAMPLE_PROBLEMS / f"shoppingbench_{category}_sample.jsonl").read_text().splitlines():
-            problems.append(Problem.from_shoppingbench(json.loads(line), category))  # type: ignore[arg-type]
+            problems.append(Problem.from_shoppingbench(json.loads(line), category))
     return problems
 
 
 def _product_for(target: RewardTarget) -> Product:
-    """A product that satisfies ``target``, as the calibration catalog rebuilds them (no category, no brand)."""
+    """A product satisfying ``target``, as the calibration catalog rebuilds them (no category, no brand)."""
     low = min((c.low or 0 for c in target.price_conditions()), default=0.0)
     sku = {key: value for option in target.sku_options for key, value in option.items()}
     attributes = {key: values for attribute in target.attributes for key, values in attribute.items()}
@@ -83,9 +83,12 @@ def _without_values(phrase: str, values: list[str]) -> str:
 
 def test_same_draws_same_bytes_and_other_draws_other_wording(sample_writer: LexiconWriter) -> None:
     requests = list(_sample_requests(12))
-    first = [sample_writer.write("shop", requests[i:i + 3], None, HashDraws("k", str(i))) for i in range(0, 12, 3)]
-    again = [sample_writer.write("shop", requests[i:i + 3], None, HashDraws("k", str(i))) for i in range(0, 12, 3)]
-    other = [sample_writer.write("shop", requests[i:i + 3], None, HashDraws("x", str(i))) for i in range(0, 12, 3)]
+
+    def written(salt: str) -> list[WrittenRequest]:
+        return [sample_writer.write("shop", requests[i:i + 3], None, HashDraws(salt, str(i)))
+                for i in (0, 3, 6, 9)]
+
+    first, again, other = written("k"), written("k"), written("x")
     assert first == again
     assert [w.query for w in first] != [w.query for w in other]
 
@@ -109,7 +112,7 @@ def test_real_problems_twins_name_items_by_kind(real_writer: LexiconWriter, salt
             phrase = _without_values(item.phrase, _stated(real_writer, request.target))
             assert longest_title_run(phrase, request.product.title) < 3, (phrase, request.product.title)
             kind = item.search_terms.split()
-            assert 1 <= len(kind) and len(item.phrase.split()) >= 2
+            assert len(kind) >= 1 and len(item.phrase.split()) >= 2
 
 
 def test_no_raw_key_names_and_every_value_recoverable(real_writer: LexiconWriter,
@@ -124,7 +127,8 @@ def test_no_raw_key_names_and_every_value_recoverable(real_writer: LexiconWriter
             keys = [k for o in request.target.sku_options for k in o] + [k for a in request.target.attributes
                                                                          for k in a]
             said = _without_values(query, _stated(writer, request.target))  # "all skin types" is a value
-            raw_keys += any(k.lower() in said or k.lower().replace("_", " ") in said for k in keys if "_" in k)
+            raw_keys += any(k.lower() in said or k.lower().replace("_", " ") in said
+                            for k in keys if "_" in k)
             for value in _stated(writer, request.target):
                 assert value in query and value in item.search_terms, (value, written.query)
     assert raw_keys == 0
@@ -155,7 +159,8 @@ def test_services_prices_and_the_voucher_text(real_writer: LexiconWriter) -> Non
                     assert bound is None or queries.number(bound) in item.phrase
         if problem.voucher is not None:
             assert rules == queries.voucher_rules(problem.voucher)
-            assert rules.startswith(f"My budget is only `{queries.number(problem.voucher.budget)}`, but I have")
+            budget = queries.number(problem.voucher.budget)
+            assert rules.startswith(f"My budget is only `{budget}`, but I have a voucher with the following")
         else:
             assert not rules and items_text == written.query
 
