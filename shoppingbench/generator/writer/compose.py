@@ -57,6 +57,7 @@ class LexiconWriter:
         self.lexicon = lexicon
         self.digest = lexicon_sha256(lexicon)
         self._noise = frozenset(lexicon.phrasing.noise_words)
+        self._nouns = frozenset(lexicon.phrasing.kind_nouns)
 
     @property
     def key(self) -> str:
@@ -91,7 +92,7 @@ class LexiconWriter:
         """The item's phrase: of a few drafts, the first that repeats no three title words in a row outside
         its stated values (values may be title words, as in real queries); the last draft otherwise."""
         product, target = item.product, item.target
-        kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise)
+        kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise, self._nouns)
         statements = self.statements(target)
         kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
         values = [s.value for s in statements]
@@ -124,10 +125,10 @@ class LexiconWriter:
 
     def _clause(self, statement: _Statement, rng: Draws) -> str:
         phrasing = self.lexicon.phrasing
-        bare_number = not any(c.isalpha() for c in statement.value)
-        if statement.key.words and (bare_number or rng.random() < _KEYED_ODDS):
-            template = rng.choice(phrasing.keyed_clauses)
-            return template.format(v=statement.value, k=rng.choice(statement.key.words))
+        words = [w for w in statement.key.words if w not in statement.value.split()]  # not "size EU size 40"
+        measured = any(c.isdigit() for c in statement.value)  # "7 days", "220v": say what they measure
+        if words and (measured or rng.random() < _KEYED_ODDS):
+            return rng.choice(phrasing.keyed_clauses).format(v=statement.value, k=rng.choice(words))
         templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
         return rng.choice(templates).format(v=statement.value)
 
@@ -146,8 +147,10 @@ class LexiconWriter:
         if category == "shop":
             if rng.random() < _LISTED_SHOP_ODDS:
                 listed = _listed(phrases, frames.ordinals, frames.listed_item, rng)
-                return _capitalised(rng.choice(frames.shop_listed).format(items=listed))
-            return _capitalised(rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng)))
+                request = rng.choice(frames.shop_listed).format(items=listed)
+            else:
+                request = rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng))
+            return _capitalised(request) + rng.choice(frames.shop_closers)
         if rng.random() < _SPLIT_VOUCHER_ODDS:
             return _capitalised(rng.choice(frames.voucher_split).format(
                 first=phrases[0], rest=queries.join_clauses(phrases[1:], rng)))
