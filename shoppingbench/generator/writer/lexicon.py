@@ -55,6 +55,13 @@ class Frames(_Frozen):
     voucher_split: list[str] = Field(min_length=1)
     ordinals: list[str] = Field(min_length=4)
     listed_item: list[str] = Field(min_length=1)
+    shared_services: list[str] = Field(min_length=1)
+    """A sentence stating services every item asks for once (``{services}``)."""
+    detached_shop: list[str] = Field(min_length=1)
+    detached_voucher: list[str] = Field(min_length=1)
+    """Intros naming the items first (``{items}``); each item's requirements follow in its own sentence."""
+    detached_item: list[str] = Field(min_length=1)
+    """One item's requirements (``{ref}`` its kind, ``{clauses}``)."""
 
 
 class Phrasing(_Frozen):
