@@ -23,6 +23,7 @@ from shoppingbench.generator.writer.rules import (
     head_region,
     key_phrasing,
     longest_title_run,
+    varied_value,
 )
 from shoppingbench.problems.models import (
     Category,
@@ -43,6 +44,7 @@ _LISTED_SHOP_ODDS: Final = 0.35
 _DETACHED_ODDS: Final = 0.3
 _SHARED_SERVICE_ODDS: Final = 0.4
 _MODIFIER_ODDS: Final = 0.5
+_VARIANT_ODDS: Final = 0.5
 _MODIFIER_MIN_TITLES: Final = 2
 _SPLIT_VOUCHER_ODDS: Final = 0.5
 _MAX_PREFIX_WORDS: Final = 2
@@ -141,7 +143,7 @@ class LexiconWriter:
         outside its stated values (values may be title words, as in real queries); else the last."""
         product, target = item.product, item.target
         kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise, self._nouns)
-        statements = self.statements(target)
+        statements = [self._said(statement, rng) for statement in self.statements(target)]
         kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
         values = [s.value for s in statements]
         services = [s for s in target.service if s in self.lexicon.phrasing.services and s not in shared]
@@ -155,6 +157,15 @@ class LexiconWriter:
         search_terms = " ".join(dict.fromkeys(" ".join([*values, draft.kind]).split()))
         return _Draft(kind=kind, name=draft.name, clauses=draft.clauses, joined=draft.joined,
                       search_terms=search_terms)
+
+    def said_forms(self, value: str) -> tuple[str, str]:
+        """The ways an everyday value can be said: as it is, or varied (:func:`~.rules.varied_value`)."""
+        return value, varied_value(value, self.lexicon.phrasing.value_variants)
+
+    def _said(self, statement: _Statement, rng: Draws) -> _Statement:
+        if rng.random() >= _VARIANT_ODDS:
+            return statement
+        return _Statement(key=statement.key, value=self.said_forms(statement.value)[1])
 
     def _modifiers(self, title: str, stated: Sequence[str]) -> list[str]:
         """Title words a shopper might add to the kind ("travel shaver", "ceramic plate"): plain words
