@@ -44,9 +44,10 @@ _PRICE_LAST_ODDS: Final = 0.8
 _LISTED_SHOP_ODDS: Final = 0.35
 _DETACHED_ODDS: Final = 0.3
 _SHARED_SERVICE_ODDS: Final = 0.4
-_MODIFIER_ODDS: Final = 0.5
+_MODIFIER_ODDS: Final = 0.6
+_SECOND_MODIFIER_ODDS: Final = 0.4
 _VARIANT_ODDS: Final = 0.5
-_PLURAL_ODDS: Final = 0.35
+_PLURAL_ODDS: Final = 0.2
 """Items asked for in the plural with no article ("pig-themed coin banks"), as real requests often are."""
 _MODIFIER_MIN_TITLES: Final = 2
 _SPLIT_VOUCHER_ODDS: Final = 0.5
@@ -158,8 +159,8 @@ class LexiconWriter:
         modifiers = [m for m in self._modifiers(product.title, [kind, *values])
                      if longest_title_run(f"{m} {kind}", product.title) < _TITLE_RUN]
         for _ in range(_DRAFTS):
-            modifier = rng.choice(modifiers) if modifiers and rng.random() < _MODIFIER_ODDS else ""
-            draft = self._draft(f"{modifier} {kind}".strip(), statements, services, target, rng)
+            chosen = self._chosen_modifiers(modifiers, rng)
+            draft = self._draft(" ".join([*chosen, kind]), statements, services, target, rng)
             if longest_title_run(_without(draft.phrase, values), product.title) < _TITLE_RUN:
                 break
         search_terms = " ".join(dict.fromkeys(" ".join([*values, draft.kind]).split()))
@@ -173,6 +174,15 @@ class LexiconWriter:
         if rng.random() >= _VARIANT_ODDS:
             return statement
         return _Statement(key=statement.key, value=self.said_forms(statement.value)[1])
+
+    @staticmethod
+    def _chosen_modifiers(modifiers: Sequence[str], rng: Draws) -> list[str]:
+        """None, one, or (less often) two of ``modifiers``, in title order."""
+        if not modifiers or rng.random() >= _MODIFIER_ODDS:
+            return []
+        first = rng.choice(modifiers)
+        second = rng.choice(modifiers) if rng.random() < _SECOND_MODIFIER_ODDS else first
+        return sorted({first, second}, key=modifiers.index)
 
     def _modifiers(self, title: str, stated: Sequence[str]) -> list[str]:
         """Title words a shopper might add to the kind ("travel shaver", "ceramic plate"): plain words
