@@ -1,0 +1,303 @@
+"""The lexicon writer: a request in a shopper's words, deterministic for the same lexicon and draws.
+
+Each item is named by its kind ("crop top", "master cylinder": :func:`~.rules.choose_kind`), never by a
+run of title words; every stated sku option and attribute is said by its role ("in mustard", "made of
+cotton spandex", "for ford") with its value in everyday form, the key named only by a shopper word the
+lexicon knows ("with a cowl neck collar"), never by its raw name; services and price modes come in
+the lexicon's phrasings. Values go before the kind ("a mustard crop top") or after it in shuffled
+clauses; a value before the kind that would rebuild three title words in a row goes after it instead.
+The voucher block keeps ShoppingBench's own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
+from shoppingbench.generator.writer.lexicon import KeyPhrasing, Lexicon, Role, lexicon_sha256
+from shoppingbench.generator.writer.rules import (
+    choose_kind,
+    clean_value,
+    head_region,
+    key_phrasing,
+    longest_title_run,
+    plural,
+    varied_value,
+)
+from shoppingbench.problems.models import (
+    Category,
+    PriceRelation,
+    RewardTarget,
+    Voucher,
+    parse_price_condition,
+)
+from shoppingbench.problems.terms import Draws
+from shoppingbench.world import queries
+
+WRITER_VERSION: Final = "lexicon-writer-1"
+"""Bumped whenever the code would word the same lexicon and draws differently."""
+_PREFIX_ODDS: Final = 0.45
+_KEYED_ODDS: Final = 0.3
+_PRICE_LAST_ODDS: Final = 0.8
+_LISTED_SHOP_ODDS: Final = 0.35
+_DETACHED_ODDS: Final = 0.3
+_SHARED_SERVICE_ODDS: Final = 0.4
+_MODIFIER_ODDS: Final = 0.6
+_SECOND_MODIFIER_ODDS: Final = 0.4
+_VARIANT_ODDS: Final = 0.5
+_PLURAL_ODDS: Final = 0.2
+"""Items asked for in the plural with no article ("pig-themed coin banks"), as real requests often are."""
+_MODIFIER_MIN_TITLES: Final = 2
+_SPLIT_VOUCHER_ODDS: Final = 0.5
+_MAX_PREFIX_WORDS: Final = 2
+_MAX_KIND_WORDS: Final = 4
+_DRAFTS: Final = 6
+_TITLE_RUN: Final = 3
+"""Consecutive title words that make a phrase a copy of the title rather than a shopper's words."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """One item's wording: its name (stated values before the kind, no article) and its clauses."""
+
+    kind: str
+    name: str
+    clauses: tuple[str, ...]
+    joined: str
+    """The clauses joined as the item's own phrase says them."""
+    search_terms: str
+    plural: bool = False
+
+    @property
+    def named(self) -> str:
+        """The name as said: "a crop top", "some pants", or a plural without article ("crop tops")."""
+        return plural(self.name) if self.plural else queries.article(self.name)
+
+    @property
+    def phrase(self) -> str:
+        return f"{self.named} {self.joined}" if self.joined else self.named
+
+    @property
+    def written(self) -> WrittenItem:
+        return WrittenItem(phrase=self.phrase, search_terms=self.search_terms)
+
+
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    """One stated value: how its key is referred to, and the value in everyday form."""
+
+    key: KeyPhrasing
+    value: str
+
+
+class LexiconWriter:
+    """Words requests from one lexicon (implements ``RequestWriter``)."""
+
+    def __init__(self, lexicon: Lexicon) -> None:
+        self.lexicon = lexicon
+        self.digest = lexicon_sha256(lexicon)
+        self._noise = frozenset(lexicon.phrasing.noise_words)
+        self._nouns = frozenset(lexicon.phrasing.kind_nouns)
+
+    @property
+    def key(self) -> str:
+        return f"{WRITER_VERSION}:{self.digest}"
+
+    def write(self, category: Category, items: Sequence[ItemRequest], voucher: Voucher | None,
+              rng: Draws) -> WrittenRequest:
+        shared = self._shared_services(items, rng)
+        drafts = [self._item(item, shared, rng) for item in items]
+        query = self._frame(category, drafts, rng)
+        if shared:
+            phrasing = self.lexicon.phrasing
+            services = queries.join_clauses([rng.choice(phrasing.services[s]) for s in shared], rng)
+            query += " " + rng.choice(phrasing.frames.shared_services).format(services=services)
+        if voucher is not None:
+            query += "\n\n" + queries.voucher_rules(voucher)
+        return WrittenRequest(query=query, items=tuple(draft.written for draft in drafts))
+
+    def write_item(self, item: ItemRequest, rng: Draws) -> WrittenItem:
+        return self._item(item, (), rng).written
+
+    def _shared_services(self, items: Sequence[ItemRequest], rng: Draws) -> tuple[str, ...]:
+        """Services every item asks for, said once for all of them ("Please only show options with free
+        shipping."), as real requests sometimes do; none for a single item or most of the time."""
+        if len(items) < 2:
+            return ()
+        common = [s for s in items[0].target.service if all(s in item.target.service for item in items)]
+        common = [s for s in common if s in self.lexicon.phrasing.services]
+        return tuple(common) if common and rng.random() < _SHARED_SERVICE_ODDS else ()
+
+    def key_phrasing(self, key: str) -> KeyPhrasing:
+        return self.lexicon.keys.get(key) or key_phrasing(key, self.lexicon.phrasing)
+
+    def everyday_value(self, key: str, value: str, role: Role) -> str:
+        known = self.lexicon.values.get(key, {}).get(value)
+        return known if known is not None else clean_value(value, role, self.lexicon.phrasing)
+
+    def statements(self, target: RewardTarget) -> list[_Statement]:
+        """The target's stated sku options and attributes, in target order."""
+        pairs = [(k, v) for option in target.sku_options for k, v in option.items()]
+        pairs += [(k, v) for attribute in target.attributes for k, vs in attribute.items() for v in vs]
+        out = []
+        for key, value in pairs:
+            phrasing = self.key_phrasing(key)
+            out.append(_Statement(key=phrasing, value=self.everyday_value(key, value, phrasing.role)))
+        return out
+
+    def _item(self, item: ItemRequest, shared: Sequence[str], rng: Draws) -> _Draft:
+        """The item's wording: of a few drafts, the first that repeats no three title words in a row
+        outside its stated values (values may be title words, as in real queries); else the last."""
+        product, target = item.product, item.target
+        kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise, self._nouns)
+        statements = [self._said(statement, rng) for statement in self.statements(target)]
+        kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
+        values = [s.value for s in statements]
+        services = [s for s in target.service if s in self.lexicon.phrasing.services and s not in shared]
+        modifiers = [m for m in self._modifiers(product.title, [kind, *values])
+                     if longest_title_run(f"{m} {kind}", product.title) < _TITLE_RUN]
+        for _ in range(_DRAFTS):
+            chosen = self._chosen_modifiers(modifiers, rng)
+            draft = self._draft(" ".join([*chosen, kind]), statements, services, target, rng)
+            if longest_title_run(_without(draft.phrase, values), product.title) < _TITLE_RUN:
+                break
+        search_terms = " ".join(dict.fromkeys(" ".join([*values, draft.kind]).split()))
+        return replace(draft, kind=kind, search_terms=search_terms)
+
+    def said_forms(self, value: str) -> tuple[str, str]:
+        """The ways an everyday value can be said: as it is, or varied (:func:`~.rules.varied_value`)."""
+        return value, varied_value(value, self.lexicon.phrasing.value_variants)
+
+    def _said(self, statement: _Statement, rng: Draws) -> _Statement:
+        if rng.random() >= _VARIANT_ODDS:
+            return statement
+        return _Statement(key=statement.key, value=self.said_forms(statement.value)[1])
+
+    @staticmethod
+    def _chosen_modifiers(modifiers: Sequence[str], rng: Draws) -> list[str]:
+        """None, one, or (less often) two of ``modifiers``, in title order."""
+        if not modifiers or rng.random() >= _MODIFIER_ODDS:
+            return []
+        first = rng.choice(modifiers)
+        second = rng.choice(modifiers) if rng.random() < _SECOND_MODIFIER_ODDS else first
+        return sorted({first, second}, key=modifiers.index)
+
+    def _modifiers(self, title: str, stated: Sequence[str]) -> list[str]:
+        """Title words a shopper might add to the kind ("travel shaver", "ceramic plate"): plain words
+        other titles use too (not a one-off model name), not already said, from where the title names
+        the item (not "for Mitsubishi")."""
+        said = {word for text in stated for word in text.split()}
+        return [word for word in dict.fromkeys(head_region(title, self._noise))
+                if word.isalpha() and len(word) > 2 and word not in self._noise and word not in said
+                and self.lexicon.kinds.get(word, 0) >= _MODIFIER_MIN_TITLES]
+
+    def _draft(self, kind: str, statements: Sequence[_Statement], services: Sequence[str],
+               target: RewardTarget, rng: Draws) -> _Draft:
+        prefix: list[str] = []
+        clauses: list[str] = []
+        for statement in statements:
+            if set(statement.value.split()) <= set(kind.split()):
+                continue  # the kind already says it ("tote" of a "tote bag", "fan blade" as the kind)
+            if self._goes_first(statement, rng):
+                prefix.append(statement.value)
+            else:
+                clauses.append(self._clause(statement, rng))
+        clauses += [rng.choice(self.lexicon.phrasing.services[s]) for s in services]
+        prices = [self._price(raw, rng) for raw in target.price]
+        tail = prices[-1:] if prices and rng.random() < _PRICE_LAST_ODDS else []
+        clauses += [p for p in prices if p not in tail]
+        rng.shuffle(clauses)
+        ordered = (*clauses, *tail)
+        countable = not kind.endswith("s") and kind.split()[-1].isalpha()
+        return _Draft(kind=kind, name=" ".join([*prefix, kind]), clauses=ordered,
+                      joined=queries.join_clauses(ordered, rng), search_terms="",
+                      plural=countable and rng.random() < _PLURAL_ODDS)
+
+    def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
+        return (statement.key.role in self.lexicon.phrasing.prefix_roles
+                and len(statement.value.split()) <= _MAX_PREFIX_WORDS and rng.random() < _PREFIX_ODDS)
+
+    def _clause(self, statement: _Statement, rng: Draws) -> str:
+        phrasing = self.lexicon.phrasing
+        words = [w for w in statement.key.words if w not in statement.value.split()]  # not "size EU size 40"
+        measured = any(c.isdigit() for c in statement.value)  # "7 days", "220v": say what they measure
+        if words and (measured or rng.random() < _KEYED_ODDS):
+            return rng.choice(phrasing.keyed_clauses).format(v=statement.value, k=rng.choice(words))
+        templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
+        return rng.choice(templates).format(v=statement.value)
+
+    def _price(self, raw: Mapping[PriceRelation, list[float | None]], rng: Draws) -> str:
+        condition = parse_price_condition(raw)
+        template = rng.choice(self.lexicon.phrasing.prices[condition.relation])
+        low, high = queries.number(condition.low or 0), queries.number(condition.high or 0)
+        return template.format(low=low, high=high, cur=rng.choice(self.lexicon.phrasing.currencies))
+
+    def _frame(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
+        frames = self.lexicon.phrasing.frames
+        phrases = [draft.phrase for draft in drafts]
+        if category == "product" or len(drafts) == 1:
+            options = frames.product if category == "product" else (
+                frames.voucher if category == "voucher" else frames.shop)
+            return _capitalised(rng.choice(options).format(item=phrases[0], items=phrases[0]))
+        if rng.random() < _DETACHED_ODDS:
+            return self._detached(category, drafts, rng)
+        if category == "shop":
+            if rng.random() < _LISTED_SHOP_ODDS:
+                listed = _listed(phrases, frames.ordinals, frames.listed_item, rng)
+                request = rng.choice(frames.shop_listed).format(items=listed)
+            else:
+                request = rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng))
+            return _capitalised(request) + rng.choice(frames.shop_closers)
+        if rng.random() < _SPLIT_VOUCHER_ODDS:
+            return _capitalised(rng.choice(frames.voucher_split).format(
+                first=phrases[0], rest=queries.join_clauses(phrases[1:], rng)))
+        return _capitalised(rng.choice(frames.voucher).format(items=queries.join_clauses(phrases, rng)))
+
+    def _detached(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
+        """The items named first, then one sentence of requirements per item, as real requests often
+        are ("Find a shop offering both X and Y. For the X, look for one with ...")."""
+        frames = self.lexicon.phrasing.frames
+        names = queries.join_clauses([draft.named for draft in drafts], rng)
+        intro = frames.detached_shop if category == "shop" else frames.detached_voucher
+        sentences = [_capitalised(rng.choice(intro).format(items=names))]
+        kinds = [draft.kind for draft in drafts]
+        for index, draft in enumerate(drafts):
+            if not draft.clauses:
+                continue
+            ordinal = frames.ordinals[index].lower()
+            ref = draft.kind if kinds.count(draft.kind) == 1 else f"{ordinal} {draft.kind}"
+            clauses = queries.join_clauses(list(draft.clauses), rng)
+            sentence = rng.choice(frames.detached_item).format(ref=ref, clauses=clauses)
+            sentences.append(_capitalised(sentence))
+        return " ".join(sentences)
+
+
+def _without(phrase: str, values: Sequence[str]) -> str:
+    """``phrase`` with each stated value cut out (longest first), so runs are not counted across them."""
+    for value in sorted(values, key=len, reverse=True):
+        phrase = phrase.replace(value, " | ")
+    return phrase
+
+
+def _names_kind(value: str, kind: str) -> bool:
+    """Whether a stated value is a longer name of the same kind ("fan blade" for "blade")."""
+    words, kind_words = value.split(), kind.split()
+    return len(kind_words) < len(words) <= _MAX_KIND_WORDS and words[-1] == kind_words[-1]
+
+
+def _fitting(templates: Sequence[str], value: str) -> Sequence[str]:
+    """Templates that do not repeat a word of the value ("with a graphic print print")."""
+    words = set(value.split())
+    fitting = [t for t in templates if not words & set(t.replace("{v}", " ").split())]
+    return fitting or templates
+
+
+def _listed(phrases: Sequence[str], ordinals: Sequence[str], templates: Sequence[str], rng: Draws) -> str:
+    return " ".join(rng.choice(templates).format(ordinal=ordinals[i], item=phrase)
+                    for i, phrase in enumerate(phrases))
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
