@@ -1,0 +1,113 @@
+"""Is a worded problem solvable without the target's own vocabulary? Checked with the real search and scorer.
+
+For each item the check searches ``find_product`` with the writer's shopper words (``search_terms``)
+and the price and service filters the request states, and looks at everything pages 1..5 list: the
+target itself, or another listed product the reward accepts, scored with the real scorer as if it were
+recommended (its rule must be 1, title similarity by the scoring embedder included). A shop problem's
+items after the first found may be looked for within that shop, as an agent does once it knows the
+shop. The whole basket must then still succeed: one shop for a shop problem, within budget for a
+voucher problem. The check is conservative: it takes the target when listed, else the first accepted
+product in listing order, and never searches combinations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+from shoppingbench.catalog.models import Product
+from shoppingbench.generator.request import ItemRequest, WrittenRequest
+from shoppingbench.generator.sampler import SampledProblem
+from shoppingbench.problems.solvability import ListingFinder, ProductFinder, target_filters
+from shoppingbench.scoring.budget import fits_budget
+from shoppingbench.scoring.embedder import TitleEmbedder
+from shoppingbench.scoring.profiles import PRODUCTION_STRICT
+from shoppingbench.scoring.rules import attribute_pairs, judge_target, sku_attr_hits
+from shoppingbench.search.base import MAX_PAGE, PAGE_SIZE, FindProductQuery
+from shoppingbench.search.engine import BM25SearchEngine
+
+
+def listed(engine: ProductFinder, query: FindProductQuery) -> list[str]:
+    """Every product id pages 1..5 of ``find_product`` list for ``query``, in order."""
+    if not query.q.strip():
+        return []
+    if isinstance(engine, ListingFinder):
+        return engine.listing(query)
+    ids: list[str] = []
+    for page in range(1, MAX_PAGE + 1):
+        hits = engine.find_product(query.model_copy(update={"page": page}))
+        ids += [hit.product_id for hit in hits]
+        if len(hits) < PAGE_SIZE:
+            break
+    return ids
+
+
+class RewardCheck:
+    """Whether a product other than the target would satisfy an item's reward (rule 1) when recommended."""
+
+    def __init__(self, embedder: TitleEmbedder, title_threshold: float = PRODUCTION_STRICT.title_threshold):
+        self.embedder = embedder
+        self.title_threshold = title_threshold
+
+    def accepts(self, item: ItemRequest, product: Product) -> bool:
+        """Every stated constraint holds; titles are embedded only for products that pass the rest."""
+        target = item.target
+        pairs = attribute_pairs(target)
+        if (sku_attr_hits(product, pairs) < len(pairs)
+                or not all(c.satisfied_by(product.price) for c in target.price_conditions())
+                or not all(s in product.service for s in target.service)):
+            return False
+        vectors = self.embedder.embed([product.title, *target.title])
+        similarities = [float(vectors[0] @ vectors[i]) for i in range(1, len(vectors))]
+        score = judge_target(0, target, product.product_id, product, similarities, self.title_threshold)
+        return score.rule_exact >= Fraction(1)
+
+
+class SolvabilityCheck:
+    """The check over one catalog's engine; see the module docstring."""
+
+    def __init__(self, engine: BM25SearchEngine, rewards: RewardCheck) -> None:
+        self.engine = engine
+        self.rewards = rewards
+
+    def _answer(self, item: ItemRequest, terms: str, *, scope: str | None,
+                shop_id: str | None) -> Product | None:
+        """The target if listed, else the first listed product the reward accepts (of ``shop_id`` when
+        the problem needs one shop), else none; ``scope`` limits the search to one shop."""
+        price, services = target_filters(item.target)
+        ids = listed(self.engine, FindProductQuery(q=terms, price=price, service=services, shop_id=scope))
+        if item.product.product_id in ids:
+            return item.product
+        products = self.engine.get_products([pid for pid in ids if pid != item.product.product_id])
+        for pid in ids:
+            product = products.get(pid)
+            if product is None or (shop_id is not None and product.shop_id != shop_id):
+                continue
+            if self.rewards.accepts(item, product):
+                return product
+        return None
+
+    def solvable(self, problem: SampledProblem, written: WrittenRequest) -> bool:
+        """Every item answerable from its shopper words, at least one globally, and the basket succeeds."""
+        shop_id = problem.shop_id
+        answers: list[Product] = []
+        found_globally = False
+        for item, words in zip(problem.items, written.items, strict=True):
+            answer = self._answer(item, words.search_terms, scope=None, shop_id=shop_id)
+            if answer is not None:
+                found_globally = True
+            elif shop_id is not None and len(problem.items) > 1:
+                answer = self._answer(item, words.search_terms, scope=shop_id, shop_id=shop_id)
+            if answer is None:
+                return False
+            answers.append(answer)
+        return found_globally and basket_succeeds(problem, answers)
+
+
+def basket_succeeds(problem: SampledProblem, answers: Sequence[Product]) -> bool:
+    """The answers work together: one shop for a shop problem, within budget for a voucher problem."""
+    if problem.category == "shop":
+        return len({p.shop_id for p in answers}) == 1
+    if problem.voucher is not None:
+        return fits_budget([p.price for p in answers], {p.shop_id for p in answers}, problem.voucher)
+    return True
