@@ -1,5 +1,6 @@
-"""The race-time problem generator over real catalogs: the 3k sample world and an imported
-ShoppingBench-format catalog whose sku and attribute keys the sample world never uses.
+"""Generator version "sbgen-1" (kept for replaying race days before the upgrade) over real catalogs: the
+3k sample world and an imported ShoppingBench-format catalog whose sku and attribute keys the sample
+world never uses. Its pinned digest proves the move into ``generator/sbgen1`` changed no byte.
 
 Every property is checked against the real search engine and the project's scorer, never a stand-in.
 """
@@ -19,8 +20,10 @@ import pytest
 from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import SERVICES, Product, document_for
 from shoppingbench.catalog.store import ProductStore
-from shoppingbench.generator import GENERATOR_VERSION, GeneratorConfig, ProblemGenerator, catalog_fingerprint
-from shoppingbench.generator.describe import constraint_kinds
+from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
+from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
+from shoppingbench.generator.sbgen1.describe import constraint_kinds
+from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.fingerprint import CACHE_FILE, hash_store
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -36,6 +39,7 @@ from shoppingbench.search.index import build_index
 from shoppingbench.world.queries import SERVICE_PHRASES, number
 from tests.test_scoring_support import answered
 
+VERSION = "sbgen-1"
 WORLD_COUNTS: dict[Category, int] = {"product": 15, "shop": 10, "voucher": 10}
 IMPORTED_COUNTS: dict[Category, int] = {"product": 10, "shop": 6, "voucher": 6}
 
@@ -107,13 +111,14 @@ def imported_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def imported(imported_dir: Path) -> Iterator[ProblemGenerator]:
-    with ProblemGenerator.open(imported_dir) as generator:
+    with ProblemGenerator.open(imported_dir, version=VERSION) as generator:
         yield generator
 
 
 @pytest.fixture(scope="module")
 def world(small_world: SampleWorld, small_engine: BM25SearchEngine) -> ProblemGenerator:
-    return ProblemGenerator(small_engine, fingerprint=catalog_fingerprint(small_world.catalog_dir))
+    return ProblemGenerator(small_engine, fingerprint=catalog_fingerprint(small_world.catalog_dir),
+                            writer=writer_for_catalog(small_world.catalog_dir), version=VERSION)
 
 
 @pytest.fixture(scope="module")
@@ -156,9 +161,9 @@ def _suite_bytes(problems: Sequence[Problem]) -> list[str]:
 
 def test_same_inputs_give_the_same_bytes_from_a_fresh_generator(
         small_world: SampleWorld, imported_dir: Path, suites: dict[str, list[Problem]]) -> None:
-    with ProblemGenerator.open(small_world.catalog_dir) as again:
+    with ProblemGenerator.open(small_world.catalog_dir, version=VERSION) as again:
         assert _suite_bytes(again.generate("race-2026-11-21", WORLD_COUNTS)) == _suite_bytes(suites["world"])
-    with ProblemGenerator.open(imported_dir) as again:
+    with ProblemGenerator.open(imported_dir, version=VERSION) as again:
         assert (_suite_bytes(again.generate("race-2026-11-21", IMPORTED_COUNTS))
                 == _suite_bytes(suites["imported"]))
 
@@ -223,7 +228,7 @@ def test_excluded_products_are_never_targets(world: ProblemGenerator,
 def test_a_catalog_that_cannot_supply_a_category_gives_fewer_without_raising(tmp_path: Path) -> None:
     products = [p.model_copy(update={"shop_id": f"solo-{i}"}) for i, p in enumerate(imported_products(60, 9))]
     build_catalog(write_documents(tmp_path / "docs.jsonl", products), tmp_path / "catalog", progress=False)
-    with ProblemGenerator.open(tmp_path / "catalog") as generator:
+    with ProblemGenerator.open(tmp_path / "catalog", version=VERSION) as generator:
         suite = generator.generate("s", {"product": 3, "shop": 3})
         assert [p.category for p in suite] == ["product"] * 3  # no shop sells two items
         everything = frozenset(p.product_id for p in products)
@@ -361,7 +366,7 @@ def test_the_space_is_far_larger_than_a_suite(world: ProblemGenerator, imported:
 
 def test_the_configuration_shapes_the_problems(small_world: SampleWorld) -> None:
     config = GeneratorConfig(product_constraints=(3, 3), shop_items=(3, 3), voucher_items=(1, 1))
-    with ProblemGenerator.open(small_world.catalog_dir, config) as generator:
+    with ProblemGenerator.open(small_world.catalog_dir, config, version=VERSION) as generator:
         suite = generator.generate("configured", {"product": 5, "shop": 3, "voucher": 3})
         assert len(suite) == 11
         products = generator.engine.get_products([t.product_id for p in suite for t in p.targets])
