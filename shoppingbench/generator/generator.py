@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.fingerprint import catalog_fingerprint
-from shoppingbench.generator.request import RequestWriter
+from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck
 from shoppingbench.generator.versions import DEFAULT_VERSION, Generation, get_version
 from shoppingbench.generator.writer import writer_for_catalog
@@ -48,7 +48,8 @@ class ProblemGenerator:
         self.version = get_version(version)
         self.config = self.version.check_config(config)
         self._catalog = CatalogView(engine)
-        check = SolvabilityCheck(engine, RewardCheck(embedder or CachedEmbedder(MiniLMEmbedder())))
+        rewards = RewardCheck(embedder or CachedEmbedder(MiniLMEmbedder()))
+        check = SolvabilityCheck(engine, engine.get_products, rewards)
         self._generation = Generation(self._catalog, fingerprint, writer, check)
         self._owns_engine = False
         self._space: dict[Category, int] | None = None
@@ -92,6 +93,13 @@ class ProblemGenerator:
         No product is a target twice in the suite, nor any of ``exclude_products``. A category comes out
         short only when the catalog cannot supply more (e.g. no shop sells two kinds of item).
         """
+        checked = self.generate_checked(seed, per_category, exclude_products=exclude_products)
+        return [generated.problem for generated in checked]
+
+    def generate_checked(self, seed: str, per_category: Mapping[Category, int], *,
+                         exclude_products: AbstractSet[str] = frozenset()) -> list[GeneratedProblem]:
+        """:meth:`generate`'s problems, each with the shopper words per target its check searched with
+        (for re-checking a suite independently)."""
         unknown = set(per_category) - set(CATEGORIES)
         if unknown:
             raise ValueError(f"unknown problem categories {sorted(unknown)}; "

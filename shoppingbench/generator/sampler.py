@@ -44,6 +44,8 @@ JUNK_VALUES: Final = frozenset({
 """Values that say nothing about the product (deviation: never stated)."""
 _DRAWS_PER_TARGET: Final = 8
 """Ranks tried for one target before the candidate gives up (used/excluded products are skipped)."""
+_SHOPS_TRIED: Final = 100
+"""Shops tried for one with enough products, as the reference's ``sample_products_in_shop``."""
 
 IsFree = Callable[[str], bool]
 """Whether a product may still be a target (not used earlier in the suite, not excluded)."""
@@ -154,16 +156,16 @@ def draw_anywhere(catalog: CatalogView, rng: HashDraws, count: int, is_free: IsF
 
 
 def draw_shop(catalog: CatalogView, rng: HashDraws, count: int, is_free: IsFree) -> list[Product] | None:
-    """``count`` free products of one shop, the shop drawn uniformly among those with ``count`` or more."""
+    """``count`` free products of one shop, the shop drawn uniformly among those with ``count`` or more
+    (a few shops tried, as the reference does, when the drawn one has too few free products)."""
     shops = catalog.shops_with_at_least(count)
-    if not shops:
-        return None
-    members = [m for m in catalog.shop_members(rng.choice(shops)) if is_free(m)]
-    if len(members) < count:
-        return None
-    chosen = rng.sample(members, count)
-    found = catalog.products(chosen)
-    return [found[m] for m in chosen] if len(found) == count else None
+    for _ in range(_SHOPS_TRIED if shops else 0):
+        members = [m for m in catalog.shop_members(rng.choice(shops)) if is_free(m)]
+        if len(members) >= count:
+            chosen = rng.sample(members, count)
+            found = catalog.products(chosen)
+            return [found[m] for m in chosen] if len(found) == count else None
+    return None
 
 
 def sample_voucher(prices: Sequence[float], *, shop: bool, rng: HashDraws,

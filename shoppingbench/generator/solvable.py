@@ -12,19 +12,22 @@ product in listing order, and never searches combinations.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from shoppingbench.catalog.models import Product
-from shoppingbench.generator.request import ItemRequest, WrittenRequest
+from shoppingbench.generator.request import ItemRequest
 from shoppingbench.generator.sampler import SampledProblem
+from shoppingbench.problems.models import Problem
 from shoppingbench.problems.solvability import ListingFinder, ProductFinder, target_filters
 from shoppingbench.scoring.budget import fits_budget
 from shoppingbench.scoring.embedder import TitleEmbedder
 from shoppingbench.scoring.profiles import PRODUCTION_STRICT
 from shoppingbench.scoring.rules import attribute_pairs, judge_target, sku_attr_hits
 from shoppingbench.search.base import MAX_PAGE, PAGE_SIZE, FindProductQuery
-from shoppingbench.search.engine import BM25SearchEngine
+
+ProductLookup = Callable[[list[str]], dict[str, Product]]
+"""Products by id (missing ids left out), as ``BM25SearchEngine.get_products``."""
 
 
 def listed(engine: ProductFinder, query: FindProductQuery) -> list[str]:
@@ -64,10 +67,11 @@ class RewardCheck:
 
 
 class SolvabilityCheck:
-    """The check over one catalog's engine; see the module docstring."""
+    """The check with one catalog's search (``finder``) and product lookup; see the module docstring."""
 
-    def __init__(self, engine: BM25SearchEngine, rewards: RewardCheck) -> None:
-        self.engine = engine
+    def __init__(self, finder: ProductFinder, products: ProductLookup, rewards: RewardCheck) -> None:
+        self.finder = finder
+        self.products = products
         self.rewards = rewards
 
     def _answer(self, item: ItemRequest, terms: str, *, scope: str | None,
@@ -75,10 +79,10 @@ class SolvabilityCheck:
         """The target if listed, else the first listed product the reward accepts (of ``shop_id`` when
         the problem needs one shop), else none; ``scope`` limits the search to one shop."""
         price, services = target_filters(item.target)
-        ids = listed(self.engine, FindProductQuery(q=terms, price=price, service=services, shop_id=scope))
+        ids = listed(self.finder, FindProductQuery(q=terms, price=price, service=services, shop_id=scope))
         if item.product.product_id in ids:
             return item.product
-        products = self.engine.get_products([pid for pid in ids if pid != item.product.product_id])
+        products = self.products([pid for pid in ids if pid != item.product.product_id])
         for pid in ids:
             product = products.get(pid)
             if product is None or (shop_id is not None and product.shop_id != shop_id):
@@ -87,21 +91,32 @@ class SolvabilityCheck:
                 return product
         return None
 
-    def solvable(self, problem: SampledProblem, written: WrittenRequest) -> bool:
+    def solvable(self, problem: SampledProblem, search_terms: Sequence[str]) -> bool:
         """Every item answerable from its shopper words, at least one globally, and the basket succeeds."""
         shop_id = problem.shop_id
         answers: list[Product] = []
         found_globally = False
-        for item, words in zip(problem.items, written.items, strict=True):
-            answer = self._answer(item, words.search_terms, scope=None, shop_id=shop_id)
+        for item, terms in zip(problem.items, search_terms, strict=True):
+            answer = self._answer(item, terms, scope=None, shop_id=shop_id)
             if answer is not None:
                 found_globally = True
             elif shop_id is not None and len(problem.items) > 1:
-                answer = self._answer(item, words.search_terms, scope=shop_id, shop_id=shop_id)
+                answer = self._answer(item, terms, scope=shop_id, shop_id=shop_id)
             if answer is None:
                 return False
             answers.append(answer)
         return found_globally and basket_succeeds(problem, answers)
+
+
+def as_sampled(problem: Problem, products: ProductLookup) -> SampledProblem | None:
+    """The sampled form of a generated ``problem`` (to re-check it), or none if a target is missing."""
+    found = products([t.product_id for t in problem.targets])
+    if any(t.product_id not in found for t in problem.targets):
+        return None
+    items = tuple(ItemRequest(found[t.product_id], t) for t in problem.targets)
+    voucher = problem.voucher
+    one_shop = problem.category == "shop" or (voucher is not None and voucher.voucher_type == "shop")
+    return SampledProblem(problem.category, items, items[0].product.shop_id if one_shop else None, voucher)
 
 
 def basket_succeeds(problem: SampledProblem, answers: Sequence[Product]) -> bool:

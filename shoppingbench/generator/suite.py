@@ -15,7 +15,7 @@ from typing import Final
 from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.request import RequestWriter
+from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.sampler import sample_problem
 from shoppingbench.generator.solvable import SolvabilityCheck
 from shoppingbench.problems.models import Category, Problem
@@ -40,9 +40,9 @@ class SuiteDraw:
     def _free(self, product_id: str) -> bool:
         return product_id not in self.used and product_id not in self.exclude
 
-    def category(self, category: Category, wanted: int) -> list[Problem]:
+    def category(self, category: Category, wanted: int) -> list[GeneratedProblem]:
         """Up to ``wanted`` problems of ``category``; fewer only when the candidates run out."""
-        made: list[Problem] = []
+        made: list[GeneratedProblem] = []
         for number in range(wanted * self.config.candidates_per_problem):
             if len(made) == wanted:
                 break
@@ -51,7 +51,7 @@ class SuiteDraw:
                 made.append(problem)
         return made
 
-    def _candidate(self, category: Category, number: int) -> Problem | None:
+    def _candidate(self, category: Category, number: int) -> GeneratedProblem | None:
         key = (VERSION, self.fingerprint, self.seed, category, str(number))
         sampled = sample_problem(category, self.catalog, HashDraws(*key), self.config, self._free)
         if sampled is None:
@@ -59,8 +59,10 @@ class SuiteDraw:
         written = self.writer.write(category, sampled.items, sampled.voucher, HashDraws(*key, "writer"))
         if self.config.distinct_phrases and len({i.phrase for i in written.items}) < len(written.items):
             return None
-        if not self.check.solvable(sampled, written):
+        search_terms = tuple(i.search_terms for i in written.items)
+        if not self.check.solvable(sampled, search_terms):
             return None
         self.used.update(item.product.product_id for item in sampled.items)
-        return Problem(category=category, query=written.query, targets=[i.target for i in sampled.items],
-                       voucher=sampled.voucher)
+        problem = Problem(category=category, query=written.query, targets=[i.target for i in sampled.items],
+                          voucher=sampled.voucher)
+        return GeneratedProblem(problem, search_terms)

@@ -25,12 +25,13 @@ from shoppingbench.generator import space as sbgen2_space
 from shoppingbench.generator import suite as sbgen2_suite
 from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
-from shoppingbench.generator.request import RequestWriter
+from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.sbgen1 import config as sbgen1_config
 from shoppingbench.generator.sbgen1 import space as sbgen1_space
 from shoppingbench.generator.sbgen1 import suite as sbgen1_suite
 from shoppingbench.generator.solvable import SolvabilityCheck
-from shoppingbench.problems.models import Category, Problem
+from shoppingbench.problems.models import Category
+from shoppingbench.problems.solvability import request_keywords
 
 DEFAULT_VERSION: Final = sbgen2_suite.VERSION
 
@@ -38,7 +39,21 @@ DEFAULT_VERSION: Final = sbgen2_suite.VERSION
 class SuiteDrawer(Protocol):
     """One suite being drawn, category by category."""
 
-    def category(self, category: Category, wanted: int) -> list[Problem]: ...
+    def category(self, category: Category, wanted: int) -> list[GeneratedProblem]: ...
+
+
+class _Sbgen1Drawer:
+    """sbgen-1's suite draw, its problems paired with the words its check searched with (the request's
+    words that occur in each target, see ``problems.solvability.request_keywords``)."""
+
+    def __init__(self, draw: sbgen1_suite.SuiteDraw) -> None:
+        self._draw = draw
+
+    def category(self, category: Category, wanted: int) -> list[GeneratedProblem]:
+        problems = self._draw.category(category, wanted)
+        products = self._draw.catalog.products([t.product_id for p in problems for t in p.targets])
+        return [GeneratedProblem(p, tuple(request_keywords(p.query, products[t.product_id])
+                                          for t in p.targets)) for p in problems]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +102,8 @@ def _sbgen2_config(config: BaseModel) -> GeneratorConfig:
 
 SBGEN1: Final = GeneratorVersion(
     name=sbgen1_config.GENERATOR_VERSION, config_type=sbgen1_config.GeneratorConfig,
-    draw=lambda g, config, seed, exclude: sbgen1_suite.SuiteDraw(
-        g.catalog, fingerprint=g.fingerprint, seed=seed, config=_sbgen1_config(config), exclude=exclude),
+    draw=lambda g, config, seed, exclude: _Sbgen1Drawer(sbgen1_suite.SuiteDraw(
+        g.catalog, fingerprint=g.fingerprint, seed=seed, config=_sbgen1_config(config), exclude=exclude)),
     space=lambda catalog, config: sbgen1_space.problem_space(catalog, _sbgen1_config(config)),
     key=lambda g, config: f"{sbgen1_config.GENERATOR_VERSION}/{g.fingerprint}/{config_digest(config)}",
 )
