@@ -46,6 +46,7 @@ class ProblemGenerator:
         self.engine = engine
         self.fingerprint = fingerprint
         self.version = get_version(version)
+        self.writer = writer
         self.config = self.version.check_config(config)
         self._catalog = CatalogView(engine)
         rewards = RewardCheck(embedder or CachedEmbedder(MiniLMEmbedder()))
