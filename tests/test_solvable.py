@@ -97,6 +97,8 @@ def test_a_listed_product_the_reward_accepts_makes_it_solvable(engine: BM25Searc
     # "zebra" lists only the look-alikes: accepted when the title check passes, and the price holds.
     assert _check(engine, _AllAlike()).solvable(problem, ["zebra"])
     assert not _check(engine, _AllApart()).solvable(problem, ["zebra"])
+    unweighed = SolvabilityCheck(engine, engine.get_products, RewardCheck(_AllAlike(), weighed=0))
+    assert not unweighed.solvable(problem, ["zebra"])  # no look-alike weighed: only the target counts
     cheap = SampledProblem("product", (_item("t1", below=205),), None, None)
     assert not _check(engine, _AllAlike()).solvable(cheap, ["zebra"])  # both look-alikes cost more
 

@@ -49,6 +49,9 @@ class GeneratorConfig(BaseModel):
     distinct_phrases: bool = True
     """DEVIATION (items that read alike): a request whose two items the writer words identically is
     redrawn, since nobody could tell which answer goes with which item."""
+    alternatives_weighed: int = Field(default=5, ge=0)
+    """When the target is not listed, the listed products (in listing order) that meet every stated
+    constraint but the title whose titles the solvability check embeds, at most: bounds its cost."""
     candidates_per_problem: int = Field(default=25, ge=1)
     """Candidates tried per wanted problem before a category is taken as exhausted."""
     sample_size: int = Field(default=256, ge=1)

@@ -22,7 +22,6 @@ from shoppingbench.catalog.build import open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.request import GeneratedProblem, RequestWriter
-from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck
 from shoppingbench.generator.versions import DEFAULT_VERSION, Generation, get_version
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -49,9 +48,8 @@ class ProblemGenerator:
         self.writer = writer
         self.config = self.version.check_config(config)
         self._catalog = CatalogView(engine)
-        rewards = RewardCheck(embedder or CachedEmbedder(MiniLMEmbedder()))
-        check = SolvabilityCheck(engine, engine.get_products, rewards)
-        self._generation = Generation(self._catalog, fingerprint, writer, check)
+        self._generation = Generation(self._catalog, fingerprint, writer,
+                                      embedder or CachedEmbedder(MiniLMEmbedder()))
         self._owns_engine = False
         self._space: dict[Category, int] | None = None
 

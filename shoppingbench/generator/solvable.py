@@ -7,7 +7,8 @@ recommended (its rule must be 1, title similarity by the scoring embedder includ
 items after the first found may be looked for within that shop, as an agent does once it knows the
 shop. The whole basket must then still succeed: one shop for a shop problem, within budget for a
 voucher problem. The check is conservative: it takes the target when listed, else the first accepted
-product in listing order, and never searches combinations.
+product in listing order among the first ``weighed`` listed products that meet every stated constraint
+but the title (embedding titles is the costly part), and never searches combinations.
 """
 
 from __future__ import annotations
@@ -48,18 +49,24 @@ def listed(engine: ProductFinder, query: FindProductQuery) -> list[str]:
 class RewardCheck:
     """Whether a product other than the target would satisfy an item's reward (rule 1) when recommended."""
 
-    def __init__(self, embedder: TitleEmbedder, title_threshold: float = PRODUCTION_STRICT.title_threshold):
+    def __init__(self, embedder: TitleEmbedder, title_threshold: float = PRODUCTION_STRICT.title_threshold,
+                 *, weighed: int = 5) -> None:
         self.embedder = embedder
         self.title_threshold = title_threshold
+        self.weighed = weighed
 
-    def accepts(self, item: ItemRequest, product: Product) -> bool:
-        """Every stated constraint holds; titles are embedded only for products that pass the rest."""
+    @staticmethod
+    def meets_all_but_title(item: ItemRequest, product: Product) -> bool:
+        """The stated sku/attribute pairs, price conditions and services all hold for ``product``."""
         target = item.target
         pairs = attribute_pairs(target)
-        if (sku_attr_hits(product, pairs) < len(pairs)
-                or not all(c.satisfied_by(product.price) for c in target.price_conditions())
-                or not all(s in product.service for s in target.service)):
-            return False
+        return (sku_attr_hits(product, pairs) == len(pairs)
+                and all(c.satisfied_by(product.price) for c in target.price_conditions())
+                and all(s in product.service for s in target.service))
+
+    def accepts(self, item: ItemRequest, product: Product) -> bool:
+        """The scorer's rule is 1 for ``product`` (call it for products that meet all but the title)."""
+        target = item.target
         vectors = self.embedder.embed([product.title, *target.title])
         similarities = [float(vectors[0] @ vectors[i]) for i in range(1, len(vectors))]
         score = judge_target(0, target, product.product_id, product, similarities, self.title_threshold)
@@ -83,13 +90,10 @@ class SolvabilityCheck:
         if item.product.product_id in ids:
             return item.product
         products = self.products([pid for pid in ids if pid != item.product.product_id])
-        for pid in ids:
-            product = products.get(pid)
-            if product is None or (shop_id is not None and product.shop_id != shop_id):
-                continue
-            if self.rewards.accepts(item, product):
-                return product
-        return None
+        weighed = [p for pid in ids if (p := products.get(pid)) is not None
+                   and (shop_id is None or p.shop_id == shop_id)
+                   and self.rewards.meets_all_but_title(item, p)]
+        return next((p for p in weighed[:self.rewards.weighed] if self.rewards.accepts(item, p)), None)
 
     def solvable(self, problem: SampledProblem, search_terms: Sequence[str]) -> bool:
         """Every item answerable from its shopper words, at least one globally, and the basket succeeds."""

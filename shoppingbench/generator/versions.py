@@ -29,9 +29,10 @@ from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.sbgen1 import config as sbgen1_config
 from shoppingbench.generator.sbgen1 import space as sbgen1_space
 from shoppingbench.generator.sbgen1 import suite as sbgen1_suite
-from shoppingbench.generator.solvable import SolvabilityCheck
+from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck
 from shoppingbench.problems.models import Category
 from shoppingbench.problems.solvability import request_keywords
+from shoppingbench.scoring.embedder import TitleEmbedder
 
 DEFAULT_VERSION: Final = sbgen2_suite.VERSION
 
@@ -63,7 +64,8 @@ class Generation:
     catalog: CatalogView
     fingerprint: str
     writer: RequestWriter
-    check: SolvabilityCheck
+    titles: TitleEmbedder
+    """The scorer's title embedder, for the solvability check's look at products other than the target."""
 
 
 def config_digest(config: BaseModel) -> str:
@@ -100,6 +102,15 @@ def _sbgen2_config(config: BaseModel) -> GeneratorConfig:
     return config
 
 
+def _sbgen2_draw(g: Generation, config: BaseModel, seed: str, exclude: AbstractSet[str]) -> SuiteDrawer:
+    checked = _sbgen2_config(config)
+    engine = g.catalog.engine
+    check = SolvabilityCheck(engine, engine.get_products,
+                             RewardCheck(g.titles, weighed=checked.alternatives_weighed))
+    return sbgen2_suite.SuiteDraw(g.catalog, fingerprint=g.fingerprint, seed=seed, config=checked,
+                                  exclude=exclude, writer=g.writer, check=check)
+
+
 SBGEN1: Final = GeneratorVersion(
     name=sbgen1_config.GENERATOR_VERSION, config_type=sbgen1_config.GeneratorConfig,
     draw=lambda g, config, seed, exclude: _Sbgen1Drawer(sbgen1_suite.SuiteDraw(
@@ -109,9 +120,7 @@ SBGEN1: Final = GeneratorVersion(
 )
 SBGEN2: Final = GeneratorVersion(
     name=sbgen2_suite.VERSION, config_type=GeneratorConfig,
-    draw=lambda g, config, seed, exclude: sbgen2_suite.SuiteDraw(
-        g.catalog, fingerprint=g.fingerprint, seed=seed, config=_sbgen2_config(config), exclude=exclude,
-        writer=g.writer, check=g.check),
+    draw=_sbgen2_draw,
     space=lambda catalog, config: sbgen2_space.problem_space(catalog, _sbgen2_config(config)),
     key=lambda g, config: f"{sbgen2_suite.VERSION}/{g.fingerprint}/{config_digest(config)}/{g.writer.key}",
 )
