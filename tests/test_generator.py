@@ -91,6 +91,11 @@ class _Reworded:
         return WrittenRequest(query=f"Hello there. {written.query}", items=tuple(words))
 
 
+def _writer(generator: ProblemGenerator) -> RequestWriter:
+    assert generator.writer is not None
+    return generator.writer
+
+
 def _with_writer(generator: ProblemGenerator, writer: RequestWriter) -> ProblemGenerator:
     return ProblemGenerator(generator.engine, fingerprint=generator.fingerprint, writer=writer)
 
@@ -115,11 +120,16 @@ def test_the_default_version_is_sbgen2_and_its_key_names_everything_a_suite_depe
         assert old.key.split("/")[0] == "sbgen-1" and len(old.key.split("/")) == 3
 
 
-def test_an_unknown_version_or_a_foreign_configuration_is_refused(small_world: SampleWorld) -> None:
+def test_an_unknown_version_a_foreign_configuration_or_a_missing_writer_is_refused(
+        small_world: SampleWorld, generators: list[ProblemGenerator]) -> None:
     with pytest.raises(ValueError, match="unknown generator version 'sbgen-9'; known: sbgen-1, sbgen-2"):
         ProblemGenerator.open(small_world.catalog_dir, version="sbgen-9")
     with pytest.raises(TypeError, match="generator sbgen-2 takes a"):
         ProblemGenerator.open(small_world.catalog_dir, Sbgen1Config())
+    with pytest.raises(ValueError, match="generator sbgen-2 words requests with a writer"):
+        ProblemGenerator(generators[0].engine, fingerprint=generators[0].fingerprint)
+    replay = ProblemGenerator(generators[0].engine, fingerprint=generators[0].fingerprint, version="sbgen-1")
+    assert replay.writer is None and replay.generate(SEED, {"product": 1})  # sbgen-1 words its own
 
 
 # --- determinism -----------------------------------------------------------------------------------
@@ -138,11 +148,11 @@ def test_same_inputs_give_the_same_bytes_from_a_fresh_generator(
 
 def test_a_new_writer_rewords_but_never_redraws(generators: list[ProblemGenerator]) -> None:
     world = generators[0]
-    reworded = _with_writer(world, _Reworded(world.writer))
+    reworded = _with_writer(world, _Reworded(_writer(world)))
     before, after = world.generate(SEED, COUNTS), reworded.generate(SEED, COUNTS)
     assert [(p.targets, p.voucher) for p in after] == [(p.targets, p.voucher) for p in before]
     assert all(a.query == f"Hello there. {b.query}" for a, b in zip(after, before, strict=True))
-    assert reworded.key != world.key and reworded.key.endswith(f"/reworded-{world.writer.key}")
+    assert reworded.key != world.key and reworded.key.endswith(f"/reworded-{_writer(world).key}")
 
 
 # --- shape and solvability -----------------------------------------------------------------------------
@@ -193,9 +203,9 @@ def test_every_problem_is_solvable_from_its_shopper_words_with_the_paged_tool(
 def test_a_wording_nobody_can_search_with_or_items_that_read_alike_are_redrawn(
         generators: list[ProblemGenerator]) -> None:
     world = generators[0]
-    lost = _with_writer(world, _Reworded(world.writer, search_terms="qqqzzzunfindable"))
+    lost = _with_writer(world, _Reworded(_writer(world), search_terms="qqqzzzunfindable"))
     assert lost.generate(SEED, {"product": 2, "shop": 1}) == []
-    alike = _with_writer(world, _Reworded(world.writer, same_phrase=True))
+    alike = _with_writer(world, _Reworded(_writer(world), same_phrase=True))
     suite = alike.generate(SEED, {"product": 2, "shop": 2})
     assert [p.category for p in suite] == ["product", "product"]  # every shop problem has 2+ items
 
