@@ -20,7 +20,7 @@ from arena.suites.clusters import LeakConfig
 from arena.suites.public import SuitePlan
 from arena.suites.schedule import GeneratorSchedule, GeneratorSpec, ScheduleEntry
 from arena.weights import WeightRules
-from shoppingbench.generator import GENERATOR_VERSION
+from shoppingbench.generator import DEFAULT_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
 from shoppingbench.settings import HarnessSettings
 
@@ -128,7 +128,7 @@ class ArenaSettings(HarnessSettings):
     def schedule(self) -> GeneratorSchedule:
         """The generator schedule: the configured entries, else the current version for every day."""
         if not self.generator_schedule:
-            return GeneratorSchedule.single(GeneratorSpec(version=GENERATOR_VERSION))
+            return GeneratorSchedule.single(GeneratorSpec(version=DEFAULT_VERSION))
         return GeneratorSchedule(entries=tuple(self.generator_schedule))
 
     def race_rules(self) -> RaceRules:

@@ -39,7 +39,7 @@ from arena.suites.schedule import require_known_versions
 from arena.validator import Validator
 from arena.validator.assemble import open_validator
 from neurons import validator as validator_cli
-from shoppingbench.generator import GENERATOR_VERSION, KNOWN_VERSIONS, ProblemGenerator
+from shoppingbench.generator import DEFAULT_VERSION, KNOWN_VERSIONS, ProblemGenerator
 from shoppingbench.problems.models import Category, Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
@@ -54,10 +54,10 @@ PLAN = SuitePlan(race_per_category=SIZES, qualifying_per_category=SIZES, race_ti
                  first_day=FIRST_DAY)
 DAYS = [FIRST_DAY + timedelta(days=n) for n in range(4)]  # D-2, D-1, D, D+1
 
-SPEC_ONE: dict[str, Any] = {"version": GENERATOR_VERSION}
+SPEC_ONE: dict[str, Any] = {"version": KNOWN_VERSIONS[0]}
 # The upgrade: a newer version when this code has one, else the same version with other constraints per item.
 SPEC_TWO: dict[str, Any] = ({"version": KNOWN_VERSIONS[-1]} if len(KNOWN_VERSIONS) > 1 else
-                            {"version": GENERATOR_VERSION,
+                            {"version": DEFAULT_VERSION,
                              "config": {"item_constraints": [1, 2], "product_constraints": [2, 3],
                                         "voucher_items": [2, 3]}})
 
@@ -131,25 +131,25 @@ def test_a_version_the_code_does_not_know_is_named_with_the_ones_it_knows() -> N
     plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=FIRST_DAY, **SPEC_ONE),
                                       ScheduleEntry(from_day=UPGRADE, version="sbgen-99")))
     with pytest.raises(ScheduleError,
-                       match=f"from {UPGRADE} names version 'sbgen-99'.*knows {GENERATOR_VERSION}"):
+                       match=f"from {UPGRADE} names version 'sbgen-99'.*knows {', '.join(KNOWN_VERSIONS)}"):
         require_known_versions(plan, KNOWN_VERSIONS)
     require_known_versions(schedule(UPGRADE), KNOWN_VERSIONS)
 
 
 def test_the_generator_opens_the_versions_it_knows_and_names_them_for_any_other(
         small_world: SampleWorld) -> None:
-    with ProblemGenerator.open(small_world.catalog_dir, version=GENERATOR_VERSION) as generator:
-        assert generator.key.startswith(f"{GENERATOR_VERSION}/")
-    with pytest.raises(ValueError, match=f"version 'sbgen-99'; this code knows {GENERATOR_VERSION}"):
+    with ProblemGenerator.open(small_world.catalog_dir, version=DEFAULT_VERSION) as generator:
+        assert generator.key.startswith(f"{DEFAULT_VERSION}/")
+    with pytest.raises(ValueError, match=f"version 'sbgen-99'; known: {', '.join(KNOWN_VERSIONS)}"):
         ProblemGenerator.open(small_world.catalog_dir, version="sbgen-99")
 
 
 def test_configuration_overrides_the_generator_refuses_stop_the_start(tmp_path: Path) -> None:
-    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=GENERATOR_VERSION,
+    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=DEFAULT_VERSION,
                                                     config={"shop_items": [1, 2], "shop_size": 3}),))
     with pytest.raises(ScheduleError, match=f"entry from {UPGRADE} .*refuses: shop_size: Extra inputs"):
         check_schedule(tmp_path, plan)
-    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=GENERATOR_VERSION,
+    plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=DEFAULT_VERSION,
                                                     config={"shop_items": [1, 2]}),))
     with pytest.raises(ScheduleError, match="refuses: config: Value error, a shop problem needs at least 2"):
         check_schedule(tmp_path, plan)
@@ -161,8 +161,8 @@ def test_a_pinned_lexicon_is_found_by_its_sha256_else_the_start_stops_naming_wha
     (tmp_path / LEXICON_FILE).write_bytes(current)
     pin_current, pin_older = (hashlib.sha256(text).hexdigest() for text in (current, older))
     plan = GeneratorSchedule(entries=(
-        ScheduleEntry(from_day=FIRST_DAY, version=GENERATOR_VERSION, lexicon_sha256=pin_older),
-        ScheduleEntry(from_day=UPGRADE, version=GENERATOR_VERSION, lexicon_sha256=pin_current)))
+        ScheduleEntry(from_day=FIRST_DAY, version=DEFAULT_VERSION, lexicon_sha256=pin_older),
+        ScheduleEntry(from_day=UPGRADE, version=DEFAULT_VERSION, lexicon_sha256=pin_current)))
     archived = tmp_path / LEXICON_ARCHIVE / f"{pin_older}.json"
     with pytest.raises(ScheduleError, match=f"from {FIRST_DAY} .*pins lexicon sha256 {pin_older}, but "
                                             f".*{LEXICON_FILE} has sha256 {pin_current}.*to {archived}"):
@@ -184,7 +184,7 @@ def test_the_schedule_comes_from_the_environment_like_every_setting(monkeypatch:
     with pytest.raises(ValidationError, match="strictly ordered"):
         ArenaSettings()
     monkeypatch.delenv("ARENA_GENERATOR_SCHEDULE")
-    assert ArenaSettings().schedule() == GeneratorSchedule.single(GeneratorSpec(version=GENERATOR_VERSION))
+    assert ArenaSettings().schedule() == GeneratorSchedule.single(GeneratorSpec(version=DEFAULT_VERSION))
 
 
 def test_validator_held_out_refuses_a_schedule_naming_an_unknown_version(small_world: SampleWorld,
@@ -231,7 +231,7 @@ def test_a_validator_naming_another_upgrade_day_is_told_it_disagrees(suites_of: 
         assert race_bytes(other, day) == race_bytes(honest, day)
     mine, theirs = honest.race_suite(UPGRADE), other.race_suite(UPGRADE)
     assert mine is not None and theirs is not None
-    assert mine.generator != theirs.generator and GENERATOR_VERSION in theirs.generator
+    assert mine.generator != theirs.generator and theirs.generator.startswith(f"{KNOWN_VERSIONS[0]}/")
     assert suite_bytes(mine.problems) != suite_bytes(theirs.problems)
     assert [p.id for p in mine.problems] != [p.id for p in theirs.problems]  # the race ids they publish
 

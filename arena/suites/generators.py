@@ -22,7 +22,7 @@ from datetime import date
 from pathlib import Path
 from typing import Final
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from arena.suites.public import SuiteSource
 from arena.suites.schedule import (
@@ -33,7 +33,11 @@ from arena.suites.schedule import (
     require_known_versions,
 )
 from shoppingbench.catalog.build import open_catalog
-from shoppingbench.generator import KNOWN_VERSIONS, GeneratorConfig, ProblemGenerator, catalog_fingerprint
+from shoppingbench.generator import KNOWN_VERSIONS, ProblemGenerator, catalog_fingerprint, get_version
+from shoppingbench.generator.generator import catalog_title_embedder
+from shoppingbench.generator.request import RequestWriter
+from shoppingbench.generator.writer import LexiconError, LexiconWriter, writer_for_catalog
+from shoppingbench.generator.writer.lexicon import load_lexicon
 from shoppingbench.problems.models import Category, Problem
 
 LEXICON_FILE: Final = "lexicon.json"
@@ -60,10 +64,11 @@ def pinned_lexicon(catalog_dir: Path, entry: ScheduleEntry) -> Path:
                         f"copy the lexicon the subnet published for that entry to {archived}")
 
 
-def generator_config(entry: ScheduleEntry) -> GeneratorConfig:
-    """The entry's configuration overrides over the defaults, or a :class:`ScheduleError` naming them."""
+def generator_config(entry: ScheduleEntry) -> BaseModel:
+    """The entry's configuration overrides over its version's defaults, or a :class:`ScheduleError`
+    naming them."""
     try:
-        return GeneratorConfig(**entry.config)
+        return get_version(entry.version).config_type(**entry.config)
     except ValidationError as exc:
         refused = "; ".join(f"{'.'.join(map(str, error['loc'])) or 'config'}: {error['msg']}"
                             for error in exc.errors())
@@ -106,30 +111,56 @@ class ScheduledSources:
         return self._sources[self.schedule.spec_for_week(week).label()]
 
 
-def check_schedule(catalog_dir: Path, schedule: GeneratorSchedule) -> dict[str, GeneratorConfig]:
+@dataclass(frozen=True)
+class CheckedEntry:
+    """What one schedule entry opens with: its configuration and, for a version that words requests with
+    a lexicon, its writer (the pinned lexicon's, else the catalog's current one)."""
+
+    config: BaseModel
+    writer: RequestWriter | None
+
+
+def _entry_writer(catalog_dir: Path, entry: ScheduleEntry) -> RequestWriter | None:
+    if not get_version(entry.version).uses_writer:
+        return None
+    try:
+        if entry.lexicon_sha256 is not None:
+            return LexiconWriter(load_lexicon(pinned_lexicon(catalog_dir, entry)))
+        return writer_for_catalog(catalog_dir)
+    except LexiconError as exc:
+        raise ScheduleError(f"the generator schedule entry from {entry.from_day} ({entry.version}): "
+                            f"{exc}") from exc
+
+
+def check_schedule(catalog_dir: Path, schedule: GeneratorSchedule) -> dict[str, CheckedEntry]:
     """Everything a schedule needs, checked before a suite is generated: known versions, valid
-    configuration overrides, pinned lexicons present; returns each spec's configuration by label."""
+    configuration overrides, pinned lexicons present and readable; returns each spec's configuration and
+    writer by label."""
     require_known_versions(schedule, KNOWN_VERSIONS)
-    configs: dict[str, GeneratorConfig] = {}
+    checked: dict[str, CheckedEntry] = {}
     for entry in schedule.entries:
         if entry.lexicon_sha256 is not None:
             pinned_lexicon(catalog_dir, entry)
-        configs[entry.spec().label()] = generator_config(entry)
-    return configs
+        checked[entry.spec().label()] = CheckedEntry(generator_config(entry),
+                                                     _entry_writer(catalog_dir, entry))
+    return checked
 
 
 @contextmanager
 def open_scheduled_sources(catalog_dir: Path, schedule: GeneratorSchedule) -> Iterator[ScheduledSources]:
     """One generator per spec of ``schedule`` over the catalog in ``catalog_dir`` (sharing its engine),
     after :func:`check_schedule`; the catalog is closed on exit."""
-    configs = check_schedule(catalog_dir, schedule)
+    checked = check_schedule(catalog_dir, schedule)
     fingerprint = catalog_fingerprint(catalog_dir)
+    titles = catalog_title_embedder(catalog_dir)
     engine = open_catalog(catalog_dir)
     try:
-        generators: dict[str, SuiteSource] = {
-            spec.label(): ProblemGenerator(engine, fingerprint=fingerprint, config=configs[spec.label()],
-                                           version=spec.version)
-            for spec in schedule.specs()}
+        generators: dict[str, SuiteSource] = {}
+        for spec in schedule.specs():
+            entry = checked[spec.label()]
+            generators[spec.label()] = ProblemGenerator(engine, fingerprint=fingerprint, config=entry.config,
+                                                        writer=entry.writer, version=spec.version,
+                                                        embedder=titles)
         yield ScheduledSources(schedule, generators)
     finally:
         engine.close()
