@@ -40,6 +40,7 @@ from arena.validator import Validator
 from arena.validator.assemble import open_validator
 from neurons import validator as validator_cli
 from shoppingbench.generator import DEFAULT_VERSION, KNOWN_VERSIONS, ProblemGenerator
+from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, canonical_bytes, load_lexicon
 from shoppingbench.problems.models import Category, Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
@@ -151,13 +152,16 @@ def test_configuration_overrides_the_generator_refuses_stop_the_start(tmp_path: 
         check_schedule(tmp_path, plan)
     plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=DEFAULT_VERSION,
                                                     config={"shop_items": [1, 2]}),))
-    with pytest.raises(ScheduleError, match="refuses: config: Value error, a shop problem needs at least 2"):
+    with pytest.raises(ScheduleError,
+                       match="refuses: config: Value error, a problem of one shop needs at least 2"):
         check_schedule(tmp_path, plan)
 
 
 def test_a_pinned_lexicon_is_found_by_its_sha256_else_the_start_stops_naming_what_differs(
         tmp_path: Path) -> None:
-    current, older = b'{"phrases": "current"}', b'{"phrases": "older"}'
+    shipped = load_lexicon(SAMPLE_LEXICON_FILE)
+    current = canonical_bytes(shipped)
+    older = canonical_bytes(shipped.model_copy(update={"catalog_products": shipped.catalog_products + 1}))
     (tmp_path / LEXICON_FILE).write_bytes(current)
     pin_current, pin_older = (hashlib.sha256(text).hexdigest() for text in (current, older))
     plan = GeneratorSchedule(entries=(

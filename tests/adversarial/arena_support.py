@@ -15,6 +15,7 @@ from bittensor import Wallet
 from arena.chain import LocalChain
 from arena.race import ManualClock
 from arena.settings import ArenaSettings
+from arena.suites.public import FixedSource
 from arena.validator import Validator, open_validator
 from arena.validator.runs import RunAgent
 from shoppingbench.generator import ProblemGenerator
@@ -61,7 +62,7 @@ def one_validator(root: Path, world: SampleWorld, generator: ProblemGenerator, r
     settings.home.mkdir(parents=True)
     store = TrajectoryStore.open(f"sqlite:///{root / 'trajectories.sqlite3'}")
     validator = open_validator(settings=settings, chain=chain, wallet=wallets["validator"], clock=clock,
-                               generator=generator, run_agent=run_agent, store=store)
+                               sources=FixedSource(generator), run_agent=run_agent, store=store)
     try:
         yield OneValidator(clock=clock, chain=chain, miners={m: wallets[m] for m in miners},
                            validator=validator)
