@@ -1,41 +1,58 @@
 """The generator's writer: requests in a shopper's words from a versioned lexicon (SPEC 5).
 
-PLACEHOLDER (being replaced by the lexicon writer): ``writer_for_catalog`` returns a plain writer that
-names an item by its first two title words and states values verbatim, so the sampler can be wired and
-tested against the :class:`~shoppingbench.generator.request.RequestWriter` protocol meanwhile.
+A catalog's lexicon lives at ``<catalog_dir>/lexicon.json`` (``arena lexicon build --catalog DIR``
+writes it). A catalog built from the bundled sample world's documents without one uses the lexicon
+shipped with the package (``sample_world_lexicon.json``); any other catalog without one is an error
+that says how to build it. The writer's ``key`` carries the lexicon's sha256, so generators with
+different lexicons never pass for the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from shoppingbench.generator.request import ItemRequest, RequestWriter, WrittenItem, WrittenRequest
-from shoppingbench.problems.models import Category, Voucher
-from shoppingbench.problems.solvability import WORD
-from shoppingbench.problems.terms import Draws
+import orjson
+from pydantic import ValidationError
+
+from shoppingbench.catalog.build import BUILD_RECORD
+from shoppingbench.generator.request import RequestWriter
+from shoppingbench.generator.writer.compose import WRITER_VERSION, LexiconWriter
+from shoppingbench.generator.writer.lexicon import (
+    LEXICON_FILE,
+    SAMPLE_LEXICON_FILE,
+    Lexicon,
+    LexiconError,
+    load_lexicon,
+)
+from shoppingbench.world.writer import MANIFEST_FILE, WorldManifest
+
+__all__ = ["WRITER_VERSION", "Lexicon", "LexiconError", "LexiconWriter", "lexicon_path", "writer_for_catalog"]
 
 
-class PlainWriter:
-    """Placeholder writer (see the module docstring)."""
+def _built_from_sample_world(catalog_dir: Path) -> bool:
+    """Whether every source the catalog was imported from is a sample world's documents file."""
+    try:
+        record = orjson.loads((catalog_dir / BUILD_RECORD).read_bytes())
+        sources = [Path(report["source"]) for report in record["imported"]]
+        for source in sources:
+            WorldManifest.model_validate_json((source.parent / MANIFEST_FILE).read_bytes())
+    except (OSError, KeyError, TypeError, orjson.JSONDecodeError, ValidationError):
+        return False
+    return bool(sources)
 
-    key = "plain-0"
 
-    def write(self, category: Category, items: Sequence[ItemRequest], voucher: Voucher | None,
-              rng: Draws) -> WrittenRequest:
-        written = []
-        for item in items:
-            name = " ".join(WORD.findall(item.product.title.lower())[:2])
-            values = [v for option in item.target.sku_options for v in option.values()]
-            values += [v for attribute in item.target.attributes for vs in attribute.values() for v in vs]
-            words = " ".join([*values, name])
-            written.append(WrittenItem(phrase=words, search_terms=words))
-        query = "I need " + "; and ".join(w.phrase for w in written) + "."
-        if voucher is not None:
-            query += f"\n\nMy budget is only `{voucher.budget:g}`."
-        return WrittenRequest(query=query, items=tuple(written))
+def lexicon_path(catalog_dir: Path) -> Path:
+    """The lexicon file the writer uses for the catalog in ``catalog_dir``."""
+    own = catalog_dir / LEXICON_FILE
+    if own.exists() or not _built_from_sample_world(catalog_dir):
+        return own
+    return SAMPLE_LEXICON_FILE
 
 
 def writer_for_catalog(catalog_dir: Path) -> RequestWriter:
-    """The writer for the catalog in ``catalog_dir`` (placeholder: the plain writer)."""
-    return PlainWriter()
+    """The writer for the catalog in ``catalog_dir``; a clear error when it has no lexicon."""
+    path = lexicon_path(catalog_dir)
+    if not path.exists():
+        raise LexiconError(f"no lexicon for the catalog in {catalog_dir} ({path} is missing): build one with "
+                           f"`arena lexicon build --catalog {catalog_dir}`")
+    return LexiconWriter(load_lexicon(path))

@@ -1,0 +1,168 @@
+"""The lexicon writer: a request in a shopper's words, deterministic for the same lexicon and draws.
+
+Each item is named by its kind ("crop top", "master cylinder": :func:`~.rules.choose_kind`), never by a
+run of title words; every stated sku option and attribute is said by its role ("in mustard", "made of
+cotton spandex", "for ford") with its value in everyday form, the key named only by a shopper word the
+lexicon knows ("with a cowl neck collar"), never by its raw name; services and price modes come in
+the lexicon's phrasings. Values go before the kind ("a mustard crop top") or after it in shuffled
+clauses; a value before the kind that would rebuild three title words in a row goes after it instead.
+The voucher block keeps ShoppingBench's own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
+from shoppingbench.generator.writer.lexicon import KeyPhrasing, Lexicon, Role, lexicon_sha256
+from shoppingbench.generator.writer.rules import choose_kind, clean_value, key_phrasing, longest_title_run
+from shoppingbench.problems.models import (
+    Category,
+    PriceRelation,
+    RewardTarget,
+    Voucher,
+    parse_price_condition,
+)
+from shoppingbench.problems.terms import Draws
+from shoppingbench.world import queries
+
+WRITER_VERSION: Final = "lexicon-writer-1"
+"""Bumped whenever the code would word the same lexicon and draws differently."""
+_PREFIX_ODDS: Final = 0.45
+_KEYED_ODDS: Final = 0.3
+_PRICE_LAST_ODDS: Final = 0.8
+_LISTED_SHOP_ODDS: Final = 0.35
+_SPLIT_VOUCHER_ODDS: Final = 0.5
+_MAX_PREFIX_WORDS: Final = 2
+_MAX_KIND_WORDS: Final = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    """One stated value: how its key is referred to, and the value in everyday form."""
+
+    key: KeyPhrasing
+    value: str
+
+
+class LexiconWriter:
+    """Words requests from one lexicon (implements ``RequestWriter``)."""
+
+    def __init__(self, lexicon: Lexicon) -> None:
+        self.lexicon = lexicon
+        self.digest = lexicon_sha256(lexicon)
+        self._noise = frozenset(lexicon.phrasing.noise_words)
+
+    @property
+    def key(self) -> str:
+        return f"{WRITER_VERSION}:{self.digest}"
+
+    def write(self, category: Category, items: Sequence[ItemRequest], voucher: Voucher | None,
+              rng: Draws) -> WrittenRequest:
+        written = tuple(self.write_item(item, rng) for item in items)
+        query = self._frame(category, [item.phrase for item in written], rng)
+        if voucher is not None:
+            query += "\n\n" + queries.voucher_rules(voucher)
+        return WrittenRequest(query=query, items=written)
+
+    def key_phrasing(self, key: str) -> KeyPhrasing:
+        return self.lexicon.keys.get(key) or key_phrasing(key, self.lexicon.phrasing)
+
+    def everyday_value(self, key: str, value: str, role: Role) -> str:
+        known = self.lexicon.values.get(key, {}).get(value)
+        return known if known is not None else clean_value(value, role, self.lexicon.phrasing)
+
+    def statements(self, target: RewardTarget) -> list[_Statement]:
+        """The target's stated sku options and attributes, in target order."""
+        pairs = [(k, v) for option in target.sku_options for k, v in option.items()]
+        pairs += [(k, v) for attribute in target.attributes for k, vs in attribute.items() for v in vs]
+        out = []
+        for key, value in pairs:
+            phrasing = self.key_phrasing(key)
+            out.append(_Statement(key=phrasing, value=self.everyday_value(key, value, phrasing.role)))
+        return out
+
+    def write_item(self, item: ItemRequest, rng: Draws) -> WrittenItem:
+        product, target = item.product, item.target
+        kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise)
+        statements = self.statements(target)
+        kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
+        prefix: list[str] = []
+        clauses: list[str] = []
+        for statement in statements:
+            if set(statement.value.split()) <= set(kind.split()):
+                continue  # the kind already says it ("tote" of a "tote bag", "fan blade" as the kind)
+            if self._goes_first(statement, rng):
+                prefix.append(statement.value)
+            else:
+                clauses.append(self._clause(statement, rng))
+        if prefix and longest_title_run(" ".join([*prefix, kind]), product.title) >= 3:
+            clauses += [self._clause(_Statement(KeyPhrasing(role="feature"), v), rng) for v in prefix]
+            prefix = []
+        phrasing = self.lexicon.phrasing
+        clauses += [rng.choice(phrasing.services[s]) for s in target.service if s in phrasing.services]
+        prices = [self._price(raw, rng) for raw in target.price]
+        phrase = queries.item_phrase(" ".join([*prefix, kind]), [*clauses, *prices], rng,
+                                     price_last=bool(prices) and rng.random() < _PRICE_LAST_ODDS)
+        values = [s.value for s in statements]
+        search_terms = " ".join(dict.fromkeys(" ".join([*values, kind]).split()))
+        return WrittenItem(phrase=phrase, search_terms=search_terms)
+
+    def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
+        return (statement.key.role in self.lexicon.phrasing.prefix_roles
+                and len(statement.value.split()) <= _MAX_PREFIX_WORDS and rng.random() < _PREFIX_ODDS)
+
+    def _clause(self, statement: _Statement, rng: Draws) -> str:
+        phrasing = self.lexicon.phrasing
+        bare_number = not any(c.isalpha() for c in statement.value)
+        if statement.key.words and (bare_number or rng.random() < _KEYED_ODDS):
+            template = rng.choice(phrasing.keyed_clauses)
+            return template.format(v=statement.value, k=rng.choice(statement.key.words))
+        templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
+        return rng.choice(templates).format(v=statement.value)
+
+    def _price(self, raw: Mapping[PriceRelation, list[float | None]], rng: Draws) -> str:
+        condition = parse_price_condition(raw)
+        template = rng.choice(self.lexicon.phrasing.prices[condition.relation])
+        low, high = queries.number(condition.low or 0), queries.number(condition.high or 0)
+        return template.format(low=low, high=high, cur=rng.choice(self.lexicon.phrasing.currencies))
+
+    def _frame(self, category: Category, phrases: list[str], rng: Draws) -> str:
+        frames = self.lexicon.phrasing.frames
+        if category == "product" or len(phrases) == 1:
+            options = frames.product if category == "product" else (
+                frames.voucher if category == "voucher" else frames.shop)
+            return _capitalised(rng.choice(options).format(item=phrases[0], items=phrases[0]))
+        if category == "shop":
+            if rng.random() < _LISTED_SHOP_ODDS:
+                listed = _listed(phrases, frames.ordinals, frames.listed_item, rng)
+                return _capitalised(rng.choice(frames.shop_listed).format(items=listed))
+            return _capitalised(rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng)))
+        if rng.random() < _SPLIT_VOUCHER_ODDS:
+            return _capitalised(rng.choice(frames.voucher_split).format(
+                first=phrases[0], rest=queries.join_clauses(phrases[1:], rng)))
+        return _capitalised(rng.choice(frames.voucher).format(items=queries.join_clauses(phrases, rng)))
+
+
+def _names_kind(value: str, kind: str) -> bool:
+    """Whether a stated value is a longer name of the same kind ("fan blade" for "blade")."""
+    words, kind_words = value.split(), kind.split()
+    return len(kind_words) < len(words) <= _MAX_KIND_WORDS and words[-1] == kind_words[-1]
+
+
+def _fitting(templates: Sequence[str], value: str) -> Sequence[str]:
+    """Templates that do not repeat a word of the value ("with a graphic print print")."""
+    words = set(value.split())
+    fitting = [t for t in templates if not words & set(t.replace("{v}", " ").split())]
+    return fitting or templates
+
+
+def _listed(phrases: Sequence[str], ordinals: Sequence[str], templates: Sequence[str], rng: Draws) -> str:
+    return " ".join(rng.choice(templates).format(ordinal=ordinals[i], item=phrase)
+                    for i, phrase in enumerate(phrases))
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
