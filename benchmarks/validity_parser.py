@@ -1,14 +1,25 @@
 """A hostile no-LLM parser of the generator's wording: the agent a miner who read the writer would write.
 
 It is the validity benchmark's probe (``benchmarks.validity``): if it does much better on generated
-problems than on real ones, race scores measure clause parsing, not shopping. It splits a query into
-item clauses at the writer's connectors, reads each clause's price phrase, services and stated values,
-searches ``find_product`` with the rest as keywords and the price and services as filters, then checks
-candidates' sku options and attributes with ``view_product_information`` and keeps the one that carries
-most stated values (a shop problem: the first shop with a match for every item, searched shop by shop;
-a voucher problem: the cheaper of equal matches). Tuned only on problems generated over the bundled
-sample world, never on the calibration set. A standalone agent file: the standard library and the
-agent SDK only.
+problems than on real ones, race scores measure clause parsing, not shopping. Everything it knows is
+copied from the writer's public phrasing data (``shoppingbench/generator/writer/phrasing.json``) and
+code, as a miner would copy it:
+
+- the voucher block is cut at ``My budget``; the query's frame (``Find a shop offering {items}.``, the
+  listed ``First, ... Second, ...`` frames, the split voucher frames) is matched and removed;
+- items are split where a joint (``, `` / `` and `` / ``, and ``) is followed by the article the writer
+  puts before every kind (``a``, ``an``, ``some``, ``a pair of``);
+- in each item the price phrase and the service phrases (the lexicon's exact phrasings) become
+  ``find_product`` filters; every clause after the kind is matched against the clause templates to
+  recover the stated value; the kind and the values are the search words (exactly the writer's own
+  ``search_terms``);
+- candidates are viewed with ``view_product_information`` and the one whose best sku option and
+  attributes carry most stated values in their everyday form wins (later pages when none carries all);
+  a shop problem takes the shop with the best match for every item (searched shop by shop), a voucher
+  problem the cheaper of equal matches.
+
+Tuned only on problems generated over the bundled sample world, never on the calibration set. A
+standalone agent file: the standard library and the agent SDK only.
 """
 
 from __future__ import annotations
@@ -20,129 +31,181 @@ from typing import Any
 from shoppingbench.agent_sdk import ProxyClient, create_dialogue_step, generate_tool_call_id
 
 VIEWED = 10
-SHOPS_TRIED = 6
-_NUMBER = r"(\d+(?:,\d{3})*(?:\.\d+)?)"
-_MONEY = r"(?:php\s*|₱\s*|p\s*)?"
-_UNIT = r"\s*(?:php|pesos?|peso)?"
-_PRICES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(rf"\b(?:between|from|in the range(?: of)?|range of)\s+{_MONEY}{_NUMBER}{_UNIT}"
-                rf"\s*(?:and|to|-)\s*{_MONEY}{_NUMBER}{_UNIT}"), "between"),
-    (re.compile(rf"{_MONEY}{_NUMBER}{_UNIT}\s*(?:-|to)\s*{_MONEY}{_NUMBER}{_UNIT}"), "between"),
-    (re.compile(rf"\b(?:under|below|less than|no more than|at most|not more than|cheaper than|"
-                rf"max(?:imum)?|up to|within|no higher than|not over|not exceeding|tops)\s+"
-                rf"{_MONEY}{_NUMBER}{_UNIT}"), "high"),
-    (re.compile(rf"\b(?:over|above|(?<!no )more than|greater than|at least|exceeding|min(?:imum)?|"
-                rf"starting (?:at|from)|higher than|upwards of|north of)\s+{_MONEY}{_NUMBER}{_UNIT}"), "low"),
+PAGES = 3
+SHOPS_TRIED = 5
+_CURRENCY = r"(?:pesos|php)"
+_NUM = r"(\d+(?:\.\d+)?)"
+_PRICES: tuple[tuple[str, str], ...] = (
+    (rf"(?:priced |costing |for )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} {_CURRENCY}", "between"),
+    (rf"in the {_NUM} to {_NUM} {_CURRENCY} range", "between"),
+    (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
+    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than) {_NUM} {_CURRENCY}", "high"),
+    (rf"(?:priced |for |with a price )?(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
-    "freeShipping": ("free shipping", "free delivery", "ships free", "shipping is free", "delivered free",
-                     "no shipping fee", "free shipping fee"),
-    "official": ("official store", "official shop", "lazmall", "laz mall", "official seller",
-                 "authentic store", "official brand"),
-    "COD": ("cash on delivery", "cod", "pay on delivery", "pay upon delivery", "pay when it arrives",
-            "payment on delivery"),
-    "flashsale": ("flash sale", "lazflash", "flash deal", "flash deals", "on sale right now"),
+    "freeShipping": ("with free shipping", "that ships for free", "with free delivery", "with shipping included"),
+    "COD": ("with cash on delivery", "that i can pay for on delivery", "with cod available",
+            "with pay on delivery"),
+    "official": ("from an official store", "sold on lazmall", "from a lazmall store", "from an official shop"),
+    "flashsale": ("on flash sale", "in a flash sale", "with a lazflash deal", "on a limited-time flash deal"),
 }
-_SPLIT = re.compile(
-    r"(?:(?<=[.!?])\s+(?=[A-Z])|;|\n+|\b(?:also|additionally|plus|lastly|finally|next|then|besides|"
-    r"first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|and also|as well as|along with|"
-    r"together with)\b,?|"
-    r",?\s+and\s+(?=(?:a|an|some|one)\s)|,\s+(?=(?:a|an)\s))",
-    re.IGNORECASE,
+_FRAMES = (
+    "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.", "help me find {}.",
+    "i want to buy {}.", "find me {}.", "do you have {}?", "searching for {}.", "i'd like {}.", "please find {}.",
+    "any options for {}?", "i'm shopping for {}.", "find a shop offering {}.",
+    "is there a single store that sells {}?", "i want to buy {} from the same shop.",
+    "show me a store that has {}.", "looking for one shop with {}.", "which seller has {}?",
+    "can you find a shop that carries {}?", "i need {}, all from one store.", "i want to get {}.",
+    "help me buy {}.", "find shops offering multiple items where: {}", "i need one shop for these: {}",
+    "looking for a store that sells all of the following. {}",
+    "i'm looking for {}. also, i want {}.", "i need {}. i also need {}.",
+    "show me {}. besides that, i'm after {}.", "i want {}, and also {}.",
 )
-_FILLER = frozenset({
-    "i", "im", "i'm", "am", "looking", "look", "search", "searching", "find", "finding", "need", "needs",
-    "want", "wants", "would", "like", "show", "me", "please", "can", "could", "you", "help", "get", "a",
-    "an", "the", "some", "that", "which", "is", "are", "with", "and", "in", "of", "to", "from", "it",
-    "its", "my", "shop", "shops", "store", "stores", "sell", "sells", "selling", "offer", "offers",
-    "items", "item", "products", "product", "these", "those", "all", "also", "both", "priced", "price",
-    "prices", "cost", "costs", "costing", "pesos", "peso", "php", "budget", "only", "available", "has",
-    "have", "one", "any", "good", "option", "options", "for", "something", "by", "on", "at", "or",
-    "should", "must", "be", "comes", "come", "while", "where", "whose", "made", "it's", "each", "them",
-    "they", "same", "seller", "just", "after", "ideally", "preferably", "really", "kind", "sort", "type",
-})
+_ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
+_ITEM_JOINT = re.compile(r"(?:,? and |, )(?=(?:a|an|some|a pair of) )")
+_ARTICLE = re.compile(r"^(?:a pair of|some|an|a) ")
+_CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
+_CLAUSE_TEMPLATES = (
+    "in the color {}", "in {} color", "colored {}", "in size {}", "in a {} size", "size {}", "made of {}",
+    "made from {}", "with {} material", "with a {} pattern", "in a {} design", "with a {} print",
+    "in a {} pattern", "{}-patterned", "in a {} style", "with a {} look", "in {} style", "from the brand {}",
+    "made by {}", "from {}", "by {}", "that fits {}", "suitable for {}", "compatible with {}", "for {}",
+    "in {} flavor", "with {} flavor", "in the {} variety", "{}-flavored", "in a {} pack", "in the {} option",
+    "sold as {}", "that is {}", "featuring {}", "with a {} option", "whose {} is {}", "with the {} {}",
+    "{}: {}", "with a {}", "with {}", "in {}",
+)
+_SIZE_WORDS = {"extra extra small": "xxs", "extra small": "xs", "small": "s", "medium": "m", "large": "l",
+               "extra large": "xl"}
+_SYSTEMS = {"eu size": "eu", "us size": "us", "uk size": "uk", "waist": "waist", "asian size": "asia"}
 
 
-Scored = list[tuple[float, dict[str, Any]]]
+def _template(pattern: str) -> re.Pattern[str]:
+    parts = [re.escape(part) for part in pattern.split("{}")]
+    return re.compile("^" + "(.+?)".join(parts) + "$")
+
+
+# The frame with most fixed text first: "i want to buy {} from the same shop." before "i want to buy {}.".
+_FRAME_PATTERNS = [_template(frame) for frame in sorted(_FRAMES, key=lambda f: -len(f.replace("{}", "")))]
+_CLAUSE_PATTERNS = [_template(template) for template in _CLAUSE_TEMPLATES]
 
 
 @dataclass
-class Clause:
-    """One requested item as the writer's wording gives it away."""
+class Item:
+    """One requested item: its name (article dropped), stated values and filters."""
 
-    text: str
-    keywords: list[str]
+    name: str
+    values: list[str] = field(default_factory=list)
     price: str | None = None
     services: list[str] = field(default_factory=list)
 
+    @property
+    def search_words(self) -> str:
+        return " ".join(dict.fromkeys(" ".join([*self.values, self.name]).split()))
 
-def _amount(text: str) -> float:
-    return float(text.replace(",", ""))
+
+def _bound(value: str) -> str:
+    return f"{float(value):g}"
 
 
-def price_filter(text: str) -> tuple[str | None, str]:
-    """The clause's price bound as a ``find_product`` filter, and the clause without the phrase."""
-    lowered = text.lower()
+def take_price(text: str) -> tuple[str | None, str]:
+    """The price filter a phrase states and the phrase with ``|`` in its place."""
     for pattern, kind in _PRICES:
-        match = pattern.search(lowered)
+        match = re.search(pattern, text)
         if match is None:
             continue
-        rest = lowered[:match.start()] + " " + lowered[match.end():]
+        rest = text[:match.start()] + "|" + text[match.end():]
         if kind == "between":
-            low, high = sorted((_amount(match.group(1)), _amount(match.group(2))))
-            return f"{low:g}-{high:g}", rest
-        bound = _amount(match.group(1))
-        return (f"{bound:g}-" if kind == "low" else f"-{bound:g}"), rest
-    return None, lowered
+            return f"{_bound(match.group(1))}-{_bound(match.group(2))}", rest
+        return (f"{_bound(match.group(1))}-" if kind == "low" else f"-{_bound(match.group(1))}"), rest
+    return None, text
 
 
-def services_of(text: str) -> tuple[list[str], str]:
-    """The services a clause asks for, and the clause without their phrases."""
-    found: list[str] = []
+def take_services(text: str) -> tuple[list[str], str]:
+    """The services a phrase states and the phrase with ``|`` in their place."""
+    found = []
     for name, phrases in _SERVICES.items():
-        for phrase in sorted(phrases, key=len, reverse=True):
-            pattern = rf"\b{re.escape(phrase)}\b"
-            if re.search(pattern, text):
-                if name not in found:
-                    found.append(name)
-                text = re.sub(pattern, " ", text)
+        for phrase in phrases:
+            if phrase in text:
+                found.append(name)
+                text = text.replace(phrase, "|")
+                break
     return found, text
 
 
-def parse_clause(text: str) -> Clause:
-    price, rest = price_filter(text)
-    services, rest = services_of(rest)
-    keywords = [w for w in re.findall(r"[a-z0-9][a-z0-9'.-]*", rest) if (w not in _FILLER and not w.isdigit())
-                or (w.isdigit() and len(w) <= 4 and price is None)]
-    return Clause(text=text, keywords=keywords, price=price, services=services)
+def clause_value(clause: str) -> str:
+    """The value a clause states, by the first template it fits (the clause itself when none)."""
+    for pattern in _CLAUSE_PATTERNS:
+        match = pattern.match(clause)
+        if match:
+            return match.group(match.lastindex or 1).strip()
+    return clause
 
 
-def split_query(query: str) -> tuple[list[Clause], str]:
-    """The item clauses of a query and its voucher block (empty when it has none)."""
+_CLAUSE_START = re.compile(
+    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold)\b)")
+
+
+def parse_item(phrase: str) -> Item:
+    """An item phrase: article and name, then clauses (prices and services become filters)."""
+    price, rest = take_price(phrase)
+    services, rest = take_services(rest)
+    rest = _ARTICLE.sub("", rest.strip(" ,.")).strip(" ,.")
+    head = _CLAUSE_JOINT.split(_CLAUSE_START.split(rest, maxsplit=1)[0], maxsplit=1)[0].strip()
+    tail = rest[len(head):]
+    clauses = [re.sub(r"^and ", "", c.strip(" ,")) for c in _CLAUSE_JOINT.split(tail)]
+    values = [clause_value(c) for c in clauses if c and c != "and"]
+    return Item(name=head, values=[v for v in values if v], price=price, services=services)
+
+
+def split_items(query: str) -> list[str]:
+    """The item phrases of a query (frame removed, listed frames split at their ordinals)."""
+    text = " ".join(query.lower().split())
+    for pattern in _FRAME_PATTERNS:
+        match = pattern.match(text)
+        if match:
+            groups = [g for g in match.groups() if g]
+            break
+    else:
+        groups = [text.strip(" .?")]
+    phrases: list[str] = []
+    for group in groups:
+        for listed in _ORDINAL.split(group):
+            phrases += [p.strip(" .") for p in _ITEM_JOINT.split(listed.strip(" .")) if p.strip(" .")]
+    return phrases
+
+
+def parse_query(query: str) -> tuple[list[Item], float | None]:
+    """The items a query asks for and the budget of its voucher block (``None`` without one)."""
     wish, _, voucher = query.partition("My budget")
-    clauses = [parse_clause(part.strip(" .,:")) for part in _SPLIT.split(wish) if part and part.strip(" .,:")]
-    items = [c for c in clauses if c.keywords]
-    return items or [parse_clause(wish)], voucher
+    budget = re.search(r"`(\d+(?:\.\d+)?)`", voucher)
+    items = [parse_item(p) for p in split_items(wish)] or [Item(name=wish)]
+    return items, float(budget.group(1)) if budget else None
 
 
-def budget_of(voucher_block: str) -> float | None:
-    match = re.search(r"`(\d+(?:\.\d+)?)`", voucher_block)
-    return float(match.group(1)) if match else None
+def _everyday(raw: str) -> set[str]:
+    """The forms a raw catalog value is written in by the writer (everyday form and raw)."""
+    text = " ".join(raw.lower().replace("_", " ").split())
+    forms = {text, text.replace("/", " and "), text.replace("/", " or ")}
+    system, colon, inner = text.partition(":")
+    if colon:
+        inner = {v: k for k, v in _SIZE_WORDS.items()}.get(inner.strip(), inner.strip())
+        forms |= {inner, f"size {inner}", f"{system} {inner}"}
+        forms |= {f"{name} {inner}" for name, code in _SYSTEMS.items() if code == system}
+    forms |= {word for word, code in _SIZE_WORDS.items() if code == text}
+    return forms
 
 
-def match_score(clause: Clause, detail: dict[str, Any], title: str) -> float:
-    """Stated words found in the candidate's best sku option and attributes (title words count half)."""
-    attributes = " ".join(str(v).lower() for values in (detail.get("attributes") or {}).values()
-                          for v in values)
-    options = [" ".join(str(v).lower() for v in option.values())
-               for option in (detail.get("sku_options") or {}).values()] or [""]
-    best = 0.0
-    for option in options:
-        haystack = f" {option} {attributes} "
-        score = sum(1.0 for w in set(clause.keywords) if f" {w} " in haystack or f"{w} " in haystack)
-        score += sum(0.5 for w in set(clause.keywords) if w in title.lower())
-        best = max(best, score)
-    return best
+def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, int]:
+    """(stated values the best sku option and attributes carry, name words in the title)."""
+    attributes = set().union(*(_everyday(str(v)) for vs in (detail.get("attributes") or {}).values() for v in vs))
+    options = [set().union(*(_everyday(str(v)) for v in option.values()))
+               for option in (detail.get("sku_options") or {}).values()] or [set()]
+    stated = [v for v in item.values]
+    best = max(sum(1 for v in stated if v in option | attributes) for option in options)
+    return best, sum(1 for w in item.name.split() if w in title.lower())
+
+
+Scored = list[tuple[tuple[int, int], dict[str, Any]]]
 
 
 class _Dialogue:
@@ -165,23 +228,28 @@ class _Dialogue:
         return result
 
 
-def candidates(dialogue: _Dialogue, clause: Clause, shop_id: str | None = None) -> Scored:
-    """The clause's search hits, best match first (ties: search rank)."""
-    params: dict[str, Any] = {"q": " ".join(clause.keywords)}
-    if clause.price:
-        params["price"] = clause.price
-    if clause.services:
-        params["service"] = ",".join(clause.services)
+def candidates(dialogue: _Dialogue, item: Item, shop_id: str | None = None) -> Scored:
+    """The item's hits, best match first (ties: search rank); later pages while none carries all values."""
+    params: dict[str, Any] = {"q": item.search_words}
+    if item.price:
+        params["price"] = item.price
+    if item.services:
+        params["service"] = ",".join(item.services)
     if shop_id is not None:
         params["shop_id"] = shop_id
-    hits: list[dict[str, Any]] = dialogue.call(f"Searching for {params}.", "find_product", params)[:VIEWED]
-    if not hits:
-        return []
-    details = {d["product_id"]: d for d in dialogue.call(
-        "Checking sku options and attributes.", "view_product_information",
-        {"product_ids": ",".join(h["product_id"] for h in hits)})}
-    scored = [(match_score(clause, details.get(h["product_id"], {}), h["title"]), h) for h in hits]
-    return sorted(scored, key=lambda pair: -pair[0])
+    scored: Scored = []
+    for page in range(1, PAGES + 1):
+        hits: list[dict[str, Any]] = dialogue.call(f"Searching {params}, page {page}.", "find_product",
+                                                   {**params, "page": page})[:VIEWED]
+        if not hits:
+            break
+        details = {d["product_id"]: d for d in dialogue.call(
+            "Checking sku options and attributes.", "view_product_information",
+            {"product_ids": ",".join(h["product_id"] for h in hits)})}
+        scored += [(match_score(item, details.get(h["product_id"], {}), h["title"]), h) for h in hits]
+        if any(score[0] == len(item.values) for score, _ in scored):
+            break
+    return sorted(scored, key=lambda pair: (-pair[0][0], -pair[0][1]))
 
 
 def _best(scored: Scored, cheap: bool) -> dict[str, Any] | None:
@@ -192,16 +260,20 @@ def _best(scored: Scored, cheap: bool) -> dict[str, Any] | None:
     return min(tied, key=lambda h: h["price"]) if cheap else tied[0]
 
 
-def one_shop(dialogue: _Dialogue, clauses: list[Clause], first: Scored,
-             cheap: bool) -> list[str]:
-    """The first shop (best match of the first item first) with a match for every item."""
-    shops = list(dict.fromkeys(h["shop_id"] for _, h in first))[:SHOPS_TRIED]
-    for shop in shops:
-        picks = [_best([(s, h) for s, h in first if h["shop_id"] == shop], cheap)]
-        picks += [_best(candidates(dialogue, clause, shop), cheap) for clause in clauses[1:]]
-        if all(pick is not None for pick in picks):
-            return [pick["product_id"] for pick in picks if pick is not None]
-    return []
+def one_shop(dialogue: _Dialogue, items: list[Item], first: Scored, cheap: bool) -> list[str]:
+    """The shop (best matches of the first item first) whose best picks match most stated values."""
+    best: tuple[int, list[str]] = (-1, [])
+    for shop in list(dict.fromkeys(h["shop_id"] for _, h in first))[:SHOPS_TRIED]:
+        per_item = [[(s, h) for s, h in first if h["shop_id"] == shop]]
+        per_item += [candidates(dialogue, item, shop) for item in items[1:]]
+        if not all(per_item):
+            continue
+        total = sum(scored[0][0][0] for scored in per_item)
+        if total > best[0]:
+            best = (total, [pick["product_id"] for pick in (_best(s, cheap) for s in per_item) if pick])
+        if total == sum(len(item.values) for item in items):
+            break
+    return best[1]
 
 
 def agent_main(problem: dict[str, Any], client: ProxyClient | None = None) -> list[dict[str, Any]]:
@@ -210,14 +282,14 @@ def agent_main(problem: dict[str, Any], client: ProxyClient | None = None) -> li
     proxy = client or ProxyClient()
     try:
         dialogue = _Dialogue(query, proxy)
-        clauses, voucher = split_query(query)
-        cheap = budget_of(voucher) is not None
-        first = candidates(dialogue, clauses[0])
+        items, budget = parse_query(query)
+        cheap = budget is not None
+        first = candidates(dialogue, items[0])
         chosen: list[str] = []
-        if len(clauses) > 1 and ("shop" in query.lower() or "store" in query.lower() or not voucher):
-            chosen = one_shop(dialogue, clauses, first, cheap)
+        if len(items) > 1 and budget is None:
+            chosen = one_shop(dialogue, items, first, cheap)
         if not chosen:
-            picks = [_best(first, cheap)] + [_best(candidates(dialogue, c), cheap) for c in clauses[1:]]
+            picks = [_best(first, cheap)] + [_best(candidates(dialogue, item), cheap) for item in items[1:]]
             chosen = [pick["product_id"] if pick else "" for pick in picks]
         dialogue.call("Recommending one product per item.", "recommend_product",
                       {"product_ids": ",".join(chosen)})
