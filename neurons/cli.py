@@ -23,9 +23,11 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
 world_app = typer.Typer(no_args_is_help=True, help="Generate the deterministic sample world.")
 catalog_app = typer.Typer(no_args_is_help=True, help="Import a ShoppingBench catalog and build its index.")
 tools_app = typer.Typer(no_args_is_help=True, help="Serve the ShoppingBench tools over HTTP.")
+lexicon_app = typer.Typer(no_args_is_help=True, help="Build the lexicon race problems are worded with.")
 app.add_typer(world_app, name="world")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(tools_app, name="tools")
+app.add_typer(lexicon_app, name="lexicon")
 
 HomeOption = Annotated[Path | None, typer.Option(
     "--home", help="Data root (worlds, catalogs, results). Default: $ARENA_HOME or ~/.shopping-arena")]
@@ -169,6 +171,46 @@ def _echo_import_reports(reports: list[ImportReport]) -> None:
                    f"from {imported.source}")
         for error in imported.errors:
             typer.echo(f"  {imported.source}: line {error.line}: {error.reason}", err=True)
+
+
+@lexicon_app.command("build")
+def lexicon_build(
+    catalog: Annotated[Path, typer.Option("--catalog", help="A catalog built by `catalog import`")],
+    llm_url: Annotated[str | None, typer.Option(
+        "--llm-url", help="OpenAI-compatible base URL of a model that proposes everyday phrasings")] = None,
+    llm_model: Annotated[str | None, typer.Option("--llm-model", help="The model's name")] = None,
+    llm_key: Annotated[str, typer.Option("--llm-key", envvar="ARENA_LLM_API_KEY",
+                                         help="The endpoint's API key")] = "unused",
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where to write it (default: <catalog>/lexicon.json, the generator's)")] = None,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Build or extend a catalog's lexicon: its kind phrases, key and value phrasings (see docs/generator.md).
+
+    Without --llm-url/--llm-model it writes the deterministic lexicon; with them, a model proposes
+    everyday phrasings for the most frequent keys and values and each is validated (a refused one is
+    listed with its reason). Prints the file's sha256: the digest a subnet pins in its configuration.
+    """
+    from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
+    from shoppingbench.generator.writer.propose import ModelSettings
+
+    _settings(log_format=log_format)
+    if (llm_url is None) != (llm_model is None):
+        raise typer.BadParameter("--llm-url and --llm-model go together")
+    model = (ModelSettings(base_url=llm_url, model=llm_model, api_key=llm_key)
+             if llm_url is not None and llm_model is not None else None)
+    try:
+        report = build_catalog_lexicon(catalog, out, model=model)
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if report.proposals is not None:
+        for refusal in report.proposals.refused:
+            typer.echo(f"refused {refusal.subject}: {refusal.proposed!r} ({refusal.reason})", err=True)
+        refused = len(report.proposals.refused)
+        typer.echo(f"model: {report.proposals.accepted} phrasings kept, {refused} refused")
+    typer.echo(f"lexicon {report.path}: {report.kinds} kinds, {report.keys} keys, {report.values} values "
+               f"from {report.products} products\nsha256 {report.sha256}")
 
 
 @tools_app.command("serve")

@@ -93,3 +93,4 @@ def extended(base: Lexicon, earlier: Lexicon | None) -> Lexicon:
               for key in sorted(set(base.values) | {k for k in earlier.values if k in base.keys})}
     return base.model_copy(update={"keys": keys, "values": values})
 
+

@@ -37,6 +37,9 @@ _LISTED_SHOP_ODDS: Final = 0.35
 _SPLIT_VOUCHER_ODDS: Final = 0.5
 _MAX_PREFIX_WORDS: Final = 2
 _MAX_KIND_WORDS: Final = 4
+_DRAFTS: Final = 6
+_TITLE_RUN: Final = 3
+"""Consecutive title words that make a phrase a copy of the title rather than a shopper's words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +88,21 @@ class LexiconWriter:
         return out
 
     def write_item(self, item: ItemRequest, rng: Draws) -> WrittenItem:
+        """The item's phrase: of a few drafts, the first that repeats no three title words in a row outside
+        its stated values (values may be title words, as in real queries); the last draft otherwise."""
         product, target = item.product, item.target
         kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise)
         statements = self.statements(target)
         kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
+        values = [s.value for s in statements]
+        for _ in range(_DRAFTS):
+            phrase = self._draft(kind, statements, target, rng)
+            if longest_title_run(_without(phrase, values), product.title) < _TITLE_RUN:
+                break
+        search_terms = " ".join(dict.fromkeys(" ".join([*values, kind]).split()))
+        return WrittenItem(phrase=phrase, search_terms=search_terms)
+
+    def _draft(self, kind: str, statements: Sequence[_Statement], target: RewardTarget, rng: Draws) -> str:
         prefix: list[str] = []
         clauses: list[str] = []
         for statement in statements:
@@ -98,17 +112,11 @@ class LexiconWriter:
                 prefix.append(statement.value)
             else:
                 clauses.append(self._clause(statement, rng))
-        if prefix and longest_title_run(" ".join([*prefix, kind]), product.title) >= 3:
-            clauses += [self._clause(_Statement(KeyPhrasing(role="feature"), v), rng) for v in prefix]
-            prefix = []
         phrasing = self.lexicon.phrasing
         clauses += [rng.choice(phrasing.services[s]) for s in target.service if s in phrasing.services]
         prices = [self._price(raw, rng) for raw in target.price]
-        phrase = queries.item_phrase(" ".join([*prefix, kind]), [*clauses, *prices], rng,
-                                     price_last=bool(prices) and rng.random() < _PRICE_LAST_ODDS)
-        values = [s.value for s in statements]
-        search_terms = " ".join(dict.fromkeys(" ".join([*values, kind]).split()))
-        return WrittenItem(phrase=phrase, search_terms=search_terms)
+        return queries.item_phrase(" ".join([*prefix, kind]), [*clauses, *prices], rng,
+                                   price_last=bool(prices) and rng.random() < _PRICE_LAST_ODDS)
 
     def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
         return (statement.key.role in self.lexicon.phrasing.prefix_roles
@@ -144,6 +152,13 @@ class LexiconWriter:
             return _capitalised(rng.choice(frames.voucher_split).format(
                 first=phrases[0], rest=queries.join_clauses(phrases[1:], rng)))
         return _capitalised(rng.choice(frames.voucher).format(items=queries.join_clauses(phrases, rng)))
+
+
+def _without(phrase: str, values: Sequence[str]) -> str:
+    """``phrase`` with each stated value cut out (longest first), so runs are not counted across them."""
+    for value in sorted(values, key=len, reverse=True):
+        phrase = phrase.replace(value, " | ")
+    return phrase
 
 
 def _names_kind(value: str, kind: str) -> bool:

@@ -22,7 +22,8 @@ _SEGMENT_BREAK: Final = re.compile(r"[|/,;()\[\]{}<>+*!?:\"~=]|\s-\s|【|】|（
 _TITLE_WORD: Final = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 _STOPPERS: Final = frozenset({"for", "with", "and", "in", "of", "on", "to", "from", "by", "w", "x", "or"})
 _SYSTEM_VALUE: Final = re.compile(r"^([a-z]+)\s*:\s*(.+)$")
-_SLASHED_WORDS: Final = re.compile(r"(?<=[a-z])\s*/\s*(?=[a-z])")
+_SLASHED_WORDS: Final = re.compile(r"(?<![a-z0-9])([a-z]+)\s*/\s*(?=[a-z])")
+"""A slash between two words ("texture / embroidery"), not in a unit ("10pcs/set")."""
 _SPACES: Final = re.compile(r"\s+")
 MIN_KNOWN_PAIR: Final = 2
 """Titles a two-word kind needs before it is preferred outright over its head word."""
@@ -57,7 +58,7 @@ def clean_value(value: str, role: Role, phrasing: Phrasing) -> str:
     if role == "size" and text in phrasing.size_words:
         return phrasing.size_words[text]
     joint = " and " if role == "color" else " or "
-    return _SLASHED_WORDS.sub(joint, text).replace("_", " ").strip()
+    return _SLASHED_WORDS.sub(lambda m: m.group(1) + joint, text).replace("_", " ").strip()
 
 
 def title_words(text: str) -> list[str]:
@@ -130,11 +131,12 @@ def choose_kind(title: str, category: str, kinds: Mapping[str, int], noise: froz
 
 
 def longest_title_run(text: str, title: str) -> int:
-    """The longest run of consecutive title words that ``text`` repeats in the same order."""
-    words, title_list = title_words(text), title_words(title)
+    """The longest run of consecutive title words that ``text`` repeats in the same order (punctuation
+    in ``text`` breaks a run)."""
+    title_list = title_words(title)
     best = 0
     previous = [0] * (len(title_list) + 1)
-    for word in words:
+    for word in (w for part in _SEGMENT_BREAK.split(text.lower()) for w in [*title_words(part), "|"]):
         current = [0] * (len(title_list) + 1)
         for j, title_word in enumerate(title_list, start=1):
             if word == title_word:

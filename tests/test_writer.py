@@ -1,0 +1,181 @@
+"""The generator's lexicon writer: deterministic bytes, items named by kind (never a run of title words),
+no raw key names, every stated value recoverable in its everyday form, ShoppingBench's voucher text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shoppingbench.catalog.models import Product
+from shoppingbench.generator.draws import HashDraws
+from shoppingbench.generator.request import ItemRequest, WrittenRequest
+from shoppingbench.generator.writer import LexiconWriter
+from shoppingbench.generator.writer.build import fallback_lexicon, scan
+from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, load_lexicon, load_phrasing
+from shoppingbench.generator.writer.rules import clean_value, longest_title_run
+from shoppingbench.problems.models import Category, Problem, RewardTarget
+from shoppingbench.problems.terms import price_condition, stated_target
+from shoppingbench.world import queries
+from shoppingbench.world.catalog import generate_products
+
+SAMPLE_PROBLEMS = Path(__file__).resolve().parent / "fixtures" / "samples"
+
+
+@pytest.fixture(scope="module")
+def sample_writer() -> LexiconWriter:
+    return LexiconWriter(load_lexicon(SAMPLE_LEXICON_FILE))
+
+
+def _sample_requests(count: int) -> Iterator[ItemRequest]:
+    """Sample-world products with every kind of constraint stated: an sku option, up to two attributes,
+    services and a price mode."""
+    for index, product in enumerate(generate_products(count, seed=3)):
+        rng = HashDraws("requests", str(index))
+        sku = next(iter(product.sku_options.values()), {})
+        attributes = [{key: values[:1]} for key, values in sorted(product.attributes.items())[:2]]
+        prices = [price_condition(product.price, rng)] if index % 2 else []
+        yield ItemRequest(product, stated_target(product, sku=sku, attributes=attributes,
+                                                 services=product.service[:index % 3], prices=prices))
+
+
+def _real_problems() -> list[Problem]:
+    """The real ShoppingBench problems kept as test fixtures (GPT-written queries, real titles and keys)."""
+    problems = []
+    for category in ("product", "shop", "voucher"):
+        for line in (SAMPLE_PROBLEMS / f"shoppingbench_{category}_sample.jsonl").read_text().splitlines():
+            problems.append(Problem.from_shoppingbench(json.loads(line), category))
+    return problems
+
+
+def _product_for(target: RewardTarget) -> Product:
+    """A product satisfying ``target``, as the calibration catalog rebuilds them (no category, no brand)."""
+    low = min((c.low or 0 for c in target.price_conditions()), default=0.0)
+    sku = {key: value for option in target.sku_options for key, value in option.items()}
+    attributes = {key: values for attribute in target.attributes for key, values in attribute.items()}
+    return Product(product_id=target.product_id, shop_id="1", title=target.title[0], price=low + 1,
+                   sku_options={"1": sku} if sku else {}, attributes=attributes, service=target.service)
+
+
+def _real_requests() -> list[tuple[Problem, list[ItemRequest]]]:
+    return [(p, [ItemRequest(_product_for(t), t) for t in p.targets]) for p in _real_problems()]
+
+
+@pytest.fixture(scope="module")
+def real_writer() -> LexiconWriter:
+    phrasing = load_phrasing()
+    products = [request.product for _, requests in _real_requests() for request in requests]
+    return LexiconWriter(fallback_lexicon(scan(products, phrasing), phrasing))
+
+
+def _stated(writer: LexiconWriter, target: RewardTarget) -> list[str]:
+    return [statement.value for statement in writer.statements(target)]
+
+
+def _without_values(phrase: str, values: list[str]) -> str:
+    """The phrase with its stated values cut out (a value may itself be title words, as in real queries)."""
+    for value in sorted(values, key=len, reverse=True):
+        phrase = phrase.replace(value, " zzcut ")
+    return phrase
+
+
+def test_same_draws_same_bytes_and_other_draws_other_wording(sample_writer: LexiconWriter) -> None:
+    requests = list(_sample_requests(12))
+
+    def written(salt: str) -> list[WrittenRequest]:
+        return [sample_writer.write("shop", requests[i:i + 3], None, HashDraws(salt, str(i)))
+                for i in (0, 3, 6, 9)]
+
+    first, again, other = written("k"), written("k"), written("x")
+    assert first == again
+    assert [w.query for w in first] != [w.query for w in other]
+
+
+def test_sample_world_items_are_named_by_kind_not_by_title_runs(sample_writer: LexiconWriter) -> None:
+    checked = 0
+    for index, request in enumerate(_sample_requests(300)):
+        written = sample_writer.write("product", [request], None, HashDraws("span", str(index)))
+        phrase = _without_values(written.items[0].phrase, _stated(sample_writer, request.target))
+        assert longest_title_run(phrase, request.product.title) < 3, (phrase, request.product.title)
+        assert "in its name" not in written.query
+        checked += 1
+    assert checked == 300
+
+
+@pytest.mark.parametrize("salt", ["a", "b", "c"])
+def test_real_problems_twins_name_items_by_kind(real_writer: LexiconWriter, salt: str) -> None:
+    for problem, requests in _real_requests():
+        written = real_writer.write(problem.category, requests, problem.voucher, HashDraws(salt, problem.id))
+        for request, item in zip(requests, written.items, strict=True):
+            phrase = _without_values(item.phrase, _stated(real_writer, request.target))
+            assert longest_title_run(phrase, request.product.title) < 3, (phrase, request.product.title)
+            kind = item.search_terms.split()
+            assert len(kind) >= 1 and len(item.phrase.split()) >= 2
+
+
+def test_no_raw_key_names_and_every_value_recoverable(real_writer: LexiconWriter,
+                                                      sample_writer: LexiconWriter) -> None:
+    cases = [(real_writer, problem.category, requests) for problem, requests in _real_requests()]
+    cases += [(sample_writer, "product", [request]) for request in _sample_requests(150)]
+    raw_keys = 0
+    for index, (writer, category, requests) in enumerate(cases):
+        written = writer.write(category, requests, None, HashDraws("values", str(index)))
+        query = written.query.lower()
+        for request, item in zip(requests, written.items, strict=True):
+            keys = [k for o in request.target.sku_options for k in o] + [k for a in request.target.attributes
+                                                                         for k in a]
+            said = _without_values(query, _stated(writer, request.target))  # "all skin types" is a value
+            raw_keys += any(k.lower() in said or k.lower().replace("_", " ") in said
+                            for k in keys if "_" in k)
+            for value in _stated(writer, request.target):
+                assert value in query and value in item.search_terms, (value, written.query)
+    assert raw_keys == 0
+
+
+def test_values_in_everyday_form_keep_their_numbers() -> None:
+    phrasing = load_phrasing()
+    assert clean_value("int:m", "size", phrasing) == "medium"
+    assert clean_value("l", "size", phrasing) == "large"
+    assert clean_value("eu:40", "size", phrasing) == "EU size 40"
+    assert clean_value("waist:33", "size", phrasing) == "waist 33"
+    assert clean_value("texture / embroidery", "pattern", phrasing) == "texture or embroidery"
+    assert clean_value("white/orange", "color", phrasing) == "white and orange"
+    assert clean_value("10pcs/set", "quantity", phrasing) == "10pcs/set"
+    assert clean_value("3/8", "size", phrasing) == "3/8"
+
+
+def test_services_prices_and_the_voucher_text(real_writer: LexiconWriter) -> None:
+    phrasing = real_writer.lexicon.phrasing
+    for problem, requests in _real_requests():
+        written = real_writer.write(problem.category, requests, problem.voucher, HashDraws("svc", problem.id))
+        items_text, _, rules = written.query.partition("\n\n")
+        for request, item in zip(requests, written.items, strict=True):
+            for service in request.target.service:
+                assert any(p in item.phrase for p in phrasing.services[service]), (service, item.phrase)
+            for condition in request.target.price_conditions():
+                for bound in (condition.low, condition.high):
+                    assert bound is None or queries.number(bound) in item.phrase
+        if problem.voucher is not None:
+            assert rules == queries.voucher_rules(problem.voucher)
+            budget = queries.number(problem.voucher.budget)
+            assert rules.startswith(f"My budget is only `{budget}`, but I have a voucher with the following")
+        else:
+            assert not rules and items_text == written.query
+
+
+def test_the_key_names_the_lexicon_and_a_changed_lexicon_changes_key_and_bytes() -> None:
+    lexicon = load_lexicon(SAMPLE_LEXICON_FILE)
+    writer = LexiconWriter(lexicon)
+    import hashlib
+    assert writer.key.endswith(hashlib.sha256(SAMPLE_LEXICON_FILE.read_bytes()).hexdigest())
+    frames = lexicon.phrasing.frames.model_copy(update={"product": ["Get me {item} now."]})
+    changed = LexiconWriter(lexicon.model_copy(update={"phrasing": lexicon.phrasing.model_copy(
+        update={"frames": frames})}))
+    assert changed.key != writer.key
+    request = next(_sample_requests(1))
+    category: Category = "product"
+    assert changed.write(category, [request], None, HashDraws("k")).query.startswith("Get me ")
+    assert changed.write(category, [request], None, HashDraws("k")) != writer.write(category, [request], None,
+                                                                                     HashDraws("k"))
