@@ -38,6 +38,9 @@ import orjson
 from benchmarks.validity_metrics import wording_figures
 from benchmarks.validity_run import AGENTS, run_agents, sampler_shape, twins
 from shoppingbench.catalog.build import build_catalog, catalog_exists, open_catalog
+from shoppingbench.generator.writer import lexicon_path
+from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
+from shoppingbench.generator.writer.lexicon import load_lexicon, save_lexicon
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -70,6 +73,16 @@ def calibration_catalog(calibration: Path, root: Path) -> Path:
     if not catalog_exists(catalog_dir):
         build_catalog(documents, catalog_dir, strict=True, progress=False)
     return catalog_dir
+
+
+def calibration_lexicon(catalog_dir: Path, lexicon: Path | None) -> str:
+    """Put the writer's lexicon beside the catalog and return its sha256: ``lexicon`` when given (e.g. one
+    a model helped build), else the deterministic fallback of ``arena lexicon build``, built afresh."""
+    path = lexicon_path(catalog_dir)
+    if lexicon is not None:
+        return save_lexicon(load_lexicon(lexicon), path)
+    path.unlink(missing_ok=True)  # a fresh build, not an extension of an earlier run's lexicon
+    return build_catalog_lexicon(catalog_dir, progress=False).sha256
 
 
 def real_problems(calibration: Path, per_category: int) -> dict[Category, list[Problem]]:
@@ -110,6 +123,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION,
                         help="Folder with documents.jsonl.gz and {product,shop,voucher}.jsonl")
+    parser.add_argument("--lexicon", type=Path, default=None,
+                        help="Lexicon file for the twins (default: the deterministic build for the catalog)")
     parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
     parser.add_argument("--workers", type=int, default=4, help="Problems run at once per agent")
     parser.add_argument("--world-products", type=int, default=3000,
@@ -128,6 +143,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     settings = HarnessSettings()
     _say(f"catalog: importing {args.calibration / DOCUMENTS} (cached by sha256)")
     catalog_dir = calibration_catalog(args.calibration, settings.root)
+    _say("lexicon: " + (f"using {args.lexicon}" if args.lexicon else "the deterministic build for the catalog"))
+    lexicon = calibration_lexicon(catalog_dir, args.lexicon)
     real = real_problems(args.calibration, args.per_category)
     _say(f"problems: {', '.join(f'{len(real[c])} {c}' for c in CATEGORIES)}; writing twins")
     engine = open_catalog(catalog_dir)
@@ -138,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         engine.close()
     per_category = {c: _category_figures(real[c], twin[c], success[c]) for c in CATEGORIES}
     shape = sampler_shape(settings.root, args.world_products, args.shape_per_category, _say)
-    result = {**summarise(per_category), "targets": TARGETS,
+    result = {**summarise(per_category), "targets": TARGETS, "lexicon_sha256": lexicon,
               "problems": sum(len(p) for p in real.values()), "per_category": per_category,
               "sampler_shape": shape}
     print(orjson.dumps(result).decode())

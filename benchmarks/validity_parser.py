@@ -174,12 +174,40 @@ def split_items(query: str) -> list[str]:
     return phrases
 
 
-def parse_query(query: str) -> tuple[list[Item], float | None]:
-    """The items a query asks for and the budget of its voucher block (``None`` without one)."""
+@dataclass(frozen=True)
+class Budget:
+    """The voucher block: what the shopper may spend after the voucher."""
+
+    budget: float
+    threshold: float
+    fixed: float | None
+    percent: float
+    cap: float
+
+    def total_paid(self, prices: list[float]) -> float:
+        total = sum(prices)
+        if total < self.threshold:
+            return total
+        if self.fixed is not None:
+            return total - self.fixed
+        return max(total * (1 - self.percent / 100), total - self.cap)
+
+
+def parse_budget(block: str) -> Budget | None:
+    """The voucher block's numbers (ShoppingBench's own wording), ``None`` when the query has none."""
+    numbers = [float(n) for n in re.findall(r"`(\d+(?:\.\d+)?)%?`", block)]
+    if len(numbers) < 3:
+        return None
+    if "fixed discount" in block:
+        return Budget(numbers[0], numbers[1], numbers[2], 0.0, 0.0)
+    return Budget(numbers[0], numbers[1], None, numbers[2], numbers[3] if len(numbers) > 3 else 0.0)
+
+
+def parse_query(query: str) -> tuple[list[Item], Budget | None]:
+    """The items a query asks for and its voucher block (``None`` without one)."""
     wish, _, voucher = query.partition("My budget")
-    budget = re.search(r"`(\d+(?:\.\d+)?)`", voucher)
     items = [parse_item(p) for p in split_items(wish)] or [Item(name=wish)]
-    return items, float(budget.group(1)) if budget else None
+    return items, parse_budget(voucher)
 
 
 def _everyday(raw: str) -> set[str]:
@@ -252,26 +280,45 @@ def candidates(dialogue: _Dialogue, item: Item, shop_id: str | None = None) -> S
     return sorted(scored, key=lambda pair: (-pair[0][0], -pair[0][1]))
 
 
-def _best(scored: Scored, cheap: bool) -> dict[str, Any] | None:
+def _best(scored: Scored, cheap: bool, loose: bool = False) -> dict[str, Any] | None:
+    """The best match (``loose``: only the stated values count), the cheapest of ties with ``cheap``."""
     if not scored:
         return None
     top = scored[0][0]
-    tied = [h for s, h in scored if s == top]
+    tied = [h for s, h in scored if (s[0] == top[0] if loose else s == top)]
     return min(tied, key=lambda h: h["price"]) if cheap else tied[0]
 
 
-def one_shop(dialogue: _Dialogue, items: list[Item], first: Scored, cheap: bool) -> list[str]:
-    """The shop (best matches of the first item first) whose best picks match most stated values."""
-    best: tuple[int, list[str]] = (-1, [])
-    for shop in list(dict.fromkeys(h["shop_id"] for _, h in first))[:SHOPS_TRIED]:
-        per_item = [[(s, h) for s, h in first if h["shop_id"] == shop]]
-        per_item += [candidates(dialogue, item, shop) for item in items[1:]]
-        if not all(per_item):
+def within_budget(per_item: list[Scored], budget: Budget) -> list[dict[str, Any] | None]:
+    """The best picks; when they overrun the budget, the cheapest picks that carry as many values."""
+    picks = [_best(scored, True) for scored in per_item]
+    if budget.total_paid([p["price"] for p in picks if p]) <= budget.budget:
+        return picks
+    return [_best(scored, True, loose=True) for scored in per_item]
+
+
+def _shop_order(per_item: list[Scored], items: list[Item]) -> list[str]:
+    """Shops with a hit for every item first, then the shops of the most constrained item's hits."""
+    shops = [list(dict.fromkeys(h["shop_id"] for _, h in scored)) for scored in per_item]
+    everywhere = [shop for shop in shops[0] if all(shop in other for other in shops[1:])]
+    richest = max(range(len(items)), key=lambda i: (len(items[i].values) + len(items[i].services)
+                                                     + bool(items[i].price)))
+    return list(dict.fromkeys([*everywhere, *shops[richest]]))
+
+
+def one_shop(dialogue: _Dialogue, items: list[Item], per_item: list[Scored]) -> list[str]:
+    """The shop whose best picks match most stated values, then most name words."""
+    best: tuple[tuple[int, int], list[str]] = ((-1, -1), [])
+    wanted = sum(len(item.values) for item in items)
+    for shop in _shop_order(per_item, items)[:SHOPS_TRIED]:
+        in_shop = [[(s, h) for s, h in scored if h["shop_id"] == shop] or candidates(dialogue, item, shop)
+                   for item, scored in zip(items, per_item, strict=True)]
+        if not all(in_shop):
             continue
-        total = sum(scored[0][0][0] for scored in per_item)
+        total = (sum(scored[0][0][0] for scored in in_shop), sum(scored[0][0][1] for scored in in_shop))
         if total > best[0]:
-            best = (total, [pick["product_id"] for pick in (_best(s, cheap) for s in per_item) if pick])
-        if total == sum(len(item.values) for item in items):
+            best = (total, [pick["product_id"] for pick in (_best(s, False) for s in in_shop) if pick])
+        if total[0] == wanted:
             break
     return best[1]
 
@@ -283,13 +330,12 @@ def agent_main(problem: dict[str, Any], client: ProxyClient | None = None) -> li
     try:
         dialogue = _Dialogue(query, proxy)
         items, budget = parse_query(query)
-        cheap = budget is not None
-        first = candidates(dialogue, items[0])
+        per_item = [candidates(dialogue, item) for item in items]
         chosen: list[str] = []
         if len(items) > 1 and budget is None:
-            chosen = one_shop(dialogue, items, first, cheap)
+            chosen = one_shop(dialogue, items, per_item)
         if not chosen:
-            picks = [_best(first, cheap)] + [_best(candidates(dialogue, item), cheap) for item in items[1:]]
+            picks = within_budget(per_item, budget) if budget else [_best(s, False) for s in per_item]
             chosen = [pick["product_id"] if pick else "" for pick in picks]
         dialogue.call("Recommending one product per item.", "recommend_product",
                       {"product_ids": ",".join(chosen)})
