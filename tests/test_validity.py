@@ -19,7 +19,7 @@ from benchmarks.validity_metrics import (
     wording_figures,
     words,
 )
-from benchmarks.validity_parser import price_filter, services_of, split_query
+from benchmarks.validity_parser import Item, match_score, parse_query, take_price, take_services
 from benchmarks.validity_run import twin_of
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
@@ -90,20 +90,39 @@ def test_wording_figures_per_item_and_per_value() -> None:
     assert figures.query_words == (9 + 4) / 2 and figures.constraints_per_item == 2.0
 
 
-def test_parser_reads_prices_and_services() -> None:
-    assert price_filter("a kettle between 100 and 250 php")[0] == "100-250"
-    assert price_filter("a fan for no more than ₱1,200")[0] == "-1200"
-    assert price_filter("a mug priced above 83 pesos")[0] == "83-"
-    assert price_filter("a mug")[0] is None
-    services, rest = services_of("with free shipping and cash on delivery")
+def test_parser_reads_the_writers_price_and_service_phrasings() -> None:
+    assert take_price("a kettle priced between 100 and 250 php")[0] == "100-250"
+    assert take_price("a fan costing no more than 1200 pesos")[0] == "-1200"
+    assert take_price("a mug in the 83 to 90.5 php range")[0] == "83-90.5"
+    assert take_price("a mug with a price above 83 pesos")[0] == "83-"
+    assert take_price("a mug")[0] is None
+    services, rest = take_services("a mug that ships for free and with cod available")
     assert services == ["freeShipping", "COD"] and "free" not in rest
 
 
-def test_parser_splits_items_and_keeps_the_voucher_block_apart() -> None:
-    clauses, voucher = split_query("I need a red kettle under 300 php. Also, a steel pot with free shipping."
-                                   "\n\nMy budget is only `500`, with a voucher.")
-    assert [c.price for c in clauses] == ["-300", None] and clauses[1].services == ["freeShipping"]
-    assert "kettle" in clauses[0].keywords and "pot" in clauses[1].keywords and "500" in voucher
+def test_parser_splits_the_frame_items_and_clauses() -> None:
+    items, budget = parse_query(
+        "I need a red kettle in size large and priced under 300 php. I also need some steel pots with free "
+        "shipping, made from aluminum and with a floral pattern.\n\nMy budget is only `500`, but I have a "
+        "voucher with the following rules:\n1. The voucher applies to all products.\n2. It is valid only "
+        "when "
+        "the total price of the products exceeds `400`.\n3. It provides a fixed discount of `50`.")
+    assert [(i.name, i.values, i.price, i.services) for i in items] == [
+        ("red kettle", ["large"], "-300", []), ("steel pots", ["aluminum", "floral"], None, ["freeShipping"])]
+    assert budget is not None and budget.total_paid([300, 150]) == 400 and budget.total_paid([300]) == 300
+    listed, no_budget = parse_query("Find shops offering multiple items where: First, I want a cat collar in "
+                                    "the color sky blue. Second: a pair of socks by uniqlo.")
+    assert [(i.name, i.values) for i in listed] == [("cat collar", ["sky blue"]), ("socks", ["uniqlo"])]
+    assert no_budget is None
+
+
+def test_parser_matches_values_in_their_everyday_form() -> None:
+    item = Item(name="belt", values=["waist 38", "medium", "black and white"])
+    detail = {"sku_options": {"1": {"size": "waist:38", "color_family": "black/white"}, "2": {"size": "m"}},
+              "attributes": {}}
+    # The best single option carries two values: waist 38 and the colours.
+    assert match_score(item, detail, "Heavy duty belt") == (2, 1)
+    assert match_score(item, {"sku_options": {"1": {"size": "m"}}}, "Shoe") == (1, 0)
 
 
 def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: SampleWorld,
