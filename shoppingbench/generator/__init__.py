@@ -1,12 +1,14 @@
 """Race-time problem generation over any catalog (SPEC 5): a seed in, a solvable suite out.
 
 ``ProblemGenerator.open(catalog_dir).generate(seed, {"product": 20, "shop": 20, "voucher": 20})``
-draws targets uniformly from the catalog and words requests from their real fields only, so it works
-on the bundled sample world and on an imported ShoppingBench catalog alike.
+samples targets and stated constraints as ShoppingBench does, words them with the catalog's lexicon
+writer and keeps only problems a shopper's words can solve; ``version="sbgen-1"`` replays the first
+generator for race days before an upgrade (see :mod:`shoppingbench.generator.versions`).
 """
 
-from shoppingbench.generator.config import GENERATOR_VERSION, GeneratorConfig
+from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.generator import ProblemGenerator
+from shoppingbench.generator.versions import DEFAULT_VERSION, VERSIONS
 
-__all__ = ["GENERATOR_VERSION", "GeneratorConfig", "ProblemGenerator", "catalog_fingerprint"]
+__all__ = ["DEFAULT_VERSION", "VERSIONS", "GeneratorConfig", "ProblemGenerator", "catalog_fingerprint"]

@@ -21,6 +21,8 @@ class CatalogView:
         self.engine = engine
         self.size = len(engine)
         self._rarity: dict[str, float] = {}
+        self._shop_counts: dict[str, int] | None = None
+        self._shops_from: dict[int, list[str]] = {}
 
     def product_id_at(self, rank: int) -> str:
         return self.engine.product_id_at(rank)
@@ -34,6 +36,16 @@ class CatalogView:
 
     def shop_sizes(self) -> list[int]:
         return self.engine.shop_sizes()
+
+    def shops_with_at_least(self, count: int) -> list[str]:
+        """The ids of the shops with ``count`` or more products, in byte order (computed once per count)."""
+        shops = self._shops_from.get(count)
+        if shops is None:
+            if self._shop_counts is None:
+                self._shop_counts = self.engine.shop_counts()
+            shops = sorted((s for s, n in self._shop_counts.items() if n >= count), key=str.encode)
+            self._shops_from[count] = shops
+        return shops
 
     def rarity(self, word: str) -> float:
         """Inverse document frequency of the word's rarest analysed term (0 for stop words)."""

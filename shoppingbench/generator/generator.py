@@ -1,55 +1,77 @@
 """The race-time problem generator: seeded, solvable product, shop and voucher problems over any catalog.
 
 A :class:`ProblemGenerator` serves one catalog (the bundled sample world's or an imported ShoppingBench
-catalog of millions of products) and turns a seed into a suite. The suite is a pure function of the
-catalog's content fingerprint, the seed, :data:`GENERATOR_VERSION`, the configuration, the requested
-counts and the excluded products, so every honest validator generates the same bytes.
+catalog of millions of products) with one generator version (see :mod:`shoppingbench.generator.versions`)
+and turns a seed into a suite. The suite is a pure function of the catalog's content fingerprint, the
+seed, the version, the configuration, the writer (its lexicon), the requested counts and the excluded
+products, so every honest validator generates the same bytes; :attr:`ProblemGenerator.key` names all
+but the seed, the counts and the exclusions.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import TracebackType
+from typing import Final
+
+from pydantic import BaseModel
 
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
-from shoppingbench.generator.config import GENERATOR_VERSION, GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
-from shoppingbench.generator.space import problem_space
-from shoppingbench.generator.suite import SuiteDraw
+from shoppingbench.generator.request import GeneratedProblem, RequestWriter
+from shoppingbench.generator.versions import DEFAULT_VERSION, Generation, get_version
+from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
+from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder, TitleEmbedder
 from shoppingbench.search.engine import BM25SearchEngine
+
+TITLE_CACHE_FILE: Final = "generator-titles.sqlite"
+"""The title-embedding cache :meth:`ProblemGenerator.open` keeps beside the catalog (speed only)."""
 
 
 class ProblemGenerator:
-    """Generates suites from seeds over the catalog ``engine`` serves (``fingerprint`` names its content)."""
+    """Generates suites from seeds over the catalog ``engine`` serves (``fingerprint`` names its content).
 
-    def __init__(self, engine: BM25SearchEngine, *, fingerprint: str,
-                 config: GeneratorConfig | None = None) -> None:
+    ``writer`` words requests (the catalog's lexicon writer); ``embedder`` scores title similarity when
+    the solvability check weighs a product other than the target (MiniLM, as the scorer, by default).
+    """
+
+    def __init__(self, engine: BM25SearchEngine, *, fingerprint: str, writer: RequestWriter,
+                 config: BaseModel | None = None, version: str = DEFAULT_VERSION,
+                 embedder: TitleEmbedder | None = None) -> None:
         self.engine = engine
         self.fingerprint = fingerprint
-        self.config = config or GeneratorConfig()
+        self.version = get_version(version)
+        self.writer = writer
+        self.config = self.version.check_config(config)
         self._catalog = CatalogView(engine)
+        self._generation = Generation(self._catalog, fingerprint, writer,
+                                      embedder or CachedEmbedder(MiniLMEmbedder()))
         self._owns_engine = False
         self._space: dict[Category, int] | None = None
 
     @classmethod
-    def open(cls, catalog_dir: Path, config: GeneratorConfig | None = None) -> ProblemGenerator:
-        """A generator over the built catalog in ``catalog_dir``; :meth:`close` closes the catalog."""
+    def open(cls, catalog_dir: Path, config: BaseModel | None = None, *,
+             version: str = DEFAULT_VERSION) -> ProblemGenerator:
+        """A generator of ``version`` over the built catalog in ``catalog_dir``, with the catalog's writer;
+        :meth:`close` closes the catalog. An unknown version is a ``ValueError`` naming the known ones."""
+        get_version(version)  # fail before opening anything
         fingerprint = catalog_fingerprint(catalog_dir)
-        generator = cls(open_catalog(catalog_dir), fingerprint=fingerprint, config=config)
+        embedder = CachedEmbedder(MiniLMEmbedder(), catalog_dir / TITLE_CACHE_FILE)
+        writer = writer_for_catalog(catalog_dir)
+        generator = cls(open_catalog(catalog_dir), fingerprint=fingerprint, writer=writer,
+                        config=config, version=version, embedder=embedder)
         generator._owns_engine = True
         return generator
 
     @property
     def key(self) -> str:
-        """Generator version, catalog fingerprint and a digest of the configuration: everything a suite
-        depends on besides its seed and requested counts."""
-        config = hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:12]
-        return f"{GENERATOR_VERSION}/{self.fingerprint}/{config}"
+        """Everything a suite depends on besides its seed, counts and exclusions: version / catalog
+        fingerprint / configuration digest / writer key (the writer key is left out by "sbgen-1")."""
+        return self.version.key(self._generation, self.config)
 
     def close(self) -> None:
         """Close the catalog if :meth:`open` opened it (an engine passed in belongs to the caller)."""
@@ -70,6 +92,13 @@ class ProblemGenerator:
         No product is a target twice in the suite, nor any of ``exclude_products``. A category comes out
         short only when the catalog cannot supply more (e.g. no shop sells two kinds of item).
         """
+        checked = self.generate_checked(seed, per_category, exclude_products=exclude_products)
+        return [generated.problem for generated in checked]
+
+    def generate_checked(self, seed: str, per_category: Mapping[Category, int], *,
+                         exclude_products: AbstractSet[str] = frozenset()) -> list[GeneratedProblem]:
+        """:meth:`generate`'s problems, each with the shopper words per target its check searched with
+        (for re-checking a suite independently)."""
         unknown = set(per_category) - set(CATEGORIES)
         if unknown:
             raise ValueError(f"unknown problem categories {sorted(unknown)}; "
@@ -77,13 +106,12 @@ class ProblemGenerator:
         negative = {c: n for c, n in per_category.items() if n < 0}
         if negative:
             raise ValueError(f"problem counts must be >= 0, got {negative}")
-        draw = SuiteDraw(self._catalog, fingerprint=self.fingerprint, seed=seed, config=self.config,
-                         exclude=exclude_products)
+        draw = self.version.draw(self._generation, self.config, seed, exclude_products)
         return [problem for category in CATEGORIES
                 for problem in draw.category(category, per_category.get(category, 0))]
 
     def space(self) -> dict[Category, int]:
-        """A conservative count of the distinct problems reachable per category (see ``generator.space``)."""
+        """A conservative count of the distinct problems reachable per category (see the version's space)."""
         if self._space is None:
-            self._space = problem_space(self._catalog, self.config)
+            self._space = self.version.space(self._catalog, self.config)
         return dict(self._space)

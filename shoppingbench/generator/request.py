@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shoppingbench.catalog.models import Product
-from shoppingbench.problems.models import Category, RewardTarget, Voucher
+from shoppingbench.problems.models import Category, Problem, RewardTarget, Voucher
 from shoppingbench.problems.terms import Draws
 
 
@@ -40,6 +40,14 @@ class WrittenRequest:
 
     query: str
     items: tuple[WrittenItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedProblem:
+    """A generated problem and, per target, the shopper words its solvability was checked with."""
+
+    problem: Problem
+    search_terms: tuple[str, ...]
 
 
 class RequestWriter(Protocol):

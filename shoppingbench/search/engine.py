@@ -165,6 +165,11 @@ class BM25SearchEngine:
         counts = np.bincount(np.asarray(self._shop), minlength=len(self._shop_codes))
         return [int(c) for c in counts if c]
 
+    def shop_counts(self) -> dict[str, int]:
+        """How many products each shop has, by shop id (shops without products left out)."""
+        counts = np.bincount(np.asarray(self._shop), minlength=len(self._shop_codes))
+        return {shop: int(counts[code]) for shop, code in self._shop_codes.items() if counts[code]}
+
     def document_frequency(self, term: str) -> int:
         """How many products contain the analysed ``term`` (an output of ``search.analysis.analyze``)."""
         span = self._postings(term)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from shoppingbench.catalog.models import SERVICES, Product, build_contents
-from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.wording import attribute_clause, detail_clause, sku_clause
+from shoppingbench.generator.sbgen1.config import GeneratorConfig
+from shoppingbench.generator.sbgen1.wording import attribute_clause, detail_clause, sku_clause
 from shoppingbench.problems.models import RewardTarget
 from shoppingbench.problems.solvability import WORD
 from shoppingbench.problems.terms import price_condition, stated_target
