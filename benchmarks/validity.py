@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     settings = HarnessSettings()
     _say(f"catalog: importing {args.calibration / DOCUMENTS} (cached by sha256)")
     catalog_dir = calibration_catalog(args.calibration, settings.root)
-    _say("lexicon: " + (f"using {args.lexicon}" if args.lexicon else "the deterministic build for the catalog"))
+    _say(f"lexicon: {args.lexicon or 'the deterministic build for the catalog'}")
     lexicon = calibration_lexicon(catalog_dir, args.lexicon)
     real = real_problems(args.calibration, args.per_category)
     _say(f"problems: {', '.join(f'{len(real[c])} {c}' for c in CATEGORIES)}; writing twins")

@@ -39,19 +39,23 @@ _PRICES: tuple[tuple[str, str], ...] = (
     (rf"(?:priced |costing |for )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} {_CURRENCY}", "between"),
     (rf"in the {_NUM} to {_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
-    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than) {_NUM} {_CURRENCY}", "high"),
+    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than) {_NUM} {_CURRENCY}",
+     "high"),
     (rf"(?:priced |for |with a price )?(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
-    "freeShipping": ("with free shipping", "that ships for free", "with free delivery", "with shipping included"),
+    "freeShipping": ("with free shipping", "that ships for free", "with free delivery",
+                     "with shipping included"),
     "COD": ("with cash on delivery", "that i can pay for on delivery", "with cod available",
             "with pay on delivery"),
-    "official": ("from an official store", "sold on lazmall", "from a lazmall store", "from an official shop"),
+    "official": ("from an official store", "sold on lazmall", "from a lazmall store",
+                 "from an official shop"),
     "flashsale": ("on flash sale", "in a flash sale", "with a lazflash deal", "on a limited-time flash deal"),
 }
 _FRAMES = (
-    "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.", "help me find {}.",
-    "i want to buy {}.", "find me {}.", "do you have {}?", "searching for {}.", "i'd like {}.", "please find {}.",
+    "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.",
+    "help me find {}.", "i want to buy {}.", "find me {}.", "do you have {}?", "searching for {}.",
+    "i'd like {}.", "please find {}.",
     "any options for {}?", "i'm shopping for {}.", "find a shop offering {}.",
     "is there a single store that sells {}?", "i want to buy {} from the same shop.",
     "show me a store that has {}.", "looking for one shop with {}.", "which seller has {}?",
@@ -142,7 +146,8 @@ def clause_value(clause: str) -> str:
 
 
 _CLAUSE_START = re.compile(
-    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold)\b)")
+    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold)\b"
+    r"|[a-z]+: )")
 
 
 def parse_item(phrase: str) -> Item:
@@ -225,12 +230,16 @@ def _everyday(raw: str) -> set[str]:
 
 def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, int]:
     """(stated values the best sku option and attributes carry, name words in the title)."""
-    attributes = set().union(*(_everyday(str(v)) for vs in (detail.get("attributes") or {}).values() for v in vs))
-    options = [set().union(*(_everyday(str(v)) for v in option.values()))
-               for option in (detail.get("sku_options") or {}).values()] or [set()]
-    stated = [v for v in item.values]
-    best = max(sum(1 for v in stated if v in option | attributes) for option in options)
-    return best, sum(1 for w in item.name.split() if w in title.lower())
+    raw_attributes = (detail.get("attributes") or {}).values()
+    attributes: set[str] = set().union(*(_everyday(str(v)) for values in raw_attributes for v in values))
+    options: list[set[str]] = [set().union(*(_everyday(str(v)) for v in option.values()))
+                               for option in (detail.get("sku_options") or {}).values()] or [set()]
+    name = item.name.split()
+    # Values said before the kind ("a zipper laptop case"): any one or two name words that are a value.
+    prefixed = {" ".join(name[i:i + n]) for n in (1, 2) for i in range(len(name) - n + 1)}
+    best = max(sum(1 for v in item.values if v in option | attributes) + len(prefixed & (option | attributes))
+               for option in options)
+    return best, sum(1 for w in name if w in title.lower())
 
 
 Scored = list[tuple[tuple[int, int], dict[str, Any]]]
@@ -275,7 +284,7 @@ def candidates(dialogue: _Dialogue, item: Item, shop_id: str | None = None) -> S
             "Checking sku options and attributes.", "view_product_information",
             {"product_ids": ",".join(h["product_id"] for h in hits)})}
         scored += [(match_score(item, details.get(h["product_id"], {}), h["title"]), h) for h in hits]
-        if any(score[0] == len(item.values) for score, _ in scored):
+        if any(score[0] >= len(item.values) for score, _ in scored):
             break
     return sorted(scored, key=lambda pair: (-pair[0][0], -pair[0][1]))
 
@@ -318,7 +327,7 @@ def one_shop(dialogue: _Dialogue, items: list[Item], per_item: list[Scored]) -> 
         total = (sum(scored[0][0][0] for scored in in_shop), sum(scored[0][0][1] for scored in in_shop))
         if total > best[0]:
             best = (total, [pick["product_id"] for pick in (_best(s, False) for s in in_shop) if pick])
-        if total[0] == wanted:
+        if total[0] >= wanted:
             break
     return best[1]
 
