@@ -1,6 +1,6 @@
 """Validity: do generated problems read like ShoppingBench's own, and are they as hard? (issue 21, SPEC 5)
 
-    python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4]
+    python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4] [--lexicon FILE]
                                   [--world-products 3000] [--shape-per-category 30]
 
 Over the calibration set (``../shared/calibration``: 300 real ShoppingBench problems and a catalog they
@@ -27,7 +27,6 @@ object.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -45,6 +44,7 @@ from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.settings import HarnessSettings
+from shoppingbench.world.writer import sha256_file
 
 DEFAULT_CALIBRATION: Final = Path(__file__).resolve().parents[1].parent / "shared" / "calibration"
 DOCUMENTS: Final = "documents.jsonl.gz"
@@ -56,20 +56,12 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def calibration_catalog(calibration: Path, root: Path) -> Path:
     """The calibration catalog built under ``root``, keyed by its documents' sha256 (built once)."""
     documents = calibration / DOCUMENTS
     if not documents.is_file():
         raise SystemExit(f"no {DOCUMENTS} in {calibration}: pass --calibration DIR")
-    catalog_dir = root / "benchmarks" / f"validity-catalog-{_sha256(documents)[:16]}"
+    catalog_dir = root / "benchmarks" / f"validity-catalog-{sha256_file(documents)[:16]}"
     if not catalog_exists(catalog_dir):
         build_catalog(documents, catalog_dir, strict=True, progress=False)
     return catalog_dir
