@@ -192,6 +192,7 @@ def lexicon_build(
     listed with its reason). Prints the file's sha256: the digest a subnet pins in its configuration.
     """
     from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
+    from shoppingbench.generator.writer.lexicon import LexiconError
     from shoppingbench.generator.writer.propose import ModelSettings
 
     _settings(log_format=log_format)
@@ -201,7 +202,7 @@ def lexicon_build(
              if llm_url is not None and llm_model is not None else None)
     try:
         report = build_catalog_lexicon(catalog, out, model=model)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, LexiconError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     if report.proposals is not None:

@@ -152,8 +152,8 @@ def test_services_prices_and_the_voucher_text(real_writer: LexiconWriter) -> Non
         written = real_writer.write(problem.category, requests, problem.voucher, HashDraws("svc", problem.id))
         items_text, _, rules = written.query.partition("\n\n")
         for request, item in zip(requests, written.items, strict=True):
-            for service in request.target.service:
-                assert any(p in item.phrase for p in phrasing.services[service]), (service, item.phrase)
+            for service in request.target.service:  # in the item, or said once for every item
+                assert any(p in items_text for p in phrasing.services[service]), (service, items_text)
             for condition in request.target.price_conditions():
                 for bound in (condition.low, condition.high):
                     assert bound is None or queries.number(bound) in item.phrase
@@ -179,3 +179,39 @@ def test_the_key_names_the_lexicon_and_a_changed_lexicon_changes_key_and_bytes()
     assert changed.write(category, [request], None, HashDraws("k")).query.startswith("Get me ")
     assert changed.write(category, [request], None, HashDraws("k")) != writer.write(category, [request], None,
                                                                                      HashDraws("k"))
+
+
+def test_multi_item_requests_come_in_several_structures(real_writer: LexiconWriter) -> None:
+    """Items joined in one sentence, listed by ordinals, or named first with one sentence of requirements
+    each; services every item asks for are sometimes said once. Every stated value is in each structure."""
+    frames = real_writer.lexicon.phrasing.frames
+    seen: set[str] = set()
+    for problem, requests in _real_requests():
+        if len(requests) < 2:
+            continue
+        for salt in range(12):
+            written = real_writer.write(problem.category, requests, None, HashDraws("shape", str(salt)))
+            text = written.query
+            if any(f". {f.split('{')[0]}" in text for f in frames.detached_item):  # ". For the fan, ..."
+                seen.add("detached")
+            elif "Second" in text:
+                seen.add("listed")
+            else:
+                seen.add("joined")
+            for request in requests:
+                assert all(value in text.lower() for value in _stated(real_writer, request.target))
+    assert seen == {"detached", "listed", "joined"}
+
+
+def test_a_service_every_item_asks_for_is_sometimes_said_once(sample_writer: LexiconWriter) -> None:
+    requests = [ItemRequest(r.product, RewardTarget(product_id=r.product.product_id, service=["COD"]))
+                for r in _sample_requests(3)]
+    phrasing = sample_writer.lexicon.phrasing
+    shared = 0
+    for salt in range(20):
+        query = sample_writer.write("shop", requests, None, HashDraws("shared", str(salt))).query
+        said = sum(query.count(phrase) for phrase in phrasing.services["COD"])
+        once = any(f.split("{")[0] in query for f in phrasing.frames.shared_services)
+        assert said == (1 if once else 3), query
+        shared += once
+    assert 0 < shared < 20

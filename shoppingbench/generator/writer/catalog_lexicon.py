@@ -39,7 +39,8 @@ def build_catalog_lexicon(catalog_dir: Path, out: Path | None = None, *, model: 
                           progress: bool = True) -> LexiconBuildReport:
     """Scan the catalog's store (streamed, with a progress bar), build its lexicon and write it to ``out``
     (default ``<catalog_dir>/lexicon.json``); an existing lexicon there is extended: its key and value
-    phrasings stay unless the model now proposes others."""
+    phrasings stay unless the model now proposes others. An unreadable file there is a
+    :class:`~.lexicon.LexiconError` (never overwritten: it may be a subnet's published lexicon)."""
     path = out if out is not None else catalog_dir / LEXICON_FILE
     phrasing = load_phrasing()
     with ProductStore(catalog_dir / STORE_FILE, read_only=True) as store:

@@ -34,12 +34,35 @@ _PREFIX_ODDS: Final = 0.45
 _KEYED_ODDS: Final = 0.3
 _PRICE_LAST_ODDS: Final = 0.8
 _LISTED_SHOP_ODDS: Final = 0.35
+_DETACHED_ODDS: Final = 0.3
+_SHARED_SERVICE_ODDS: Final = 0.4
 _SPLIT_VOUCHER_ODDS: Final = 0.5
 _MAX_PREFIX_WORDS: Final = 2
 _MAX_KIND_WORDS: Final = 4
 _DRAFTS: Final = 6
 _TITLE_RUN: Final = 3
 """Consecutive title words that make a phrase a copy of the title rather than a shopper's words."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """One item's wording: its name (stated values before the kind, no article) and its clauses."""
+
+    kind: str
+    name: str
+    clauses: tuple[str, ...]
+    joined: str
+    """The clauses joined as the item's own phrase says them."""
+    search_terms: str
+
+    @property
+    def phrase(self) -> str:
+        named = queries.article(self.name)
+        return f"{named} {self.joined}" if self.joined else named
+
+    @property
+    def written(self) -> WrittenItem:
+        return WrittenItem(phrase=self.phrase, search_terms=self.search_terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +80,7 @@ class LexiconWriter:
         self.lexicon = lexicon
         self.digest = lexicon_sha256(lexicon)
         self._noise = frozenset(lexicon.phrasing.noise_words)
+        self._nouns = frozenset(lexicon.phrasing.kind_nouns)
 
     @property
     def key(self) -> str:
@@ -64,11 +88,28 @@ class LexiconWriter:
 
     def write(self, category: Category, items: Sequence[ItemRequest], voucher: Voucher | None,
               rng: Draws) -> WrittenRequest:
-        written = tuple(self.write_item(item, rng) for item in items)
-        query = self._frame(category, [item.phrase for item in written], rng)
+        shared = self._shared_services(items, rng)
+        drafts = [self._item(item, shared, rng) for item in items]
+        query = self._frame(category, drafts, rng)
+        if shared:
+            phrasing = self.lexicon.phrasing
+            services = queries.join_clauses([rng.choice(phrasing.services[s]) for s in shared], rng)
+            query += " " + rng.choice(phrasing.frames.shared_services).format(services=services)
         if voucher is not None:
             query += "\n\n" + queries.voucher_rules(voucher)
-        return WrittenRequest(query=query, items=written)
+        return WrittenRequest(query=query, items=tuple(draft.written for draft in drafts))
+
+    def write_item(self, item: ItemRequest, rng: Draws) -> WrittenItem:
+        return self._item(item, (), rng).written
+
+    def _shared_services(self, items: Sequence[ItemRequest], rng: Draws) -> tuple[str, ...]:
+        """Services every item asks for, said once for all of them ("Please only show options with free
+        shipping."), as real requests sometimes do; none for a single item or most of the time."""
+        if len(items) < 2:
+            return ()
+        common = [s for s in items[0].target.service if all(s in item.target.service for item in items)]
+        common = [s for s in common if s in self.lexicon.phrasing.services]
+        return tuple(common) if common and rng.random() < _SHARED_SERVICE_ODDS else ()
 
     def key_phrasing(self, key: str) -> KeyPhrasing:
         return self.lexicon.keys.get(key) or key_phrasing(key, self.lexicon.phrasing)
@@ -87,22 +128,25 @@ class LexiconWriter:
             out.append(_Statement(key=phrasing, value=self.everyday_value(key, value, phrasing.role)))
         return out
 
-    def write_item(self, item: ItemRequest, rng: Draws) -> WrittenItem:
-        """The item's phrase: of a few drafts, the first that repeats no three title words in a row outside
-        its stated values (values may be title words, as in real queries); the last draft otherwise."""
+    def _item(self, item: ItemRequest, shared: Sequence[str], rng: Draws) -> _Draft:
+        """The item's wording: of a few drafts, the first that repeats no three title words in a row
+        outside its stated values (values may be title words, as in real queries); else the last."""
         product, target = item.product, item.target
-        kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise)
+        kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise, self._nouns)
         statements = self.statements(target)
         kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
         values = [s.value for s in statements]
+        services = [s for s in target.service if s in self.lexicon.phrasing.services and s not in shared]
         for _ in range(_DRAFTS):
-            phrase = self._draft(kind, statements, target, rng)
-            if longest_title_run(_without(phrase, values), product.title) < _TITLE_RUN:
+            draft = self._draft(kind, statements, services, target, rng)
+            if longest_title_run(_without(draft.phrase, values), product.title) < _TITLE_RUN:
                 break
         search_terms = " ".join(dict.fromkeys(" ".join([*values, kind]).split()))
-        return WrittenItem(phrase=phrase, search_terms=search_terms)
+        return _Draft(kind=kind, name=draft.name, clauses=draft.clauses, joined=draft.joined,
+                      search_terms=search_terms)
 
-    def _draft(self, kind: str, statements: Sequence[_Statement], target: RewardTarget, rng: Draws) -> str:
+    def _draft(self, kind: str, statements: Sequence[_Statement], services: Sequence[str],
+               target: RewardTarget, rng: Draws) -> _Draft:
         prefix: list[str] = []
         clauses: list[str] = []
         for statement in statements:
@@ -112,11 +156,14 @@ class LexiconWriter:
                 prefix.append(statement.value)
             else:
                 clauses.append(self._clause(statement, rng))
-        phrasing = self.lexicon.phrasing
-        clauses += [rng.choice(phrasing.services[s]) for s in target.service if s in phrasing.services]
+        clauses += [rng.choice(self.lexicon.phrasing.services[s]) for s in services]
         prices = [self._price(raw, rng) for raw in target.price]
-        return queries.item_phrase(" ".join([*prefix, kind]), [*clauses, *prices], rng,
-                                   price_last=bool(prices) and rng.random() < _PRICE_LAST_ODDS)
+        tail = prices[-1:] if prices and rng.random() < _PRICE_LAST_ODDS else []
+        clauses += [p for p in prices if p not in tail]
+        rng.shuffle(clauses)
+        ordered = (*clauses, *tail)
+        return _Draft(kind=kind, name=" ".join([*prefix, kind]), clauses=ordered,
+                      joined=queries.join_clauses(ordered, rng), search_terms="")
 
     def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
         return (statement.key.role in self.lexicon.phrasing.prefix_roles
@@ -124,10 +171,10 @@ class LexiconWriter:
 
     def _clause(self, statement: _Statement, rng: Draws) -> str:
         phrasing = self.lexicon.phrasing
-        bare_number = not any(c.isalpha() for c in statement.value)
-        if statement.key.words and (bare_number or rng.random() < _KEYED_ODDS):
-            template = rng.choice(phrasing.keyed_clauses)
-            return template.format(v=statement.value, k=rng.choice(statement.key.words))
+        words = [w for w in statement.key.words if w not in statement.value.split()]  # not "size EU size 40"
+        measured = any(c.isdigit() for c in statement.value)  # "7 days", "220v": say what they measure
+        if words and (measured or rng.random() < _KEYED_ODDS):
+            return rng.choice(phrasing.keyed_clauses).format(v=statement.value, k=rng.choice(words))
         templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
         return rng.choice(templates).format(v=statement.value)
 
@@ -137,21 +184,44 @@ class LexiconWriter:
         low, high = queries.number(condition.low or 0), queries.number(condition.high or 0)
         return template.format(low=low, high=high, cur=rng.choice(self.lexicon.phrasing.currencies))
 
-    def _frame(self, category: Category, phrases: list[str], rng: Draws) -> str:
+    def _frame(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
         frames = self.lexicon.phrasing.frames
-        if category == "product" or len(phrases) == 1:
+        phrases = [draft.phrase for draft in drafts]
+        if category == "product" or len(drafts) == 1:
             options = frames.product if category == "product" else (
                 frames.voucher if category == "voucher" else frames.shop)
             return _capitalised(rng.choice(options).format(item=phrases[0], items=phrases[0]))
+        if rng.random() < _DETACHED_ODDS:
+            return self._detached(category, drafts, rng)
         if category == "shop":
             if rng.random() < _LISTED_SHOP_ODDS:
                 listed = _listed(phrases, frames.ordinals, frames.listed_item, rng)
-                return _capitalised(rng.choice(frames.shop_listed).format(items=listed))
-            return _capitalised(rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng)))
+                request = rng.choice(frames.shop_listed).format(items=listed)
+            else:
+                request = rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng))
+            return _capitalised(request) + rng.choice(frames.shop_closers)
         if rng.random() < _SPLIT_VOUCHER_ODDS:
             return _capitalised(rng.choice(frames.voucher_split).format(
                 first=phrases[0], rest=queries.join_clauses(phrases[1:], rng)))
         return _capitalised(rng.choice(frames.voucher).format(items=queries.join_clauses(phrases, rng)))
+
+    def _detached(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
+        """The items named first, then one sentence of requirements per item, as real requests often
+        are ("Find a shop offering both X and Y. For the X, look for one with ...")."""
+        frames = self.lexicon.phrasing.frames
+        names = queries.join_clauses([queries.article(draft.name) for draft in drafts], rng)
+        intro = frames.detached_shop if category == "shop" else frames.detached_voucher
+        sentences = [_capitalised(rng.choice(intro).format(items=names))]
+        kinds = [draft.kind for draft in drafts]
+        for index, draft in enumerate(drafts):
+            if not draft.clauses:
+                continue
+            ordinal = frames.ordinals[index].lower()
+            ref = draft.kind if kinds.count(draft.kind) == 1 else f"{ordinal} {draft.kind}"
+            clauses = queries.join_clauses(list(draft.clauses), rng)
+            sentence = rng.choice(frames.detached_item).format(ref=ref, clauses=clauses)
+            sentences.append(_capitalised(sentence))
+        return " ".join(sentences)
 
 
 def _without(phrase: str, values: Sequence[str]) -> str:

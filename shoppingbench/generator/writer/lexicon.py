@@ -28,11 +28,11 @@ LEXICON_FORMAT: Final = 1
 PHRASING_FILE: Final = Path(__file__).with_name("phrasing.json")
 SAMPLE_LEXICON_FILE: Final = Path(__file__).with_name("sample_world_lexicon.json")
 
-Role = Literal["color", "size", "material", "pattern", "style", "brand", "fit", "flavor", "quantity",
-               "feature"]
+Role = Literal["color", "size", "material", "pattern", "style", "brand", "origin", "fit", "flavor",
+               "quantity", "feature"]
 """How a key's values are said: "in red" (color), "made of cotton" (material), "for men" (fit), ..."""
-ROLES: Final[tuple[Role, ...]] = ("color", "size", "material", "pattern", "style", "brand", "fit", "flavor",
-                                  "quantity", "feature")
+ROLES: Final[tuple[Role, ...]] = ("color", "size", "material", "pattern", "style", "brand", "origin", "fit",
+                                  "flavor", "quantity", "feature")
 
 
 class LexiconError(ValueError):
@@ -49,16 +49,27 @@ class Frames(_Frozen):
     product: list[str] = Field(min_length=1)
     shop: list[str] = Field(min_length=1)
     shop_listed: list[str] = Field(min_length=1)
+    shop_closers: list[str] = Field(min_length=1)
+    """Appended to a shop request ("" for none): the same-seller reminder real requests often end with."""
     voucher: list[str] = Field(min_length=1)
     voucher_split: list[str] = Field(min_length=1)
     ordinals: list[str] = Field(min_length=4)
     listed_item: list[str] = Field(min_length=1)
+    shared_services: list[str] = Field(min_length=1)
+    """A sentence stating services every item asks for once (``{services}``)."""
+    detached_shop: list[str] = Field(min_length=1)
+    detached_voucher: list[str] = Field(min_length=1)
+    """Intros naming the items first (``{items}``); each item's requirements follow in its own sentence."""
+    detached_item: list[str] = Field(min_length=1)
+    """One item's requirements (``{ref}`` its kind, ``{clauses}``)."""
 
 
 class Phrasing(_Frozen):
     """The catalog-independent part: how services, prices and clauses are said, and word lists."""
 
     noise_words: list[str]
+    kind_nouns: list[str]
+    """Words that often end a product name ("bag", "shirt"): a kind ending in one is preferred."""
     services: dict[str, list[str]]
     prices: dict[PriceRelation, list[str]]
     currencies: list[str] = Field(min_length=1)

@@ -106,10 +106,12 @@ def kind_candidates(title: str, noise: frozenset[str]) -> list[tuple[str, int]]:
     return out
 
 
-def choose_kind(title: str, category: str, kinds: Mapping[str, int], noise: frozenset[str]) -> str:
-    """The kind phrase naming a product: frequent in the catalog, late in the head region (the head
-    noun), repeated in the title, sharing a word with the category when there is one; two words over
-    one when the pair is itself a known kind. Falls back to the title's first plain word."""
+def choose_kind(title: str, category: str, kinds: Mapping[str, int], noise: frozenset[str],
+                nouns: frozenset[str]) -> str:
+    """The kind phrase naming a product: ending in a common product noun, late in the head region (the
+    head noun), frequent in the catalog, repeated in the title, sharing a word with the category when
+    there is one; two words over one when the pair is itself a known kind. Falls back to the title's
+    last plain word."""
     candidates = kind_candidates(title, noise)
     if not candidates:
         words = [w for w in title_words(title) if w.isalpha() and len(w) > 1]
@@ -124,6 +126,7 @@ def choose_kind(title: str, category: str, kinds: Mapping[str, int], noise: froz
         known = kinds.get(phrase, 0)
         value = 0.5 * math.log1p(known) + 3.0 * position / last + 1.5 * (lowered.count(phrase) - 1)
         value += 3.0 * any(w.rstrip("s") in {c.rstrip("s") for c in category_words} for w in words)
+        value += 2.5 * (words[-1] in nouns or words[-1].rstrip("s") in nouns)
         value += (0.8 if known >= MIN_KNOWN_PAIR else 0.3) if len(words) == 2 else 0.0
         return value, position
 
