@@ -7,13 +7,14 @@ The sampler's statistics are in ``test_sampler.py``; "sbgen-1" (replay) in ``tes
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from shoppingbench.catalog.build import build_catalog
-from shoppingbench.generator import DEFAULT_VERSION, GeneratorConfig, ProblemGenerator
+from shoppingbench.catalog.build import build_catalog, open_catalog
+from shoppingbench.generator import DEFAULT_VERSION, GeneratorConfig, ProblemGenerator, catalog_fingerprint
 from shoppingbench.generator.request import GeneratedProblem, ItemRequest, RequestWriter, WrittenRequest
 from shoppingbench.generator.sbgen1.config import GeneratorConfig as Sbgen1Config
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck, as_sampled
@@ -40,10 +41,22 @@ def imported_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "catalog"
 
 
+@contextmanager
+def _opened(directory: Path, small_world: SampleWorld) -> Iterator[ProblemGenerator]:
+    """The default generator over ``directory``, worded by the sample world's writer (an imported test
+    catalog ships no lexicon of its own; the writer's lexicon tests cover building one)."""
+    engine = open_catalog(directory)
+    try:
+        yield ProblemGenerator(engine, fingerprint=catalog_fingerprint(directory),
+                               writer=writer_for_catalog(small_world.catalog_dir))
+    finally:
+        engine.close()
+
+
 @pytest.fixture(scope="module")
 def generators(small_world: SampleWorld, imported_dir: Path) -> Iterator[list[ProblemGenerator]]:
     with ProblemGenerator.open(small_world.catalog_dir) as world, \
-            ProblemGenerator.open(imported_dir) as imported:
+            _opened(imported_dir, small_world) as imported:
         yield [world, imported]
 
 
@@ -91,6 +104,11 @@ class _Reworded:
         return WrittenRequest(query=f"Hello there. {written.query}", items=tuple(words))
 
 
+def _writer(generator: ProblemGenerator) -> RequestWriter:
+    assert generator.writer is not None
+    return generator.writer
+
+
 def _with_writer(generator: ProblemGenerator, writer: RequestWriter) -> ProblemGenerator:
     return ProblemGenerator(generator.engine, fingerprint=generator.fingerprint, writer=writer)
 
@@ -115,11 +133,16 @@ def test_the_default_version_is_sbgen2_and_its_key_names_everything_a_suite_depe
         assert old.key.split("/")[0] == "sbgen-1" and len(old.key.split("/")) == 3
 
 
-def test_an_unknown_version_or_a_foreign_configuration_is_refused(small_world: SampleWorld) -> None:
+def test_an_unknown_version_a_foreign_configuration_or_a_missing_writer_is_refused(
+        small_world: SampleWorld, generators: list[ProblemGenerator]) -> None:
     with pytest.raises(ValueError, match="unknown generator version 'sbgen-9'; known: sbgen-1, sbgen-2"):
         ProblemGenerator.open(small_world.catalog_dir, version="sbgen-9")
     with pytest.raises(TypeError, match="generator sbgen-2 takes a"):
         ProblemGenerator.open(small_world.catalog_dir, Sbgen1Config())
+    with pytest.raises(ValueError, match="generator sbgen-2 words requests with a writer"):
+        ProblemGenerator(generators[0].engine, fingerprint=generators[0].fingerprint)
+    replay = ProblemGenerator(generators[0].engine, fingerprint=generators[0].fingerprint, version="sbgen-1")
+    assert replay.writer is None and replay.generate(SEED, {"product": 1})  # sbgen-1 words its own
 
 
 # --- determinism -----------------------------------------------------------------------------------
@@ -128,21 +151,23 @@ def test_an_unknown_version_or_a_foreign_configuration_is_refused(small_world: S
 def test_same_inputs_give_the_same_bytes_from_a_fresh_generator(
         small_world: SampleWorld, imported_dir: Path,
         checked: list[tuple[ProblemGenerator, GeneratedProblem]], generators: list[ProblemGenerator]) -> None:
-    for directory, generator in zip((small_world.catalog_dir, imported_dir), generators, strict=True):
-        before = [p.problem for g, p in checked if g is generator]
-        with ProblemGenerator.open(directory) as again:
-            assert _bytes(again.generate(SEED, COUNTS)) == _bytes(before)
+    world, imported = generators
+    with ProblemGenerator.open(small_world.catalog_dir) as again:
+        assert _bytes(again.generate(SEED, COUNTS)) == _bytes([p.problem for g, p in checked if g is world])
+    with _opened(imported_dir, small_world) as again:
+        before = [p.problem for g, p in checked if g is imported]
+        assert _bytes(again.generate(SEED, COUNTS)) == _bytes(before)
     other = generators[0].generate("race-2026-12-02", COUNTS)
     assert {p.id for p in other}.isdisjoint(p.problem.id for _, p in checked)
 
 
 def test_a_new_writer_rewords_but_never_redraws(generators: list[ProblemGenerator]) -> None:
     world = generators[0]
-    reworded = _with_writer(world, _Reworded(world.writer))
+    reworded = _with_writer(world, _Reworded(_writer(world)))
     before, after = world.generate(SEED, COUNTS), reworded.generate(SEED, COUNTS)
     assert [(p.targets, p.voucher) for p in after] == [(p.targets, p.voucher) for p in before]
     assert all(a.query == f"Hello there. {b.query}" for a, b in zip(after, before, strict=True))
-    assert reworded.key != world.key and reworded.key.endswith(f"/reworded-{world.writer.key}")
+    assert reworded.key != world.key and reworded.key.endswith(f"/reworded-{_writer(world).key}")
 
 
 # --- shape and solvability -----------------------------------------------------------------------------
@@ -193,9 +218,9 @@ def test_every_problem_is_solvable_from_its_shopper_words_with_the_paged_tool(
 def test_a_wording_nobody_can_search_with_or_items_that_read_alike_are_redrawn(
         generators: list[ProblemGenerator]) -> None:
     world = generators[0]
-    lost = _with_writer(world, _Reworded(world.writer, search_terms="qqqzzzunfindable"))
+    lost = _with_writer(world, _Reworded(_writer(world), search_terms="qqqzzzunfindable"))
     assert lost.generate(SEED, {"product": 2, "shop": 1}) == []
-    alike = _with_writer(world, _Reworded(world.writer, same_phrase=True))
+    alike = _with_writer(world, _Reworded(_writer(world), same_phrase=True))
     suite = alike.generate(SEED, {"product": 2, "shop": 2})
     assert [p.category for p in suite] == ["product", "product"]  # every shop problem has 2+ items
 

@@ -21,11 +21,10 @@ from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import SERVICES, Product, document_for
 from shoppingbench.catalog.store import ProductStore
 from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
-from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
-from shoppingbench.generator.sbgen1.describe import constraint_kinds
-from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.fingerprint import CACHE_FILE, hash_store
+from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
+from shoppingbench.generator.sbgen1.describe import constraint_kinds
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.problems.solvability import reachable, request_keywords, target_filters
 from shoppingbench.sample_world import SampleWorld
@@ -118,7 +117,7 @@ def imported(imported_dir: Path) -> Iterator[ProblemGenerator]:
 @pytest.fixture(scope="module")
 def world(small_world: SampleWorld, small_engine: BM25SearchEngine) -> ProblemGenerator:
     return ProblemGenerator(small_engine, fingerprint=catalog_fingerprint(small_world.catalog_dir),
-                            writer=writer_for_catalog(small_world.catalog_dir), version=VERSION)
+                            version=VERSION)
 
 
 @pytest.fixture(scope="module")

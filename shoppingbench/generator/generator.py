@@ -35,17 +35,21 @@ TITLE_CACHE_FILE: Final = "generator-titles.sqlite"
 class ProblemGenerator:
     """Generates suites from seeds over the catalog ``engine`` serves (``fingerprint`` names its content).
 
-    ``writer`` words requests (the catalog's lexicon writer); ``embedder`` scores title similarity when
-    the solvability check weighs a product other than the target (MiniLM, as the scorer, by default).
+    ``writer`` words requests (the catalog's lexicon writer; required by versions that use one, ignored
+    by "sbgen-1"); ``embedder`` scores title similarity when the solvability check weighs a product
+    other than the target (MiniLM, as the scorer, by default).
     """
 
-    def __init__(self, engine: BM25SearchEngine, *, fingerprint: str, writer: RequestWriter,
+    def __init__(self, engine: BM25SearchEngine, *, fingerprint: str, writer: RequestWriter | None = None,
                  config: BaseModel | None = None, version: str = DEFAULT_VERSION,
                  embedder: TitleEmbedder | None = None) -> None:
         self.engine = engine
         self.fingerprint = fingerprint
         self.version = get_version(version)
-        self.writer = writer
+        if self.version.uses_writer and writer is None:
+            raise ValueError(f"generator {self.version.name} words requests with a writer: pass the "
+                             "catalog's (shoppingbench.generator.writer.writer_for_catalog)")
+        self.writer = writer if self.version.uses_writer else None
         self.config = self.version.check_config(config)
         self._catalog = CatalogView(engine)
         self._generation = Generation(self._catalog, fingerprint, writer,
@@ -58,10 +62,9 @@ class ProblemGenerator:
              version: str = DEFAULT_VERSION) -> ProblemGenerator:
         """A generator of ``version`` over the built catalog in ``catalog_dir``, with the catalog's writer;
         :meth:`close` closes the catalog. An unknown version is a ``ValueError`` naming the known ones."""
-        get_version(version)  # fail before opening anything
+        writer = writer_for_catalog(catalog_dir) if get_version(version).uses_writer else None
         fingerprint = catalog_fingerprint(catalog_dir)
         embedder = CachedEmbedder(MiniLMEmbedder(), catalog_dir / TITLE_CACHE_FILE)
-        writer = writer_for_catalog(catalog_dir)
         generator = cls(open_catalog(catalog_dir), fingerprint=fingerprint, writer=writer,
                         config=config, version=version, embedder=embedder)
         generator._owns_engine = True

@@ -59,11 +59,12 @@ class _Sbgen1Drawer:
 
 @dataclass(frozen=True, slots=True)
 class Generation:
-    """What one generator draws with besides its configuration: the catalog, its writer and checker."""
+    """What one generator draws with besides its configuration: the catalog, its writer (``None`` for a
+    version that words requests itself) and the title embedder."""
 
     catalog: CatalogView
     fingerprint: str
-    writer: RequestWriter
+    writer: RequestWriter | None
     titles: TitleEmbedder
     """The scorer's title embedder, for the solvability check's look at products other than the target."""
 
@@ -81,6 +82,8 @@ class GeneratorVersion:
     draw: Callable[[Generation, BaseModel, str, AbstractSet[str]], SuiteDrawer]
     space: Callable[[CatalogView, BaseModel], dict[Category, int]]
     key: Callable[[Generation, BaseModel], str]
+    uses_writer: bool = False
+    """Whether the version words requests with the catalog's writer (``sbgen-1`` has its own wording)."""
 
     def check_config(self, config: BaseModel | None) -> BaseModel:
         """``config``, or this version's defaults; a configuration of another version is refused."""
@@ -102,13 +105,18 @@ def _sbgen2_config(config: BaseModel) -> GeneratorConfig:
     return config
 
 
+def _writer(g: Generation) -> RequestWriter:
+    assert g.writer is not None  # ProblemGenerator gives a writer to every version that uses one
+    return g.writer
+
+
 def _sbgen2_draw(g: Generation, config: BaseModel, seed: str, exclude: AbstractSet[str]) -> SuiteDrawer:
     checked = _sbgen2_config(config)
     engine = g.catalog.engine
     check = SolvabilityCheck(engine, engine.get_products,
                              RewardCheck(g.titles, weighed=checked.alternatives_weighed))
     return sbgen2_suite.SuiteDraw(g.catalog, fingerprint=g.fingerprint, seed=seed, config=checked,
-                                  exclude=exclude, writer=g.writer, check=check)
+                                  exclude=exclude, writer=_writer(g), check=check)
 
 
 SBGEN1: Final = GeneratorVersion(
@@ -122,7 +130,8 @@ SBGEN2: Final = GeneratorVersion(
     name=sbgen2_suite.VERSION, config_type=GeneratorConfig,
     draw=_sbgen2_draw,
     space=lambda catalog, config: sbgen2_space.problem_space(catalog, _sbgen2_config(config)),
-    key=lambda g, config: f"{sbgen2_suite.VERSION}/{g.fingerprint}/{config_digest(config)}/{g.writer.key}",
+    key=lambda g, config: f"{sbgen2_suite.VERSION}/{g.fingerprint}/{config_digest(config)}/{_writer(g).key}",
+    uses_writer=True,
 )
 VERSIONS: Final[dict[str, GeneratorVersion]] = {v.name: v for v in (SBGEN1, SBGEN2)}
 """Every generator version, by name."""
