@@ -36,27 +36,35 @@ SHOPS_TRIED = 5
 _CURRENCY = r"(?:pesos|php)"
 _NUM = r"(\d+(?:\.\d+)?)"
 _PRICES: tuple[tuple[str, str], ...] = (
-    (rf"(?:priced |costing |for )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} {_CURRENCY}", "between"),
+    (rf"(?:priced |costing |for |with a price ranging )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} "
+     rf"{_CURRENCY}", "between"),
     (rf"in the {_NUM} to {_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
-    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than) {_NUM} {_CURRENCY}",
-     "high"),
-    (rf"(?:priced |for |with a price )?(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
+    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} "
+     rf"{_CURRENCY}", "high"),
+    (rf"(?:priced |for |with a price |that costs )?(?:over|above|costing more than|more than) {_NUM} "
+     rf"{_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
-    "freeShipping": ("with free shipping", "that ships for free", "with free delivery",
-                     "with shipping included"),
-    "COD": ("with cash on delivery", "that i can pay for on delivery", "with cod available",
-            "with pay on delivery"),
-    "official": ("from an official store", "sold on lazmall", "from a lazmall store",
+    "freeShipping": ("that comes with free shipping", "with free shipping included", "with free shipping",
+                     "with free delivery", "that ships for free", "with shipping included"),
+    "COD": ("with a cash on delivery option", "that supports cash on delivery",
+            "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
+            "with cod available", "with pay on delivery"),
+    "official": ("with lazmall authenticity and easy returns", "from an official lazmall store",
+                 "with lazmall service", "with lazmall perks", "available on lazmall", "from lazmall",
+                 "from an official store", "sold on lazmall", "from a lazmall store",
                  "from an official shop"),
-    "flashsale": ("on flash sale", "in a flash sale", "with a lazflash deal", "on a limited-time flash deal"),
+    "flashsale": ("with lazflash deals", "on a lazflash deal", "with lazflash perks", "in a lazflash sale",
+                  "with a lazflash discount", "on flash sale", "in a flash sale", "with a lazflash deal",
+                  "on a limited-time flash deal"),
 }
 _FRAMES = (
     "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.",
     "help me find {}.", "i want to buy {}.", "find me {}.", "do you have {}?", "searching for {}.",
-    "i'd like {}.", "please find {}.",
-    "any options for {}?", "i'm shopping for {}.", "find a shop offering {}.",
+    "i'd like {}.", "please find {}.", "any options for {}?", "i'm shopping for {}.",
+    "can you help me find {}?", "i'm searching for {}.", "show me options for {}.",
+    "find a shop offering {}.",
     "is there a single store that sells {}?", "i want to buy {} from the same shop.",
     "show me a store that has {}.", "looking for one shop with {}.", "which seller has {}?",
     "can you find a shop that carries {}?", "i need {}, all from one store.", "i want to get {}.",
@@ -65,6 +73,17 @@ _FRAMES = (
     "i'm looking for {}. also, i want {}.", "i need {}. i also need {}.",
     "show me {}. besides that, i'm after {}.", "i want {}, and also {}.",
 )
+_CLOSERS = ("all from the same seller, please.", "they should all come from one store.",
+            "please show shops that sell all of them.", "i'd like to order them together from one shop.")
+_SHARED_SERVICES = [re.compile(r"(?:^|\s)" + re.escape(frame.replace("{}", "@")).replace("@", "(.+?)") + "$")
+                    for frame in ("please only show options {}.", "i only want items {}.",
+                                  "all of them should come {}.", "please include only those {}.")]
+_DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sells {}.",
+                    "looking for a shop that has {}.", "is there a seller with {}?",
+                    "i want to buy {} from the same shop.", "i'm looking for {}.", "i need {}.",
+                    "i want to buy {}.", "help me find {}.")
+_DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
+                   "for the {}, i'd like one {}.", "the {} i need is one {}.")
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
 _ITEM_JOINT = re.compile(r"(?:,? and |, )(?=(?:a|an|some|a pair of) )")
 _ARTICLE = re.compile(r"^(?:a pair of|some|an|a) ")
@@ -74,6 +93,7 @@ _CLAUSE_TEMPLATES = (
     "made from {}", "with {} material", "with a {} pattern", "in a {} design", "with a {} print",
     "in a {} pattern", "{}-patterned", "in a {} style", "with a {} look", "in {} style", "from the brand {}",
     "made by {}", "from {}", "by {}", "that fits {}", "suitable for {}", "compatible with {}", "for {}",
+    "crafted from {}", "made in {}", "imported from {}", "with {} origin", "with the {} feature",
     "in {} flavor", "with {} flavor", "in the {} variety", "{}-flavored", "in a {} pack", "in the {} option",
     "sold as {}", "that is {}", "featuring {}", "with a {} option", "whose {} is {}", "with the {} {}",
     "{}: {}", "with a {}", "with {}", "in {}",
@@ -91,6 +111,8 @@ def _template(pattern: str) -> re.Pattern[str]:
 # The frame with most fixed text first: "i want to buy {} from the same shop." before "i want to buy {}.".
 _FRAME_PATTERNS = [_template(frame) for frame in sorted(_FRAMES, key=lambda f: -len(f.replace("{}", "")))]
 _CLAUSE_PATTERNS = [_template(template) for template in _CLAUSE_TEMPLATES]
+_INTRO_PATTERNS = [_template(intro) for intro in _DETACHED_INTROS]
+_DETACHED_PATTERNS = [_template(sentence) for sentence in _DETACHED_ITEMS]
 
 
 @dataclass
@@ -162,21 +184,57 @@ def parse_item(phrase: str) -> Item:
     return Item(name=head, values=[v for v in values if v], price=price, services=services)
 
 
-def split_items(query: str) -> list[str]:
-    """The item phrases of a query (frame removed, listed frames split at their ordinals)."""
-    text = " ".join(query.lower().split())
+def _framed(text: str) -> list[str]:
+    """The item phrases inside the query's frame (listed frames split at their ordinals)."""
+    groups = [text.strip(" .?")]
     for pattern in _FRAME_PATTERNS:
         match = pattern.match(text)
         if match:
             groups = [g for g in match.groups() if g]
             break
-    else:
-        groups = [text.strip(" .?")]
     phrases: list[str] = []
     for group in groups:
         for listed in _ORDINAL.split(group):
             phrases += [p.strip(" .") for p in _ITEM_JOINT.split(listed.strip(" .")) if p.strip(" .")]
     return phrases
+
+
+def _detached(text: str) -> list[str] | None:
+    """Items named first, then one sentence of clauses per item ("For the kettle, look for one ...")."""
+    sentences = re.split(r"(?<=[.?])\s+", text)
+    intro = next((m for m in (p.match(sentences[0]) for p in _INTRO_PATTERNS) if m), None)
+    details = [next((m for m in (p.match(s) for p in _DETACHED_PATTERNS) if m), None) for s in sentences[1:]]
+    if intro is None or not details or not all(details):
+        return None
+    names = [p.strip(" .") for p in _ITEM_JOINT.split(intro.group(1).removeprefix("both ")) if p.strip()]
+    for detail in details:
+        if detail is None:
+            continue
+        ref, clauses = detail.group(1), detail.group(2)
+        ordinal = ("first", "second", "third", "fourth")
+        words = ref.split(" ", 1)
+        if words[0] in ordinal and len(words) == 2 and ordinal.index(words[0]) < len(names):
+            index = ordinal.index(words[0])
+        else:
+            index = next((i for i, name in enumerate(names) if name.endswith(ref)), -1)
+        if index >= 0:
+            names[index] += " " + clauses
+    return names
+
+
+def split_items(query: str) -> tuple[list[str], list[str]]:
+    """The item phrases of a query, and services said once for all items."""
+    text = " ".join(query.lower().split())
+    for closer in _CLOSERS:
+        text = text.removesuffix(" " + closer)
+    shared: list[str] = []
+    for pattern in _SHARED_SERVICES:
+        match = pattern.search(text)
+        if match:
+            shared = take_services(match.group(1))[0]
+            text = text[:match.start()]
+            break
+    return _detached(text) or _framed(text), shared
 
 
 @dataclass(frozen=True)
@@ -211,7 +269,10 @@ def parse_budget(block: str) -> Budget | None:
 def parse_query(query: str) -> tuple[list[Item], Budget | None]:
     """The items a query asks for and its voucher block (``None`` without one)."""
     wish, _, voucher = query.partition("My budget")
-    items = [parse_item(p) for p in split_items(wish)] or [Item(name=wish)]
+    phrases, shared = split_items(wish.strip())
+    items = [parse_item(p) for p in phrases] or [Item(name=wish)]
+    for item in items:
+        item.services += [s for s in shared if s not in item.services]
     return items, parse_budget(voucher)
 
 

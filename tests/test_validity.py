@@ -116,6 +116,15 @@ def test_parser_splits_the_frame_items_and_clauses() -> None:
     assert no_budget is None
 
 
+def test_parser_reads_items_named_first_and_services_said_once() -> None:
+    items, _ = parse_query(
+        "Find a shop offering both a red kettle and some steel pots. For the kettle, look for one made of "
+        "steel and with free shipping. The steel pots should be one in size large and priced under 300 PHP. "
+        "Please only show options with cash on delivery.")
+    assert [(i.name, i.values, i.price, i.services) for i in items] == [
+        ("red kettle", ["steel"], None, ["freeShipping", "COD"]), ("steel pots", ["large"], "-300", ["COD"])]
+
+
 def test_parser_matches_values_in_their_everyday_form() -> None:
     item = Item(name="belt", values=["waist 38", "medium", "black and white"])
     detail = {"sku_options": {"1": {"size": "waist:38", "color_family": "black/white"}, "2": {"size": "m"}},
