@@ -15,7 +15,7 @@ from shoppingbench.generator.request import ItemRequest, WrittenRequest
 from shoppingbench.generator.writer import LexiconWriter
 from shoppingbench.generator.writer.build import fallback_lexicon, scan
 from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, load_lexicon, load_phrasing
-from shoppingbench.generator.writer.rules import clean_value, longest_title_run
+from shoppingbench.generator.writer.rules import clean_value, longest_title_run, varied_value
 from shoppingbench.problems.models import Category, Problem, RewardTarget
 from shoppingbench.problems.terms import price_condition, stated_target
 from shoppingbench.world import queries
@@ -71,7 +71,8 @@ def real_writer() -> LexiconWriter:
 
 
 def _stated(writer: LexiconWriter, target: RewardTarget) -> list[str]:
-    return [statement.value for statement in writer.statements(target)]
+    """Every form a stated value may take in the query (everyday, and varied)."""
+    return [form for statement in writer.statements(target) for form in writer.said_forms(statement.value)]
 
 
 def _without_values(phrase: str, values: list[str]) -> str:
@@ -129,8 +130,9 @@ def test_no_raw_key_names_and_every_value_recoverable(real_writer: LexiconWriter
             said = _without_values(query, _stated(writer, request.target))  # "all skin types" is a value
             raw_keys += any(k.lower() in said or k.lower().replace("_", " ") in said
                             for k in keys if "_" in k)
-            for value in _stated(writer, request.target):
-                assert value in query and value in item.search_terms, (value, written.query)
+            for statement in writer.statements(request.target):
+                forms = writer.said_forms(statement.value)
+                assert any(f in query and f in item.search_terms for f in forms), (forms, written.query)
     assert raw_keys == 0
 
 
@@ -144,6 +146,10 @@ def test_values_in_everyday_form_keep_their_numbers() -> None:
     assert clean_value("white/orange", "color", phrasing) == "white and orange"
     assert clean_value("10pcs/set", "quantity", phrasing) == "10pcs/set"
     assert clean_value("3/8", "size", phrasing) == "3/8"
+    variants = phrasing.value_variants
+    assert varied_value("short sleeve", variants) == "short sleeves"
+    assert varied_value("2 pcs", variants) == "2 pieces" and varied_value("30m", variants) == "30 m"
+    assert varied_value("13pro+5g", variants) == "13pro+5g" and varied_value("1.5l", variants) == "1.5 l"
 
 
 def test_services_prices_and_the_voucher_text(real_writer: LexiconWriter) -> None:
@@ -199,7 +205,8 @@ def test_multi_item_requests_come_in_several_structures(real_writer: LexiconWrit
             else:
                 seen.add("joined")
             for request in requests:
-                assert all(value in text.lower() for value in _stated(real_writer, request.target))
+                for statement in real_writer.statements(request.target):
+                    assert any(f in text.lower() for f in real_writer.said_forms(statement.value))
     assert seen == {"detached", "listed", "joined"}
 
 
@@ -210,7 +217,8 @@ def test_a_service_every_item_asks_for_is_sometimes_said_once(sample_writer: Lex
     shared = 0
     for salt in range(20):
         query = sample_writer.write("shop", requests, None, HashDraws("shared", str(salt))).query
-        said = sum(query.count(phrase) for phrase in phrasing.services["COD"])
+        assert all("on delivery" in phrase for phrase in phrasing.services["COD"])
+        said = query.count("on delivery")
         once = any(f.split("{")[0] in query for f in phrasing.frames.shared_services)
         assert said == (1 if once else 3), query
         shared += once

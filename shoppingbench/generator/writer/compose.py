@@ -17,7 +17,14 @@ from typing import Final
 
 from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
 from shoppingbench.generator.writer.lexicon import KeyPhrasing, Lexicon, Role, lexicon_sha256
-from shoppingbench.generator.writer.rules import choose_kind, clean_value, key_phrasing, longest_title_run
+from shoppingbench.generator.writer.rules import (
+    choose_kind,
+    clean_value,
+    head_region,
+    key_phrasing,
+    longest_title_run,
+    varied_value,
+)
 from shoppingbench.problems.models import (
     Category,
     PriceRelation,
@@ -36,6 +43,9 @@ _PRICE_LAST_ODDS: Final = 0.8
 _LISTED_SHOP_ODDS: Final = 0.35
 _DETACHED_ODDS: Final = 0.3
 _SHARED_SERVICE_ODDS: Final = 0.4
+_MODIFIER_ODDS: Final = 0.5
+_VARIANT_ODDS: Final = 0.5
+_MODIFIER_MIN_TITLES: Final = 2
 _SPLIT_VOUCHER_ODDS: Final = 0.5
 _MAX_PREFIX_WORDS: Final = 2
 _MAX_KIND_WORDS: Final = 4
@@ -133,17 +143,38 @@ class LexiconWriter:
         outside its stated values (values may be title words, as in real queries); else the last."""
         product, target = item.product, item.target
         kind = choose_kind(product.title, product.category, self.lexicon.kinds, self._noise, self._nouns)
-        statements = self.statements(target)
+        statements = [self._said(statement, rng) for statement in self.statements(target)]
         kind = next((s.value for s in statements if _names_kind(s.value, kind)), kind)
         values = [s.value for s in statements]
         services = [s for s in target.service if s in self.lexicon.phrasing.services and s not in shared]
+        modifiers = [m for m in self._modifiers(product.title, [kind, *values])
+                     if longest_title_run(f"{m} {kind}", product.title) < _TITLE_RUN]
         for _ in range(_DRAFTS):
-            draft = self._draft(kind, statements, services, target, rng)
+            modifier = rng.choice(modifiers) if modifiers and rng.random() < _MODIFIER_ODDS else ""
+            draft = self._draft(f"{modifier} {kind}".strip(), statements, services, target, rng)
             if longest_title_run(_without(draft.phrase, values), product.title) < _TITLE_RUN:
                 break
-        search_terms = " ".join(dict.fromkeys(" ".join([*values, kind]).split()))
+        search_terms = " ".join(dict.fromkeys(" ".join([*values, draft.kind]).split()))
         return _Draft(kind=kind, name=draft.name, clauses=draft.clauses, joined=draft.joined,
                       search_terms=search_terms)
+
+    def said_forms(self, value: str) -> tuple[str, str]:
+        """The ways an everyday value can be said: as it is, or varied (:func:`~.rules.varied_value`)."""
+        return value, varied_value(value, self.lexicon.phrasing.value_variants)
+
+    def _said(self, statement: _Statement, rng: Draws) -> _Statement:
+        if rng.random() >= _VARIANT_ODDS:
+            return statement
+        return _Statement(key=statement.key, value=self.said_forms(statement.value)[1])
+
+    def _modifiers(self, title: str, stated: Sequence[str]) -> list[str]:
+        """Title words a shopper might add to the kind ("travel shaver", "ceramic plate"): plain words
+        other titles use too (not a one-off model name), not already said, from where the title names
+        the item (not "for Mitsubishi")."""
+        said = {word for text in stated for word in text.split()}
+        return [word for word in dict.fromkeys(head_region(title, self._noise))
+                if word.isalpha() and len(word) > 2 and word not in self._noise and word not in said
+                and self.lexicon.kinds.get(word, 0) >= _MODIFIER_MIN_TITLES]
 
     def _draft(self, kind: str, statements: Sequence[_Statement], services: Sequence[str],
                target: RewardTarget, rng: Draws) -> _Draft:

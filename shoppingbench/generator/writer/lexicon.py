@@ -80,6 +80,9 @@ class Phrasing(_Frozen):
     key_words: dict[str, str]
     role_markers: dict[Role, list[str]]
     size_words: dict[str, str]
+    value_variants: dict[str, str]
+    """Word swaps that keep a value's meaning ("sleeve" -> "sleeves", "pcs" -> "pieces"): some stated
+    values are said this way, as real requests rarely repeat every value word for word."""
     size_systems: dict[str, str]
 
 

@@ -61,6 +61,17 @@ def clean_value(value: str, role: Role, phrasing: Phrasing) -> str:
     return _SLASHED_WORDS.sub(lambda m: m.group(1) + joint, text).replace("_", " ").strip()
 
 
+_MEASURE: Final = re.compile(r"(?<!\S)(\d+(?:\.\d+)?)([a-z]{1,4})(?!\S)")
+"""A whole word that is a number and a unit ("30m", "1.5l"), not a model code ("13pro+5g")."""
+
+
+def varied_value(value: str, variants: Mapping[str, str]) -> str:
+    """``value`` said another way with the same meaning: words swapped by ``variants``, a number and its
+    unit spaced apart ("30m" -> "30 m"). Every number stays."""
+    spaced = _MEASURE.sub(r"\1 \2", value)
+    return " ".join(variants.get(word, word) for word in spaced.split(" "))
+
+
 def title_words(text: str) -> list[str]:
     return _TITLE_WORD.findall(text.lower())
 
