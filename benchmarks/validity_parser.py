@@ -38,7 +38,8 @@ _NUM = r"(\d+(?:\.\d+)?)"
 _PRICES: tuple[tuple[str, str], ...] = (
     (rf"(?:priced |costing |for |with a price ranging )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} "
      rf"{_CURRENCY}", "between"),
-    (rf"in the {_NUM} to {_NUM} {_CURRENCY} range", "between"),
+    (rf"(?:with a price |costing )between {_NUM} and {_NUM} {_CURRENCY}", "between"),
+    (rf"in the {_NUM}(?: to |-){_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
     (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} "
      rf"{_CURRENCY}", "high"),
@@ -50,7 +51,7 @@ _SERVICES: dict[str, tuple[str, ...]] = {
                      "with free delivery", "that ships for free", "with shipping included"),
     "COD": ("with a cash on delivery option", "that supports cash on delivery",
             "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
-            "with cod available", "with pay on delivery"),
+            "that can be paid with cash on delivery", "with cod available", "with pay on delivery"),
     "official": ("with lazmall authenticity and easy returns", "from an official lazmall store",
                  "with lazmall service", "with lazmall perks", "available on lazmall", "from lazmall",
                  "from an official store", "sold on lazmall", "from a lazmall store",
@@ -100,6 +101,12 @@ _CLAUSE_TEMPLATES = (
 )
 _SIZE_WORDS = {"extra extra small": "xxs", "extra small": "xs", "small": "s", "medium": "m", "large": "l",
                "extra large": "xl"}
+_VARIANTS = {"sleeve": "sleeves", "stripe": "striped", "texture": "textured", "embroidery": "embroidered",
+             "print": "printed", "male": "men", "female": "women", "unisex": "men and women",
+             "shockproof": "shock-proof", "antibac": "antibacterial", "freesize": "free size",
+             "pcs": "pieces", "pc": "piece", "kids": "children", "waterproof": "water-proof",
+             "multicolor": "multi-colored"}
+_PLAIN = {said: raw for raw, said in _VARIANTS.items() if " " not in said}
 _SYSTEMS = {"eu size": "eu", "us size": "us", "uk size": "uk", "waist": "waist", "asian size": "asia"}
 
 
@@ -126,7 +133,9 @@ class Item:
 
     @property
     def search_words(self) -> str:
-        return " ".join(dict.fromkeys(" ".join([*self.values, self.name]).split()))
+        """The kind and values, each value in its catalog wording ("2 pieces" -> "2pcs")."""
+        plain = " ".join(_PLAIN.get(word, word) for word in " ".join([*self.values, self.name]).split())
+        return " ".join(dict.fromkeys(re.sub(r"(\d) ([a-z]+)\b", r"\1\2", plain).split()))
 
 
 def _bound(value: str) -> str:
@@ -286,7 +295,8 @@ def _everyday(raw: str) -> set[str]:
         forms |= {inner, f"size {inner}", f"{system} {inner}"}
         forms |= {f"{name} {inner}" for name, code in _SYSTEMS.items() if code == system}
     forms |= {word for word, code in _SIZE_WORDS.items() if code == text}
-    return forms
+    varied = " ".join(_VARIANTS.get(w, w) for w in re.sub(r"(\d)([a-z]+)\b", r"\1 \2", text).split())
+    return forms | {varied}
 
 
 def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, int]:

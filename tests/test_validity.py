@@ -132,6 +132,10 @@ def test_parser_matches_values_in_their_everyday_form() -> None:
     # The best single option carries two values: waist 38 and the colours.
     assert match_score(item, detail, "Heavy duty belt") == (2, 1)
     assert match_score(item, {"sku_options": {"1": {"size": "m"}}}, "Shoe") == (1, 0)
+    varied = Item(name="shirt", values=["short sleeves", "2 pieces"])  # the writer's value variants
+    assert varied.search_words == "short sleeve 2pcs shirt"
+    catalog = {"attributes": {"sleeves": ["short sleeve"], "pack": ["2pcs"]}}
+    assert match_score(varied, catalog, "Tee") == (2, 0)
 
 
 def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: SampleWorld,
