@@ -20,8 +20,9 @@ The top level holds the worst category of each: ``title_span_share_max`` (target
 real success; <= 0.08), ``targets_met``, and for information the sampler's shape: constraints per item
 and items per problem of suites the ``ProblemGenerator`` draws over the sample world, beside the real
 problems'. The calibration catalog is built once under the data root, keyed by the sha256 of
-``documents.jsonl.gz``. Progress goes to stderr, one line per stage; the last line printed is one JSON
-object.
+``documents.jsonl.gz``; its lexicon is the deterministic build of ``arena lexicon build`` (made afresh
+each run) unless ``--lexicon FILE`` gives one. Progress goes to stderr, one line per stage; the last
+line printed is one JSON object.
 """
 
 from __future__ import annotations
