@@ -113,7 +113,7 @@ def test_real_problems_twins_name_items_by_kind(real_writer: LexiconWriter, salt
             phrase = _without_values(item.phrase, _stated(real_writer, request.target))
             assert longest_title_run(phrase, request.product.title) < 3, (phrase, request.product.title)
             kind = item.search_terms.split()
-            assert len(kind) >= 1 and len(item.phrase.split()) >= 2
+            assert kind and item.phrase.strip()
 
 
 def test_no_raw_key_names_and_every_value_recoverable(real_writer: LexiconWriter,

@@ -12,7 +12,7 @@ The voucher block keeps ShoppingBench's own text.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
@@ -23,6 +23,7 @@ from shoppingbench.generator.writer.rules import (
     head_region,
     key_phrasing,
     longest_title_run,
+    plural,
     varied_value,
 )
 from shoppingbench.problems.models import (
@@ -43,8 +44,11 @@ _PRICE_LAST_ODDS: Final = 0.8
 _LISTED_SHOP_ODDS: Final = 0.35
 _DETACHED_ODDS: Final = 0.3
 _SHARED_SERVICE_ODDS: Final = 0.4
-_MODIFIER_ODDS: Final = 0.5
+_MODIFIER_ODDS: Final = 0.6
+_SECOND_MODIFIER_ODDS: Final = 0.4
 _VARIANT_ODDS: Final = 0.5
+_PLURAL_ODDS: Final = 0.2
+"""Items asked for in the plural with no article ("pig-themed coin banks"), as real requests often are."""
 _MODIFIER_MIN_TITLES: Final = 2
 _SPLIT_VOUCHER_ODDS: Final = 0.5
 _MAX_PREFIX_WORDS: Final = 2
@@ -64,11 +68,16 @@ class _Draft:
     joined: str
     """The clauses joined as the item's own phrase says them."""
     search_terms: str
+    plural: bool = False
+
+    @property
+    def named(self) -> str:
+        """The name as said: "a crop top", "some pants", or a plural without article ("crop tops")."""
+        return plural(self.name) if self.plural else queries.article(self.name)
 
     @property
     def phrase(self) -> str:
-        named = queries.article(self.name)
-        return f"{named} {self.joined}" if self.joined else named
+        return f"{self.named} {self.joined}" if self.joined else self.named
 
     @property
     def written(self) -> WrittenItem:
@@ -150,13 +159,12 @@ class LexiconWriter:
         modifiers = [m for m in self._modifiers(product.title, [kind, *values])
                      if longest_title_run(f"{m} {kind}", product.title) < _TITLE_RUN]
         for _ in range(_DRAFTS):
-            modifier = rng.choice(modifiers) if modifiers and rng.random() < _MODIFIER_ODDS else ""
-            draft = self._draft(f"{modifier} {kind}".strip(), statements, services, target, rng)
+            chosen = self._chosen_modifiers(modifiers, rng)
+            draft = self._draft(" ".join([*chosen, kind]), statements, services, target, rng)
             if longest_title_run(_without(draft.phrase, values), product.title) < _TITLE_RUN:
                 break
         search_terms = " ".join(dict.fromkeys(" ".join([*values, draft.kind]).split()))
-        return _Draft(kind=kind, name=draft.name, clauses=draft.clauses, joined=draft.joined,
-                      search_terms=search_terms)
+        return replace(draft, kind=kind, search_terms=search_terms)
 
     def said_forms(self, value: str) -> tuple[str, str]:
         """The ways an everyday value can be said: as it is, or varied (:func:`~.rules.varied_value`)."""
@@ -166,6 +174,15 @@ class LexiconWriter:
         if rng.random() >= _VARIANT_ODDS:
             return statement
         return _Statement(key=statement.key, value=self.said_forms(statement.value)[1])
+
+    @staticmethod
+    def _chosen_modifiers(modifiers: Sequence[str], rng: Draws) -> list[str]:
+        """None, one, or (less often) two of ``modifiers``, in title order."""
+        if not modifiers or rng.random() >= _MODIFIER_ODDS:
+            return []
+        first = rng.choice(modifiers)
+        second = rng.choice(modifiers) if rng.random() < _SECOND_MODIFIER_ODDS else first
+        return sorted({first, second}, key=modifiers.index)
 
     def _modifiers(self, title: str, stated: Sequence[str]) -> list[str]:
         """Title words a shopper might add to the kind ("travel shaver", "ceramic plate"): plain words
@@ -193,8 +210,10 @@ class LexiconWriter:
         clauses += [p for p in prices if p not in tail]
         rng.shuffle(clauses)
         ordered = (*clauses, *tail)
+        countable = not kind.endswith("s") and kind.split()[-1].isalpha()
         return _Draft(kind=kind, name=" ".join([*prefix, kind]), clauses=ordered,
-                      joined=queries.join_clauses(ordered, rng), search_terms="")
+                      joined=queries.join_clauses(ordered, rng), search_terms="",
+                      plural=countable and rng.random() < _PLURAL_ODDS)
 
     def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
         return (statement.key.role in self.lexicon.phrasing.prefix_roles
@@ -240,7 +259,7 @@ class LexiconWriter:
         """The items named first, then one sentence of requirements per item, as real requests often
         are ("Find a shop offering both X and Y. For the X, look for one with ...")."""
         frames = self.lexicon.phrasing.frames
-        names = queries.join_clauses([queries.article(draft.name) for draft in drafts], rng)
+        names = queries.join_clauses([draft.named for draft in drafts], rng)
         intro = frames.detached_shop if category == "shop" else frames.detached_voucher
         sentences = [_capitalised(rng.choice(intro).format(items=names))]
         kinds = [draft.kind for draft in drafts]

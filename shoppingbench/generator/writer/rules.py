@@ -72,6 +72,18 @@ def varied_value(value: str, variants: Mapping[str, str]) -> str:
     return " ".join(variants.get(word, word) for word in spaced.split(" "))
 
 
+def plural(phrase: str) -> str:
+    """``phrase`` with its last word in the plural ("coin bank" -> "coin banks", "brush" -> "brushes")."""
+    head, _, last = phrase.rpartition(" ")
+    if last.endswith(("s", "x", "z", "ch", "sh")):
+        last += "es"
+    elif last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u"):
+        last = last[:-1] + "ies"
+    else:
+        last += "s"
+    return f"{head} {last}" if head else last
+
+
 def title_words(text: str) -> list[str]:
     return _TITLE_WORD.findall(text.lower())
 
