@@ -86,7 +86,13 @@ _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sell
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
                    "for the {}, i'd like one {}.", "the {} i need is one {}.")
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
-_ITEM_JOINT = re.compile(r"(?:,? and |, )(?=(?:a|an|some|a pair of) )")
+# Before an article, or before a word no clause, price or service phrasing starts with and that ends in
+# "s" (an item asked for in the plural: "coin banks").
+_ITEM_JOINT = re.compile(
+    r"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:in|with|made|from|by|for|that|whose|colored|size|"
+    r"featuring|suitable|compatible|sold|crafted|imported|priced|costing|under|below|over|above|between|"
+    r"up|on|available|cheaper)\b)(?:[a-z0-9-]+ ){0,4}[a-z0-9-]+s"
+    r"(?=,| and | with | in | for | from |\.|\?|$))")
 _ARTICLE = re.compile(r"^(?:a pair of|some|an|a) ")
 _CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
 _CLAUSE_TEMPLATES = (
@@ -225,7 +231,8 @@ def _detached(text: str) -> list[str] | None:
         if words[0] in ordinal and len(words) == 2 and ordinal.index(words[0]) < len(names):
             index = ordinal.index(words[0])
         else:
-            index = next((i for i, name in enumerate(names) if name.endswith(ref)), -1)
+            forms = (ref, ref + "s", ref + "es", ref[:-1] + "ies")  # "the box" of "cardboard boxes"
+            index = next((i for i, name in enumerate(names) if name.endswith(forms)), -1)
         if index >= 0:
             names[index] += " " + clauses
     return names

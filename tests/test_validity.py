@@ -19,7 +19,14 @@ from benchmarks.validity_metrics import (
     wording_figures,
     words,
 )
-from benchmarks.validity_parser import Item, match_score, parse_query, take_price, take_services
+from benchmarks.validity_parser import (
+    Item,
+    match_score,
+    parse_query,
+    split_items,
+    take_price,
+    take_services,
+)
 from benchmarks.validity_run import twin_of
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
@@ -123,6 +130,15 @@ def test_parser_reads_items_named_first_and_services_said_once() -> None:
         "Please only show options with cash on delivery.")
     assert [(i.name, i.values, i.price, i.services) for i in items] == [
         ("red kettle", ["steel"], None, ["freeShipping", "COD"]), ("steel pots", ["large"], "-300", ["COD"])]
+
+
+def test_parser_splits_items_asked_for_in_the_plural() -> None:
+    phrases, _ = split_items("I need a red kettle with free shipping, pig-themed coin banks in pink and some "
+                             "pots.")
+    assert phrases == ["a red kettle with free shipping", "pig-themed coin banks in pink", "some pots"]
+    items, _ = parse_query("Is there a seller with cardboard boxes and a mug? For the box, look for one in "
+                           "red.")
+    assert [(i.name, i.values) for i in items] == [("cardboard boxes", ["red"]), ("mug", [])]
 
 
 def test_parser_matches_values_in_their_everyday_form() -> None:
