@@ -86,13 +86,13 @@ _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sell
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
                    "for the {}, i'd like one {}.", "the {} i need is one {}.")
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
-# Before an article, or before a word no clause, price or service phrasing starts with and that ends in
-# "s" (an item asked for in the plural: "coin banks").
+_CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
+                 "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
+# Before an article, or before words no clause, price or service phrasing starts with that end in a plural
+# ("coin banks") followed by a clause or the end: an item asked for in the plural without an article.
 _ITEM_JOINT = re.compile(
-    r"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:in|with|made|from|by|for|that|whose|colored|size|"
-    r"featuring|suitable|compatible|sold|crafted|imported|priced|costing|under|below|over|above|between|"
-    r"up|on|available|cheaper)\b)(?:[a-z0-9-]+ ){0,4}[a-z0-9-]+s"
-    r"(?=,| and | with | in | for | from |\.|\?|$))")
+    rf"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:{_CLAUSE_WORDS})\b)(?:[a-z0-9-]+ ){{0,4}}[a-z0-9-]+s"
+    rf"(?:[,.?]| and | (?:{_CLAUSE_WORDS})\b|$))")
 _ARTICLE = re.compile(r"^(?:a pair of|some|an|a) ")
 _CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
 _CLAUSE_TEMPLATES = (
@@ -183,8 +183,8 @@ def clause_value(clause: str) -> str:
 
 
 _CLAUSE_START = re.compile(
-    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold)\b"
-    r"|[a-z]+: )")
+    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|crafted|"
+    r"imported)\b|[a-z]+: )")
 
 
 def parse_item(phrase: str) -> Item:
