@@ -214,6 +214,17 @@ def _framed(text: str) -> list[str]:
     return phrases
 
 
+def _referenced(ref: str, names: list[str]) -> int:
+    """Which named item a detail sentence means: "the second cat litter", or "the box" of "cardboard boxes"
+    (-1: none)."""
+    ordinals = ("first", "second", "third", "fourth")
+    words = ref.split(" ", 1)
+    if len(words) == 2 and words[0] in ordinals and ordinals.index(words[0]) < len(names):
+        return ordinals.index(words[0])
+    forms = (ref, ref + "s", ref + "es", ref[:-1] + "ies")
+    return next((i for i, name in enumerate(names) if name.endswith(forms)), -1)
+
+
 def _detached(text: str) -> list[str] | None:
     """Items named first, then one sentence of clauses per item ("For the kettle, look for one ...")."""
     sentences = re.split(r"(?<=[.?])\s+", text)
@@ -222,19 +233,10 @@ def _detached(text: str) -> list[str] | None:
     if intro is None or not details or not all(details):
         return None
     names = [p.strip(" .") for p in _ITEM_JOINT.split(intro.group(1).removeprefix("both ")) if p.strip()]
-    for detail in details:
-        if detail is None:
-            continue
-        ref, clauses = detail.group(1), detail.group(2)
-        ordinal = ("first", "second", "third", "fourth")
-        words = ref.split(" ", 1)
-        if words[0] in ordinal and len(words) == 2 and ordinal.index(words[0]) < len(names):
-            index = ordinal.index(words[0])
-        else:
-            forms = (ref, ref + "s", ref + "es", ref[:-1] + "ies")  # "the box" of "cardboard boxes"
-            index = next((i for i, name in enumerate(names) if name.endswith(forms)), -1)
+    for detail in filter(None, details):
+        index = _referenced(detail.group(1), names)
         if index >= 0:
-            names[index] += " " + clauses
+            names[index] += " " + detail.group(2)
     return names
 
 
