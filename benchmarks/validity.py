@@ -1,0 +1,159 @@
+"""Validity: do generated problems read like ShoppingBench's own, and are they as hard? (issue 21, SPEC 5)
+
+    python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4] [--lexicon FILE]
+                                  [--world-products 3000] [--shape-per-category 30]
+
+Over the calibration set (``../shared/calibration``: 300 real ShoppingBench problems and a catalog they
+are solvable in) every real problem gets a **twin**: the generator's writer's query for the same reward
+targets (same items, same stated constraints, same voucher). Then, per category, real beside twin:
+
+- wording (``benchmarks.validity_metrics`` defines each exactly): ``title_span_share``, ``raw_key_share``,
+  ``verbatim_value_share``, ``query_words``;
+- success of the bundled scripted baseline and of the hostile parser (``benchmarks/validity_parser.py``,
+  a no-LLM agent written against the writer's wording and tuned only on sample-world problems), scored
+  by the one scorer (``production-strict``) against the calibration catalog: the agents' own code
+  through the tool server over loopback HTTP, in-process as ``benchmarks.harness`` runs it (no sandbox,
+  so no verified-answer rule: neither agent recommends an id no tool returned).
+
+The top level holds the worst category of each: ``title_span_share_max`` (target <= 0.30),
+``raw_key_share_max`` (<= 0.15), ``baseline_gap_max`` and ``parser_gap_max`` (twins' success minus
+real success; <= 0.08), ``targets_met``, and for information the sampler's shape: constraints per item
+and items per problem of suites the ``ProblemGenerator`` draws over the sample world, beside the real
+problems'. The calibration catalog is built once under the data root, keyed by the sha256 of
+``documents.jsonl.gz``; its lexicon is the deterministic build of ``arena lexicon build`` (made afresh
+each run) unless ``--lexicon FILE`` gives one. Progress goes to stderr, one line per stage; the last
+line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from benchmarks.validity_metrics import wording_figures
+from benchmarks.validity_run import AGENTS, run_agents, sampler_shape, twins
+from shoppingbench.catalog.build import build_catalog, catalog_exists, open_catalog
+from shoppingbench.generator.writer import lexicon_path
+from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
+from shoppingbench.generator.writer.lexicon import load_lexicon, save_lexicon
+from shoppingbench.logs import configure_logging
+from shoppingbench.problems.loaders import load_problems
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
+from shoppingbench.settings import HarnessSettings
+from shoppingbench.world.writer import sha256_file
+
+DEFAULT_CALIBRATION: Final = Path(__file__).resolve().parents[1].parent / "shared" / "calibration"
+DOCUMENTS: Final = "documents.jsonl.gz"
+TARGETS: Final = {"title_span_share_max": 0.30, "raw_key_share_max": 0.15, "baseline_gap_max": 0.08,
+                  "parser_gap_max": 0.08}
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def calibration_catalog(calibration: Path, root: Path) -> Path:
+    """The calibration catalog built under ``root``, keyed by its documents' sha256 (built once)."""
+    documents = calibration / DOCUMENTS
+    if not documents.is_file():
+        raise SystemExit(f"no {DOCUMENTS} in {calibration}: pass --calibration DIR")
+    catalog_dir = root / "benchmarks" / f"validity-catalog-{sha256_file(documents)[:16]}"
+    if not catalog_exists(catalog_dir):
+        build_catalog(documents, catalog_dir, strict=True, progress=False)
+    return catalog_dir
+
+
+def calibration_lexicon(catalog_dir: Path, lexicon: Path | None) -> str:
+    """Put the writer's lexicon beside the catalog and return its sha256: ``lexicon`` when given (e.g. one
+    a model helped build), else the deterministic fallback of ``arena lexicon build``, built afresh."""
+    path = lexicon_path(catalog_dir)
+    if lexicon is not None:
+        return save_lexicon(load_lexicon(lexicon), path)
+    path.unlink(missing_ok=True)  # a fresh build, not an extension of an earlier run's lexicon
+    return build_catalog_lexicon(catalog_dir, progress=False).sha256
+
+
+def real_problems(calibration: Path, per_category: int) -> dict[Category, list[Problem]]:
+    """The first ``per_category`` real problems of each category file."""
+    return {c: load_problems(calibration / f"{c}.jsonl", c)[:per_category] for c in CATEGORIES}
+
+
+def _worst(per_category: dict[Category, dict[str, Any]], field: str) -> float:
+    return max(float(figures[field]) for figures in per_category.values())
+
+
+def summarise(per_category: dict[Category, dict[str, Any]]) -> dict[str, Any]:
+    """The top-level figures: each the worst category's, and whether every target is met."""
+    top = {"title_span_share_max": _worst(per_category, "twin_title_span_share"),
+           "raw_key_share_max": _worst(per_category, "twin_raw_key_share"),
+           "baseline_gap_max": _worst(per_category, "baseline_gap"),
+           "parser_gap_max": _worst(per_category, "parser_gap")}
+    return {**top, "targets_met": all(top[name] <= bound for name, bound in TARGETS.items())}
+
+
+def _category_figures(real: list[Problem], twin: list[Problem],
+                      success: dict[str, float]) -> dict[str, Any]:
+    figures: dict[str, Any] = {"problems": len(real)}
+    for side, problems in (("real", real), ("twin", twin)):
+        for name, value in asdict(wording_figures(problems)).items():
+            if name != "problems":
+                figures[f"{side}_{name}"] = value
+    for agent in AGENTS:
+        figures[f"{agent}_real_success"] = success[f"{agent}/real"]
+        figures[f"{agent}_twin_success"] = success[f"{agent}/twin"]
+        figures[f"{agent}_gap"] = round(success[f"{agent}/twin"] - success[f"{agent}/real"], 4)
+    return figures
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION,
+                        help="Folder with documents.jsonl.gz and {product,shop,voucher}.jsonl")
+    parser.add_argument("--lexicon", type=Path, default=None,
+                        help="Lexicon file for the twins (default: the deterministic build for the catalog)")
+    parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
+    parser.add_argument("--workers", type=int, default=4, help="Problems run at once per agent")
+    parser.add_argument("--world-products", type=int, default=3000,
+                        help="Products of the sample world the sampler's shape is drawn over (built once)")
+    parser.add_argument("--shape-per-category", type=int, default=30,
+                        help="Generated problems per category for the sampler's shape (0: skip)")
+    args = parser.parse_args(argv)
+    if args.per_category < 1 or args.workers < 1 or args.shape_per_category < 0:
+        parser.error("--per-category and --workers must be >= 1, --shape-per-category >= 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = _arguments(argv)
+    configure_logging("console", "warning")
+    settings = HarnessSettings()
+    _say(f"catalog: importing {args.calibration / DOCUMENTS} (cached by sha256)")
+    catalog_dir = calibration_catalog(args.calibration, settings.root)
+    _say(f"lexicon: {args.lexicon or 'the deterministic build for the catalog'}")
+    lexicon = calibration_lexicon(catalog_dir, args.lexicon)
+    real = real_problems(args.calibration, args.per_category)
+    _say(f"problems: {', '.join(f'{len(real[c])} {c}' for c in CATEGORIES)}; writing twins")
+    engine = open_catalog(catalog_dir)
+    try:
+        twin = twins(real, engine, catalog_dir)
+        success = run_agents(real, twin, engine, settings, args.workers, _say)
+    finally:
+        engine.close()
+    per_category = {c: _category_figures(real[c], twin[c], success[c]) for c in CATEGORIES}
+    shape = sampler_shape(settings.root, args.world_products, args.shape_per_category, _say)
+    result = {**summarise(per_category), "targets": TARGETS, "lexicon_sha256": lexicon,
+              "problems": sum(len(p) for p in real.values()), "per_category": per_category,
+              "sampler_shape": shape}
+    print(orjson.dumps(result).decode())
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The validity benchmark's stages: twins of real problems, the agents' runs, the sampler's shape.
+
+A **twin** keeps a real problem's reward targets and voucher and replaces its query with what the
+generator's writer says for them (``ItemRequest(product from the catalog, target from the reward)``),
+its draws keyed by :data:`TWIN_KEY`, the category and the problem's index, so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Final
+
+from benchmarks import validity_parser
+from benchmarks.validity_metrics import wording_figures
+from shoppingbench.agents import scripted_baseline
+from shoppingbench.catalog.models import Product
+from shoppingbench.evaluation import AgentMain, Grader, collect, iter_in_process, new_run_id
+from shoppingbench.generator import ProblemGenerator
+from shoppingbench.generator.draws import HashDraws
+from shoppingbench.generator.request import ItemRequest, RequestWriter
+from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
+from shoppingbench.sample_world import ensure_sample_world
+from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
+from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.settings import HarnessSettings
+from shoppingbench.tools.server import create_app as create_tool_app
+from shoppingbench.tools.serving import running_server
+
+TWIN_KEY: Final = "validity-benchmark-twin-v1"
+SHAPE_SEED: Final = "validity-benchmark-shape-v1"
+AGENT_MODULES: Final[dict[str, ModuleType]] = {"baseline": scripted_baseline, "parser": validity_parser}
+AGENTS: Final = tuple(AGENT_MODULES)
+Say = Callable[[str], None]
+
+
+def twin_of(problem: Problem, index: int, products: Mapping[str, Product], writer: RequestWriter) -> Problem:
+    """``problem`` with the writer's query for its own targets and voucher (see the module docstring)."""
+    missing = [t.product_id for t in problem.targets if t.product_id not in products]
+    if missing:
+        raise ValueError(f"problem {problem.id}: targets {missing} are not in the catalog")
+    items = [ItemRequest(product=products[t.product_id], target=t) for t in problem.targets]
+    written = writer.write(problem.category, items, problem.voucher,
+                           HashDraws(TWIN_KEY, problem.category, str(index)))
+    return Problem(category=problem.category, query=written.query, targets=problem.targets,
+                   voucher=problem.voucher)
+
+
+def twins(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine,
+          catalog_dir: Path) -> dict[Category, list[Problem]]:
+    """The twin of every real problem, per category, in the same order."""
+    writer = writer_for_catalog(catalog_dir)
+    ids = [t.product_id for problems in real.values() for p in problems for t in p.targets]
+    products = engine.get_products(ids)
+    return {category: [twin_of(p, i, products, writer) for i, p in enumerate(problems)]
+            for category, problems in real.items()}
+
+
+def success_by_category(agent: AgentMain, suite: list[Problem], grader: Grader,
+                        workers: int) -> dict[Category, float]:
+    """The agent's success rate per category (every problem of the suite counts; crashes fail)."""
+    run_id = new_run_id()
+    result = collect(iter_in_process(agent, suite, grader, run_id=run_id, workers=workers), suite,
+                     run_id=run_id, progress=False)
+    by_id = {a.problem_id: a.score.success for a in result.attempts}
+    rates: dict[Category, float] = {}
+    for category in CATEGORIES:
+        problems = [p for p in suite if p.category == category]
+        if problems:
+            rates[category] = round(sum(1 for p in problems if by_id.get(p.id)) / len(problems), 4)
+    return rates
+
+
+def run_agents(real: Mapping[Category, list[Problem]], twin: Mapping[Category, list[Problem]],
+               engine: BM25SearchEngine, settings: HarnessSettings, workers: int,
+               say: Say) -> dict[Category, dict[str, float]]:
+    """``{category: {"<agent>/<real|twin>": success}}`` for every agent on both sides."""
+    grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
+                    PRODUCTION_STRICT)
+    success: dict[Category, dict[str, float]] = {c: {} for c in CATEGORIES}
+    with running_server(create_tool_app(engine)) as url:
+        os.environ["SANDBOX_PROXY_URL"] = url  # how an agent file finds its tools (ProxyClient)
+        for name, module in AGENT_MODULES.items():
+            for side, problems in (("real", real), ("twin", twin)):
+                suite = [p for c in CATEGORIES for p in problems[c]]
+                say(f"agents: {name} on {len(suite)} {side} problems")
+                rates = success_by_category(module.agent_main, suite, grader, workers)
+                for category, rate in rates.items():
+                    success[category][f"{name}/{side}"] = rate
+    return success
+
+
+def sampler_shape(root: Path, world_products: int, per_category: int, say: Say) -> dict[str, object]:
+    """Constraints per item and items per problem of a suite generated over the sample world."""
+    if per_category == 0:
+        return {}
+    say(f"sampler: a {per_category}-per-category suite over the {world_products}-product sample world")
+    world = ensure_sample_world(root / "benchmarks" / f"validity-world-{world_products}",
+                                products=world_products, seed=0, progress=False)
+    with ProblemGenerator.open(world.catalog_dir) as generator:
+        suite = generator.generate(SHAPE_SEED, dict.fromkeys(CATEGORIES, per_category))
+    shape: dict[str, object] = {"generator": generator.key, "world_products": world_products}
+    for category in CATEGORIES:
+        figures = wording_figures([p for p in suite if p.category == category])
+        shape[category] = {"problems": figures.problems, "constraints_per_item": figures.constraints_per_item,
+                           "items_per_problem": figures.items_per_problem}
+    return shape

@@ -1,0 +1,210 @@
+"""The validity benchmark: its wording metrics on hand-made queries, the hostile parser's clause reading,
+twins, and a tiny end-to-end run over a calibration folder made from the test sample world."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from benchmarks import validity
+from benchmarks.validity_metrics import (
+    constraint_count,
+    has_title_span,
+    is_raw_key,
+    states_raw_key,
+    value_is_verbatim,
+    wording_figures,
+    words,
+)
+from benchmarks.validity_parser import (
+    Item,
+    match_score,
+    parse_query,
+    split_items,
+    take_price,
+    take_services,
+)
+from benchmarks.validity_run import twin_of
+from shoppingbench.catalog.build import BUILD_RECORD
+from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
+from shoppingbench.sample_world import SampleWorld
+from shoppingbench.search.engine import BM25SearchEngine
+
+TITLE = "Portable Electric Shaver for Men Mini Rechargeable Razor"
+
+
+def _target(**fields: object) -> RewardTarget:
+    return RewardTarget.model_validate({"product_id": "1", "title": [TITLE], **fields})
+
+
+def test_words_lower_case_and_split_on_everything_but_letters_and_digits() -> None:
+    assert words("Color_Family: Yellow-Green 27cm, 尺码!") == [
+        "color", "family", "yellow", "green", "27cm", "尺码"]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("I want a portable electric shaver please", True),
+    ("a shaver for men mini, rechargeable", True),  # connectors dropped on both sides: "shaver men mini"
+    ("a portable shaver that is electric", False),
+    ("an electric razor for travel", False),
+    ("for the men", False),  # connectors never make a span
+])
+def test_title_span_needs_three_consecutive_title_words(query: str, expected: bool) -> None:
+    assert has_title_span(query, TITLE) is expected
+
+
+@pytest.mark.parametrize(("key", "raw"), [
+    ("brand", False), ("size", False), ("pattern", False),
+    ("color_family", True), ("units_hb", True), ("variation3", True), ("color family", True),
+    ("model", True), ("type", True), ("尺码", True),
+])
+def test_a_raw_key_is_anything_but_one_plain_shopper_word(key: str, raw: bool) -> None:
+    assert is_raw_key(key) is raw
+
+
+def test_raw_key_stated_as_written_or_with_spaces_but_not_an_ordinary_word() -> None:
+    target = _target(sku_options=[{"color_family": "cream"}], attributes=[{"brand": ["oem"]}])
+    assert states_raw_key("in the cream color_family", target)
+    assert states_raw_key("in the cream Color Family please", target)
+    assert not states_raw_key("a cream colored one, brand oem", target)
+    assert not states_raw_key("family colors in cream", target)
+
+
+def test_verbatim_value_needs_its_words_in_order() -> None:
+    assert value_is_verbatim("a blouse in olive green, short sleeve", "olive green")
+    assert not value_is_verbatim("a green blouse, olive tone", "olive green")
+    assert not value_is_verbatim("anything", "")
+
+
+def test_constraints_count_pairs_services_and_prices() -> None:
+    target = _target(sku_options=[{"color_family": "red", "size": "m"}],
+                     attributes=[{"material": ["cotton"]}], service=["COD"], price=[{"between": [1, 2]}])
+    assert constraint_count(target) == 5
+
+
+def test_wording_figures_per_item_and_per_value() -> None:
+    first = Problem(category="product", query="a portable electric shaver in red, units_hb 2",
+                    targets=[_target(sku_options=[{"color_family": "red"}],
+                                     attributes=[{"units_hb": ["2"]}])])
+    second = Problem(category="product", query="a razor for travel",
+                     targets=[_target(attributes=[{"shaver_type": ["travel"], "brand": ["oem"]}])])
+    figures = wording_figures([first, second])
+    assert (figures.items, figures.title_span_share, figures.raw_key_share) == (2, 0.5, 0.5)
+    assert figures.verbatim_value_share == 0.75  # red, 2, travel stated; oem not
+    assert figures.query_words == (9 + 4) / 2 and figures.constraints_per_item == 2.0
+
+
+def test_parser_reads_the_writers_price_and_service_phrasings() -> None:
+    assert take_price("a kettle priced between 100 and 250 php")[0] == "100-250"
+    assert take_price("a fan costing no more than 1200 pesos")[0] == "-1200"
+    assert take_price("a mug in the 83 to 90.5 php range")[0] == "83-90.5"
+    assert take_price("a mug with a price above 83 pesos")[0] == "83-"
+    assert take_price("a mug")[0] is None
+    services, rest = take_services("a mug that ships for free and with cod available")
+    assert services == ["freeShipping", "COD"] and "free" not in rest
+
+
+def test_parser_splits_the_frame_items_and_clauses() -> None:
+    items, budget = parse_query(
+        "I need a red kettle in size large and priced under 300 php. I also need some steel pots with free "
+        "shipping, made from aluminum and with a floral pattern.\n\nMy budget is only `500`, but I have a "
+        "voucher with the following rules:\n1. The voucher applies to all products.\n2. It is valid only "
+        "when "
+        "the total price of the products exceeds `400`.\n3. It provides a fixed discount of `50`.")
+    assert [(i.name, i.values, i.price, i.services) for i in items] == [
+        ("red kettle", ["large"], "-300", []), ("steel pots", ["aluminum", "floral"], None, ["freeShipping"])]
+    assert budget is not None and budget.total_paid([300, 150]) == 400 and budget.total_paid([300]) == 300
+    listed, no_budget = parse_query("Find shops offering multiple items where: First, I want a cat collar in "
+                                    "the color sky blue. Second: a pair of socks by uniqlo.")
+    assert [(i.name, i.values) for i in listed] == [("cat collar", ["sky blue"]), ("socks", ["uniqlo"])]
+    assert no_budget is None
+
+
+def test_parser_reads_items_named_first_and_services_said_once() -> None:
+    items, _ = parse_query(
+        "Find a shop offering both a red kettle and some steel pots. For the kettle, look for one made of "
+        "steel and with free shipping. The steel pots should be one in size large and priced under 300 PHP. "
+        "Please only show options with cash on delivery.")
+    assert [(i.name, i.values, i.price, i.services) for i in items] == [
+        ("red kettle", ["steel"], None, ["freeShipping", "COD"]), ("steel pots", ["large"], "-300", ["COD"])]
+
+
+def test_parser_splits_items_asked_for_in_the_plural() -> None:
+    phrases, _ = split_items("I need a red kettle with free shipping, pig-themed coin banks in pink and some "
+                             "pots.")
+    assert phrases == ["a red kettle with free shipping", "pig-themed coin banks in pink", "some pots"]
+    items, _ = parse_query("Is there a seller with cardboard boxes and a mug? For the box, look for one in "
+                           "red.")
+    assert [(i.name, i.values) for i in items] == [("cardboard boxes", ["red"]), ("mug", [])]
+
+
+def test_parser_matches_values_in_their_everyday_form() -> None:
+    item = Item(name="belt", values=["waist 38", "medium", "black and white"])
+    detail = {"sku_options": {"1": {"size": "waist:38", "color_family": "black/white"}, "2": {"size": "m"}},
+              "attributes": {}}
+    # The best single option carries two values: waist 38 and the colours.
+    assert match_score(item, detail, "Heavy duty belt") == (2, 1)
+    assert match_score(item, {"sku_options": {"1": {"size": "m"}}}, "Shoe") == (1, 0)
+    varied = Item(name="shirt", values=["short sleeves", "2 pieces"])  # the writer's value variants
+    assert varied.search_words == "short sleeve 2pcs shirt"
+    catalog = {"attributes": {"sleeves": ["short sleeve"], "pack": ["2pcs"]}}
+    assert match_score(varied, catalog, "Tee") == (2, 0)
+
+
+def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: SampleWorld,
+                                                              small_engine: BM25SearchEngine) -> None:
+    real = small_world.suite(1)[-1]
+    products = small_engine.get_products([t.product_id for t in real.targets])
+    writer = writer_for_catalog(small_world.catalog_dir)
+    twin = twin_of(real, 0, products, writer)
+    assert twin.targets == real.targets and twin.voucher == real.voucher and twin.category == real.category
+    assert twin.query != real.query and twin == twin_of(real, 0, products, writer)
+    with pytest.raises(ValueError, match="not in the catalog"):
+        twin_of(real, 0, {}, writer)
+
+
+def test_summary_is_the_worst_category_against_the_targets() -> None:
+    fine = {"twin_title_span_share": 0.1, "twin_raw_key_share": 0.0, "baseline_gap": 0.0, "parser_gap": 0.05}
+    summary = validity.summarise({"product": fine, "shop": fine, "voucher": {**fine, "parser_gap": 0.2}})
+    assert summary["parser_gap_max"] == 0.2 and summary["targets_met"] is False
+    assert validity.summarise({c: fine for c in CATEGORIES})["targets_met"] is True
+
+
+def _calibration_from(world: SampleWorld, folder: Path) -> Path:
+    """A calibration folder in the real layout, made of the test world's catalog and problems."""
+    folder.mkdir()
+    shutil.copy(world.world_dir / "documents.jsonl.gz", folder / "documents.jsonl.gz")
+    for category in CATEGORIES:
+        shutil.copy(world.problems_dir / f"{category}.jsonl", folder / f"{category}.jsonl")
+    return folder
+
+
+def test_tiny_run_prints_every_figure(small_world: SampleWorld, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "benchmarks").mkdir(parents=True)
+    # The sampler's shape is drawn over the same 3,000-product world (reused, not rebuilt).
+    (tmp_path / "home" / "benchmarks" / "validity-world-3000").symlink_to(small_world.world_dir)
+    calibration = _calibration_from(small_world, tmp_path / "calibration")
+    result = validity.main(["--calibration", str(calibration), "--per-category", "3", "--workers", "2",
+                            "--shape-per-category", "2"])
+    printed = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed == orjson.loads(orjson.dumps(result))
+    assert printed["problems"] == 9 and set(printed["per_category"]) == set(CATEGORIES)
+    assert set(validity.TARGETS) | {"targets_met", "sampler_shape"} <= set(printed)
+    shop = printed["per_category"]["shop"]
+    for side in ("real", "twin"):
+        for name in ("title_span_share", "raw_key_share", "verbatim_value_share", "query_words"):
+            assert shop[f"{side}_{name}"] >= 0
+    assert 0 <= shop["parser_twin_success"] <= 1 and printed["sampler_shape"]["shop"]["problems"] == 2
+    cached = list((tmp_path / "home" / "benchmarks").glob("validity-catalog-*"))
+    assert len(cached) == 1  # the imported catalog, keyed by the documents' sha256
+    record = cached[0] / BUILD_RECORD
+    built = record.stat().st_mtime_ns
+    assert validity.calibration_catalog(calibration, tmp_path / "home") == cached[0]
+    assert record.stat().st_mtime_ns == built  # a second run reuses it
