@@ -65,15 +65,20 @@ _FRAMES = (
     "help me find {}.", "i want to buy {}.", "find me {}.", "do you have {}?", "searching for {}.",
     "i'd like {}.", "please find {}.", "any options for {}?", "i'm shopping for {}.",
     "can you help me find {}?", "i'm searching for {}.", "show me options for {}.",
-    "find a shop offering {}.",
+    "find a shop offering {}.", "find shops selling {}.", "i'm looking for a shop that sells {}.",
+    "find shops offering these items: {}", "looking for a shop offering these items: {}",
+    "i need one store that sells the following: {}",
     "is there a single store that sells {}?", "i want to buy {} from the same shop.",
     "show me a store that has {}.", "looking for one shop with {}.", "which seller has {}?",
     "can you find a shop that carries {}?", "i need {}, all from one store.", "i want to get {}.",
     "help me buy {}.", "find shops offering multiple items where: {}", "i need one shop for these: {}",
     "looking for a store that sells all of the following. {}",
-    "i'm looking for {}. also, i want {}.", "i need {}. i also need {}.",
-    "show me {}. besides that, i'm after {}.", "i want {}, and also {}.",
 )
+# A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.
+_FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally), (?:look for|search for|i need|i want|find|"
+                       r"i'm looking for) |i also need )")
+_NUMBERED = re.compile(r"(?:^|(?<=[.:])\s)\d[).]\s+")
+_SURE_ITEM_JOINT = re.compile(r",? as well as |; and ")
 _CLOSERS = ("all from the same seller, please.", "they should all come from one store.",
             "please show shops that sell all of them.", "i'd like to order them together from one shop.")
 _SHARED_SERVICES = [re.compile(r"(?:^|\s)" + re.escape(frame.replace("{}", "@")).replace("@", "(.+?)") + "$")
@@ -209,9 +214,16 @@ def _framed(text: str) -> list[str]:
             break
     phrases: list[str] = []
     for group in groups:
-        for listed in _ORDINAL.split(group):
-            phrases += [p.strip(" .") for p in _ITEM_JOINT.split(listed.strip(" .")) if p.strip(" .")]
+        for listed in (part for ordinal in _ORDINAL.split(group) for part in _NUMBERED.split(ordinal)):
+            for joined in _SURE_ITEM_JOINT.split(listed.strip(" .")):
+                phrases += [p.strip(" .") for p in _ITEM_JOINT.split(joined.strip(" .")) if p.strip(" .")]
     return phrases
+
+
+def _followed(text: str) -> list[str]:
+    """Item phrases of a request that adds items in sentences of their own, the first one framed."""
+    first, *more = _FOLLOWUP.split(text)
+    return _framed(first) + [p.strip(" .") for p in more if p.strip(" .")]
 
 
 def _detached(text: str) -> list[str] | None:
@@ -250,7 +262,7 @@ def split_items(query: str) -> tuple[list[str], list[str]]:
             shared = take_services(match.group(1))[0]
             text = text[:match.start()]
             break
-    return _detached(text) or _framed(text), shared
+    return _detached(text) or _followed(text), shared
 
 
 @dataclass(frozen=True)

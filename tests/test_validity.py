@@ -141,6 +141,16 @@ def test_parser_splits_items_asked_for_in_the_plural() -> None:
     assert [(i.name, i.values) for i in items] == [("cardboard boxes", ["red"]), ("mug", [])]
 
 
+def test_parser_splits_items_added_in_sentences_numbered_or_joined_before_the_last() -> None:
+    phrases, _ = split_items("Find a shop offering a red kettle under 300 php. Also, look for some pots in "
+                             "steel. Additionally, I want a mug.")
+    assert phrases == ["a red kettle under 300 php", "some pots in steel", "a mug"]
+    numbered, _ = split_items("Find shops offering these items: 1) A red kettle in steel. 2) Some pots.")
+    assert numbered == ["a red kettle in steel", "some pots"]
+    joined, _ = split_items("Find shops selling a red kettle, a mug in blue, as well as some pots.")
+    assert joined == ["a red kettle", "a mug in blue", "some pots"]
+
+
 def test_parser_matches_values_in_their_everyday_form() -> None:
     item = Item(name="belt", values=["waist 38", "medium", "black and white"])
     detail = {"sku_options": {"1": {"size": "waist:38", "color_family": "black/white"}, "2": {"size": "m"}},

@@ -52,7 +52,6 @@ class Frames(_Frozen):
     shop_closers: list[str] = Field(min_length=1)
     """Appended to a shop request ("" for none): the same-seller reminder real requests often end with."""
     voucher: list[str] = Field(min_length=1)
-    voucher_split: list[str] = Field(min_length=1)
     ordinals: list[str] = Field(min_length=4)
     listed_item: list[str] = Field(min_length=1)
     shared_services: list[str] = Field(min_length=1)
@@ -62,6 +61,14 @@ class Frames(_Frozen):
     """Intros naming the items first (``{items}``); each item's requirements follow in its own sentence."""
     detached_item: list[str] = Field(min_length=1)
     """One item's requirements (``{ref}`` its kind, ``{clauses}``)."""
+    followups: list[str] = Field(min_length=1)
+    """A sentence adding one more item after the first ("Also, look for {item}.")."""
+    shop_numbered: list[str] = Field(min_length=1)
+    """A shop request listing its items numbered (``{items}``: ``numbered_item`` sentences)."""
+    numbered_item: list[str] = Field(min_length=1)
+    """One numbered item (``{n}`` its number from 1, ``{item}`` capitalised)."""
+    last_item_joints: list[str] = Field(min_length=1)
+    """What joins the last item of a one-sentence list (" and ", ", as well as ", "; and ")."""
 
 
 class Phrasing(_Frozen):
