@@ -36,29 +36,33 @@ SHOPS_TRIED = 5
 _CURRENCY = r"(?:pesos|php)"
 _NUM = r"(\d+(?:\.\d+)?)"
 _PRICES: tuple[tuple[str, str], ...] = (
-    (rf"(?:priced |costing |for |with a price ranging )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} "
+    (rf"(?:priced |costing |for |with a price ranging |that costs |with a price range )?"
+     rf"(?:between|from|of|within)? ?{_NUM} (?:and|to) {_NUM} "
      rf"{_CURRENCY}", "between"),
     (rf"(?:with a price |costing )between {_NUM} and {_NUM} {_CURRENCY}", "between"),
     (rf"in the {_NUM}(?: to |-){_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
-    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} "
-     rf"{_CURRENCY}", "high"),
-    (rf"(?:priced |for |with a price |that costs )?(?:over|above|costing more than|more than) {_NUM} "
-     rf"{_CURRENCY}", "low"),
+    (rf"(?:priced |for |that costs |with a price |price )?"
+     rf"(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} {_CURRENCY}", "high"),
+    (rf"(?:priced |for |with a price |that costs |price |and costs )?"
+     rf"(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
     "freeShipping": ("that comes with free shipping", "with free shipping included", "with free shipping",
-                     "with free delivery", "that ships for free", "with shipping included"),
+                     "with free delivery", "that ships for free", "with shipping included",
+                     "with complimentary shipping", "free shipping"),
     "COD": ("with a cash on delivery option", "that supports cash on delivery",
             "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
-            "that can be paid with cash on delivery", "with cod available", "with pay on delivery"),
+            "that can be paid with cash on delivery", "with cod available", "with pay on delivery",
+            "that allows cash on delivery", "available with cash on delivery", "cash on delivery"),
     "official": ("with lazmall authenticity and easy returns", "from an official lazmall store",
                  "with lazmall service", "with lazmall perks", "available on lazmall", "from lazmall",
                  "from an official store", "sold on lazmall", "from a lazmall store",
-                 "from an official shop"),
+                 "from an official shop", "with lazmall benefits", "lazmall"),
     "flashsale": ("with lazflash deals", "on a lazflash deal", "with lazflash perks", "in a lazflash sale",
                   "with a lazflash discount", "on flash sale", "in a flash sale", "with a lazflash deal",
-                  "on a limited-time flash deal"),
+                  "on a limited-time flash deal", "with lazflash offers", "available with lazflash deals",
+                  "lazflash deals"),
 }
 _FRAMES = (
     "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.",
@@ -76,11 +80,15 @@ _FRAMES = (
 )
 # A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.
 _FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally), (?:look for|search for|i need|i want|find|"
-                       r"i'm looking for) |i also need )")
+                       r"i'm looking for) |i also need |also searching for |next, i want |"
+                       r"on top of that, i need |i'd also like )")
 _NUMBERED = re.compile(r"(?:^|(?<=[.:])\s)\d[).]\s+")
-_SURE_ITEM_JOINT = re.compile(r",? as well as |; and ")
+_SURE_ITEM_JOINT = re.compile(r",? as well as |,? and also |; and |; ")
 _CLOSERS = ("all from the same seller, please.", "they should all come from one store.",
-            "please show shops that sell all of them.", "i'd like to order them together from one shop.")
+            "please show shops that sell all of them.", "i'd like to order them together from one shop.",
+            "can you help me find a store that sells them all?",
+            "please show me shops that carry all of these.", "can you help me find these products?",
+            "please show me good options.")
 _SHARED_SERVICES = [re.compile(r"(?:^|\s)" + re.escape(frame.replace("{}", "@")).replace("@", "(.+?)") + "$")
                     for frame in ("please only show options {}.", "i only want items {}.",
                                   "all of them should come {}.", "please include only those {}.")]
@@ -98,7 +106,7 @@ _ITEM_JOINT = re.compile(
     r"featuring|suitable|compatible|sold|crafted|imported|priced|costing|under|below|over|above|between|"
     r"up|on|available|cheaper)\b)(?:[a-z0-9-]+ ){0,4}[a-z0-9-]+s"
     r"(?=,| and | with | in | for | from |\.|\?|$))")
-_ARTICLE = re.compile(r"^(?:a pair of|some|an|a) ")
+_ARTICLE = re.compile(r"^(?:both )?(?:a pair of|some|an|a) ")
 _CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
 _CLAUSE_TEMPLATES = (
     "in the color {}", "in {} color", "colored {}", "in size {}", "in a {} size", "size {}", "made of {}",
@@ -170,7 +178,7 @@ def take_services(text: str) -> tuple[list[str], str]:
     """The services a phrase states and the phrase with ``|`` in their place."""
     found = []
     for name, phrases in _SERVICES.items():
-        for phrase in phrases:
+        for phrase in sorted(phrases, key=len, reverse=True):  # "available with ..." before "with ..."
             if phrase in text:
                 found.append(name)
                 text = text.replace(phrase, "|")
@@ -254,7 +262,7 @@ def split_items(query: str) -> tuple[list[str], list[str]]:
     """The item phrases of a query, and services said once for all items."""
     text = " ".join(query.lower().split())
     for closer in _CLOSERS:
-        text = text.removesuffix(" " + closer)
+        text = text.replace(" " + closer, "")
     shared: list[str] = []
     for pattern in _SHARED_SERVICES:
         match = pattern.search(text)

@@ -203,7 +203,7 @@ def test_multi_item_requests_come_in_several_structures(real_writer: LexiconWrit
                 seen.add("detached")
             elif "Second" in text:
                 seen.add("listed")
-            elif " 2) " in text or " 2. " in text:
+            elif " 2) " in text or " 2. " in text:  # numbered_item
                 seen.add("numbered")
             elif any(f" {f.split('{')[0]}" in text for f in frames.followups):
                 seen.add("followed")

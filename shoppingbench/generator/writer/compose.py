@@ -258,14 +258,15 @@ class LexiconWriter:
                                 for i, phrase in enumerate(phrases))
             return rng.choice(frames.shop_numbered).format(items=numbered)
         items = self._joined_items(phrases, rng)
-        if category == "shop":
-            return _capitalised(rng.choice(frames.shop).format(items=items)) + rng.choice(frames.shop_closers)
-        return _capitalised(rng.choice(frames.voucher).format(items=items))
+        opening, closers = ((frames.shop, frames.shop_closers) if category == "shop"
+                            else (frames.voucher, frames.voucher_closers))
+        return _capitalised(rng.choice(opening).format(items=items)) + rng.choice(closers)
 
     def _joined_items(self, phrases: Sequence[str], rng: Draws) -> str:
-        """Items in one sentence: commas, and "and", ", as well as" or "; and" before the last."""
-        joint = rng.choice(self.lexicon.phrasing.frames.last_item_joints)
-        return ", ".join(phrases[:-1]) + joint + phrases[-1]
+        """Items in one sentence, joined by commas or semicolons, with "and", ", as well as" or "; and"
+        before the last."""
+        between, last = rng.choice(self.lexicon.phrasing.frames.item_joints)
+        return between.join(phrases[:-1]) + last + phrases[-1]
 
     def _followed(self, category: Category, phrases: Sequence[str], rng: Draws) -> str:
         """The first item in the request's frame, each further item in its own sentence ("Also, look
@@ -274,8 +275,8 @@ class LexiconWriter:
         opening = frames.shop if category == "shop" else frames.voucher
         sentences = [_capitalised(rng.choice(opening).format(items=phrases[0]))]
         sentences += [rng.choice(frames.followups).format(item=phrase) for phrase in phrases[1:]]
-        closer = rng.choice(frames.shop_closers) if category == "shop" else ""
-        return " ".join(sentences) + closer
+        closers = frames.shop_closers if category == "shop" else frames.voucher_closers
+        return " ".join(sentences) + rng.choice(closers)
 
     def _detached(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
         """The items named first, then one sentence of requirements per item, as real requests often

@@ -67,8 +67,11 @@ class Frames(_Frozen):
     """A shop request listing its items numbered (``{items}``: ``numbered_item`` sentences)."""
     numbered_item: list[str] = Field(min_length=1)
     """One numbered item (``{n}`` its number from 1, ``{item}`` capitalised)."""
-    last_item_joints: list[str] = Field(min_length=1)
-    """What joins the last item of a one-sentence list (" and ", ", as well as ", "; and ")."""
+    item_joints: list[tuple[str, str]] = Field(min_length=1)
+    """How a one-sentence list joins its items: (between items, before the last), e.g. (", ", " and "),
+    ("; ", "; and ")."""
+    voucher_closers: list[str] = Field(min_length=1)
+    """Appended to a multi-item voucher request ("" for none)."""
 
 
 class Phrasing(_Frozen):
