@@ -50,7 +50,7 @@ _PRICES: tuple[tuple[str, str], ...] = (
 _SERVICES: dict[str, tuple[str, ...]] = {
     "freeShipping": ("that comes with free shipping", "with free shipping included", "with free shipping",
                      "with free delivery", "that ships for free", "with shipping included",
-                     "with complimentary shipping", "free shipping"),
+                     "with complimentary shipping", "free shipping", "free delivery"),
     "COD": ("with a cash on delivery option", "that supports cash on delivery",
             "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
             "that can be paid with cash on delivery", "with cod available", "with pay on delivery",
@@ -79,8 +79,8 @@ _FRAMES = (
     "looking for a store that sells all of the following. {}",
 )
 # A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.
-_FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally), (?:look for|search for|i need|i want|find|"
-                       r"i'm looking for) |i also need |also searching for |next, i want |"
+_FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally|next|plus),? (?:look for|search for|i need|"
+                       r"i want|find|i'm looking for|show me|need|searching for) |i also need |"
                        r"on top of that, i need |i'd also like )")
 _NUMBERED = re.compile(r"(?:^|(?<=[.:])\s)\d[).]\s+")
 _SURE_ITEM_JOINT = re.compile(r",? as well as |,? and also |; and |; ")
@@ -126,6 +126,13 @@ _VARIANTS = {"sleeve": "sleeves", "stripe": "striped", "texture": "textured", "e
              "pcs": "pieces", "pc": "piece", "kids": "children", "waterproof": "water-proof",
              "multicolor": "multi-colored"}
 _PLAIN = {said: raw for raw, said in _VARIANTS.items() if " " not in said}
+# The writer's shopper words for keys: a clause may say one before or after its value ("model volvo").
+_KEY_WORDS = frozenset({
+    "age", "blade", "brand", "capacity", "collar", "color", "design", "dial", "diameter", "fabric", "finish",
+    "fit", "flavor", "heel", "height", "length", "lens", "material", "model", "neck", "neckline", "occasion",
+    "origin", "pattern", "plug", "power", "scent", "season", "shape", "size", "sleeves", "stone", "strap",
+    "style", "taste", "theme", "thickness", "voltage", "volume", "warranty", "wattage", "weight", "wheel",
+    "width"})
 _SYSTEMS = {"eu size": "eu", "us size": "us", "uk size": "uk", "waist": "waist", "asian size": "asia"}
 
 
@@ -326,6 +333,17 @@ def _everyday(raw: str) -> set[str]:
     return forms | {varied}
 
 
+def _readings(value: str) -> set[str]:
+    """A stated value as said, and without a key word said before or after it ("model volvo")."""
+    words = value.split()
+    readings = {value}
+    if len(words) > 1 and words[0] in _KEY_WORDS:
+        readings.add(" ".join(words[1:]))
+    if len(words) > 1 and words[-1] in _KEY_WORDS:
+        readings.add(" ".join(words[:-1]))
+    return readings
+
+
 def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, int]:
     """(stated values the best sku option and attributes carry, name words in the title)."""
     raw_attributes = (detail.get("attributes") or {}).values()
@@ -335,8 +353,8 @@ def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, in
     name = item.name.split()
     # Values said before the kind ("a zipper laptop case"): any one or two name words that are a value.
     prefixed = {" ".join(name[i:i + n]) for n in (1, 2) for i in range(len(name) - n + 1)}
-    best = max(sum(1 for v in item.values if v in option | attributes) + len(prefixed & (option | attributes))
-               for option in options)
+    best = max(sum(1 for v in item.values if _readings(v) & (option | attributes))
+               + len(prefixed & (option | attributes)) for option in options)
     return best, sum(1 for w in name if w in title.lower())
 
 
