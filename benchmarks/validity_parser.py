@@ -99,13 +99,13 @@ _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sell
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
                    "for the {}, i'd like one {}.", "the {} i need is one {}.")
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
-# Before an article, or before a word no clause, price or service phrasing starts with and that ends in
-# "s" (an item asked for in the plural: "coin banks").
+_CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
+                 "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
+# Before an article, or before words no clause, price or service phrasing starts with that end in a plural
+# ("coin banks") followed by a clause or the end: an item asked for in the plural without an article.
 _ITEM_JOINT = re.compile(
-    r"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:in|with|made|from|by|for|that|whose|colored|size|"
-    r"featuring|suitable|compatible|sold|crafted|imported|priced|costing|under|below|over|above|between|"
-    r"up|on|available|cheaper)\b)(?:[a-z0-9-]+ ){0,4}[a-z0-9-]+s"
-    r"(?=,| and | with | in | for | from |\.|\?|$))")
+    rf"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:{_CLAUSE_WORDS})\b)(?:[a-z0-9-]+ ){{0,4}}[a-z0-9-]+s"
+    rf"(?:[,.?]| and | (?:{_CLAUSE_WORDS})\b|$))")
 _ARTICLE = re.compile(r"^(?:both )?(?:a pair of|some|an|a) ")
 _CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
 _CLAUSE_TEMPLATES = (
@@ -203,8 +203,8 @@ def clause_value(clause: str) -> str:
 
 
 _CLAUSE_START = re.compile(
-    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold)\b"
-    r"|[a-z]+: )")
+    r" (?=(?:in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|crafted|"
+    r"imported)\b|[a-z]+: )")
 
 
 def parse_item(phrase: str) -> Item:
@@ -241,6 +241,17 @@ def _followed(text: str) -> list[str]:
     return _framed(first) + [p.strip(" .") for p in more if p.strip(" .")]
 
 
+def _referenced(ref: str, names: list[str]) -> int:
+    """Which named item a detail sentence means: "the second cat litter", or "the box" of "cardboard boxes"
+    (-1: none)."""
+    ordinals = ("first", "second", "third", "fourth")
+    words = ref.split(" ", 1)
+    if len(words) == 2 and words[0] in ordinals and ordinals.index(words[0]) < len(names):
+        return ordinals.index(words[0])
+    forms = (ref, ref + "s", ref + "es", ref[:-1] + "ies")
+    return next((i for i, name in enumerate(names) if name.endswith(forms)), -1)
+
+
 def _detached(text: str) -> list[str] | None:
     """Items named first, then one sentence of clauses per item ("For the kettle, look for one ...")."""
     sentences = re.split(r"(?<=[.?])\s+", text)
@@ -249,19 +260,10 @@ def _detached(text: str) -> list[str] | None:
     if intro is None or not details or not all(details):
         return None
     names = [p.strip(" .") for p in _ITEM_JOINT.split(intro.group(1).removeprefix("both ")) if p.strip()]
-    for detail in details:
-        if detail is None:
-            continue
-        ref, clauses = detail.group(1), detail.group(2)
-        ordinal = ("first", "second", "third", "fourth")
-        words = ref.split(" ", 1)
-        if words[0] in ordinal and len(words) == 2 and ordinal.index(words[0]) < len(names):
-            index = ordinal.index(words[0])
-        else:
-            forms = (ref, ref + "s", ref + "es", ref[:-1] + "ies")  # "the box" of "cardboard boxes"
-            index = next((i for i, name in enumerate(names) if name.endswith(forms)), -1)
+    for detail in filter(None, details):
+        index = _referenced(detail.group(1), names)
         if index >= 0:
-            names[index] += " " + clauses
+            names[index] += " " + detail.group(2)
     return names
 
 
