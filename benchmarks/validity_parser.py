@@ -76,13 +76,15 @@ _FRAMES = (
     "show me a store that has {}.", "looking for one shop with {}.", "which seller has {}?",
     "can you find a shop that carries {}?", "i need {}, all from one store.", "i want to get {}.",
     "help me buy {}.", "find shops offering multiple items where: {}", "i need one shop for these: {}",
-    "looking for a store that sells all of the following. {}",
+    "looking for a store that sells all of the following. {}", "find a shop that has the following: {}",
+    "i'm looking for a shop that offers these items: {}", "i'm looking for a few products: {}",
+    "find these items for me: {}", "i need the following: {}",
 )
 # A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.
 _FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally|next|plus),? (?:look for|search for|i need|"
                        r"i want|find|i'm looking for|show me|need|searching for) |i also need |"
                        r"on top of that, i need |i'd also like )")
-_NUMBERED = re.compile(r"(?:^|(?<=[.:])\s)\d[).]\s+")
+_NUMBERED = re.compile(r"(?:^|(?<=[.:])\s)(?:\d[).]|\(\d\))\s+")
 _SURE_ITEM_JOINT = re.compile(r",? as well as |,? and also |; and |; ")
 _CLOSERS = ("all from the same seller, please.", "they should all come from one store.",
             "please show shops that sell all of them.", "i'd like to order them together from one shop.",
@@ -98,7 +100,7 @@ _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sell
                     "i want to buy {}.", "help me find {}.")
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
                    "for the {}, i'd like one {}.", "the {} i need is one {}.")
-_ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
+_ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth|lastly|finally)[,:]\s+(?:i want\s+)?")
 _CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
                  "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
 # Before an article, or before words no clause, price or service phrasing starts with that end in a plural

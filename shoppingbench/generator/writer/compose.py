@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
-from shoppingbench.generator.writer.lexicon import KeyPhrasing, Lexicon, Role, lexicon_sha256
+from shoppingbench.generator.writer.lexicon import Frames, KeyPhrasing, Lexicon, Role, lexicon_sha256
 from shoppingbench.generator.writer.rules import (
     choose_kind,
     clean_value,
@@ -38,12 +38,14 @@ from shoppingbench.world import queries
 
 WRITER_VERSION: Final = "lexicon-writer-2"
 """Bumped whenever the code would word the same lexicon and draws differently."""
+_LAST_ORDINAL_FROM: Final = 3
+_LAST_ORDINAL_ODDS: Final = 0.5
 _PREFIX_ODDS: Final = 0.45
 _KEYED_ODDS: Final = 0.3
 _PRICE_LAST_ODDS: Final = 0.8
 _STRUCTURES: Final[dict[str, tuple[tuple[str, float], ...]]] = {
     "shop": (("detached", 0.2), ("followed", 0.3), ("listed", 0.15), ("numbered", 0.1), ("joined", 0.25)),
-    "voucher": (("detached", 0.25), ("followed", 0.45), ("joined", 0.3)),
+    "voucher": (("detached", 0.2), ("followed", 0.35), ("listed", 0.15), ("joined", 0.3)),
 }
 """How a multi-item request is built, with its odds: the items named first and one sentence each
 ("detached"), one sentence per item joined by "Also, ..." ("followed"), listed by ordinal ("First, ...")
@@ -251,8 +253,9 @@ class LexiconWriter:
         if structure == "followed":
             return self._followed(category, phrases, rng)
         if structure == "listed":
-            listed = _listed(phrases, frames.ordinals, frames.listed_item, rng)
-            return _capitalised(rng.choice(frames.shop_listed).format(items=listed))
+            listed = _listed(phrases, frames, rng)
+            opening = frames.shop_listed if category == "shop" else frames.voucher_listed
+            return _capitalised(rng.choice(opening).format(items=listed))
         if structure == "numbered":
             numbered = " ".join(rng.choice(frames.numbered_item).format(n=i + 1, item=_capitalised(phrase))
                                 for i, phrase in enumerate(phrases))
@@ -328,8 +331,12 @@ def _structure(category: Category, rng: Draws) -> str:
     return options[-1][0]
 
 
-def _listed(phrases: Sequence[str], ordinals: Sequence[str], templates: Sequence[str], rng: Draws) -> str:
-    return " ".join(rng.choice(templates).format(ordinal=ordinals[i], item=phrase)
+def _listed(phrases: Sequence[str], frames: Frames, rng: Draws) -> str:
+    """Items listed by ordinal ("First, A. Second, B."); the last of three or more sometimes "Lastly"."""
+    ordinals = list(frames.ordinals[:len(phrases)])
+    if len(phrases) >= _LAST_ORDINAL_FROM and rng.random() < _LAST_ORDINAL_ODDS:
+        ordinals[-1] = rng.choice(frames.last_ordinals)
+    return " ".join(rng.choice(frames.listed_item).format(ordinal=ordinals[i], item=phrase)
                     for i, phrase in enumerate(phrases))
 
 

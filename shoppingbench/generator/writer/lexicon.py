@@ -52,7 +52,11 @@ class Frames(_Frozen):
     shop_closers: list[str] = Field(min_length=1)
     """Appended to a shop request ("" for none): the same-seller reminder real requests often end with."""
     voucher: list[str] = Field(min_length=1)
+    voucher_listed: list[str] = Field(min_length=1)
+    """A voucher request listing its items by ordinal (``{items}``)."""
     ordinals: list[str] = Field(min_length=4)
+    last_ordinals: list[str] = Field(min_length=1)
+    """What may introduce the last of three or more listed items instead of its ordinal ("Lastly")."""
     listed_item: list[str] = Field(min_length=1)
     shared_services: list[str] = Field(min_length=1)
     """A sentence stating services every item asks for once (``{services}``)."""
