@@ -348,18 +348,22 @@ def _readings(value: str) -> set[str]:
     return readings
 
 
+def _mentioned(raw: str, text: str) -> bool:
+    """Whether ``text`` (padded with spaces) says the catalog value ``raw`` in any form the writer uses."""
+    return any(len(form) > 1 and f" {form} " in text for form in _everyday(raw))
+
+
 def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, int]:
-    """(stated values the best sku option and attributes carry, name words in the title)."""
-    raw_attributes = (detail.get("attributes") or {}).values()
-    attributes: set[str] = set().union(*(_everyday(str(v)) for values in raw_attributes for v in values))
-    options: list[set[str]] = [set().union(*(_everyday(str(v)) for v in option.values()))
-                               for option in (detail.get("sku_options") or {}).values()] or [set()]
-    name = item.name.split()
-    # Values said before the kind ("a zipper laptop case"): any one or two name words that are a value.
-    prefixed = {" ".join(name[i:i + n]) for n in (1, 2) for i in range(len(name) - n + 1)}
-    best = max(sum(1 for v in item.values if _readings(v) & (option | attributes))
-               + len(prefixed & (option | attributes)) for option in options)
-    return best, sum(1 for w in name if w in title.lower())
+    """(values of the best sku option and the attributes that the item's words mention, name words in the
+    title). Reading the catalog's values in the item's words, rather than the parsed values in the
+    catalog's, also counts a value said inside a longer clause ("with a plain wave design")."""
+    words = [item.name, *item.values, *(r for v in item.values for r in _readings(v))]
+    text = f" {' '.join(re.sub(r'[,.;:()!?]', ' ', ' '.join(words).lower()).split())} "
+    attributes = sum(1 for values in (detail.get("attributes") or {}).values() for v in values
+                     if _mentioned(str(v), text))
+    options = [sum(1 for v in option.values() if _mentioned(str(v), text))
+               for option in (detail.get("sku_options") or {}).values()] or [0]
+    return max(options) + attributes, sum(1 for w in item.name.split() if w in title.lower())
 
 
 Scored = list[tuple[tuple[int, int], dict[str, Any]]]

@@ -163,6 +163,10 @@ def test_parser_matches_values_in_their_everyday_form() -> None:
     assert varied.search_words == "short sleeve 2pcs shirt"
     catalog = {"attributes": {"sleeves": ["short sleeve"], "pack": ["2pcs"]}}
     assert match_score(varied, catalog, "Tee") == (2, 0)
+    # Catalog values said inside a longer clause still count; a value the words never say does not.
+    wrapped = Item(name="simple hairpin", values=["plain wave design", "that are available"])
+    pin = {"attributes": {"pattern": ["plain"], "design": ["wave"], "style": ["simple"], "color": ["red"]}}
+    assert match_score(wrapped, pin, "Simple Hairpin") == (3, 2)
 
 
 def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: SampleWorld,
