@@ -42,27 +42,26 @@ _PRICES: tuple[tuple[str, str], ...] = (
     (rf"(?:with a price |costing )between {_NUM} and {_NUM} {_CURRENCY}", "between"),
     (rf"in the {_NUM}(?: to |-){_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
-    (rf"(?:priced |for |that costs |with a price |price )?"
+    (rf"(?:priced |for |that costs |(?:with|at) a price )?"
      rf"(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} {_CURRENCY}", "high"),
-    (rf"(?:priced |for |with a price |that costs |price |and costs )?"
+    (rf"(?:priced |for |(?:with|at) a price |that costs )?"
      rf"(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
     "freeShipping": ("that comes with free shipping", "with free shipping included", "with free shipping",
                      "with free delivery", "that ships for free", "with shipping included",
-                     "with complimentary shipping", "free shipping", "free delivery"),
+                     "with complimentary shipping"),
     "COD": ("with a cash on delivery option", "that supports cash on delivery",
             "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
             "that can be paid with cash on delivery", "with cod available", "with pay on delivery",
-            "that allows cash on delivery", "available with cash on delivery", "cash on delivery"),
+            "that allows cash on delivery", "available with cash on delivery"),
     "official": ("with lazmall authenticity and easy returns", "from an official lazmall store",
                  "with lazmall service", "with lazmall perks", "available on lazmall", "from lazmall",
                  "from an official store", "sold on lazmall", "from a lazmall store",
-                 "from an official shop", "with lazmall benefits", "lazmall"),
+                 "from an official shop", "with lazmall benefits"),
     "flashsale": ("with lazflash deals", "on a lazflash deal", "with lazflash perks", "in a lazflash sale",
                   "with a lazflash discount", "on flash sale", "in a flash sale", "with a lazflash deal",
-                  "on a limited-time flash deal", "with lazflash offers", "available with lazflash deals",
-                  "lazflash deals"),
+                  "on a limited-time flash deal", "with lazflash offers", "available with lazflash deals"),
 }
 _FRAMES = (
     "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.",
@@ -77,7 +76,8 @@ _FRAMES = (
     "can you find a shop that carries {}?", "i need {}, all from one store.", "i want to get {}.",
     "help me buy {}.", "find shops offering multiple items where: {}", "i need one shop for these: {}",
     "looking for a store that sells all of the following. {}", "find a shop that has the following: {}",
-    "i'm looking for a shop that offers these items: {}", "i'm looking for a few products: {}",
+    "i'm looking for a shop that offers these items: {}", "looking for a shop with {}.",
+    "i need a store that has {}.", "i'm looking for a few products: {}",
     "find these items for me: {}", "i need the following: {}",
 )
 # A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.

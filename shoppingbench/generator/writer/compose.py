@@ -275,8 +275,8 @@ class LexiconWriter:
         """The first item in the request's frame, each further item in its own sentence ("Also, look
         for ...", "Additionally, I want ..."), as real requests most often add items."""
         frames = self.lexicon.phrasing.frames
-        opening = frames.shop if category == "shop" else frames.voucher
-        sentences = [_capitalised(rng.choice(opening).format(items=phrases[0]))]
+        opening = frames.shop_followed if category == "shop" else frames.voucher
+        sentences = [_capitalised(rng.choice(opening).format(item=phrases[0], items=phrases[0]))]
         sentences += [rng.choice(frames.followups).format(item=phrase) for phrase in phrases[1:]]
         closers = frames.shop_closers if category == "shop" else frames.voucher_closers
         return " ".join(sentences) + rng.choice(closers)

@@ -65,6 +65,8 @@ class Frames(_Frozen):
     """Intros naming the items first (``{items}``); each item's requirements follow in its own sentence."""
     detached_item: list[str] = Field(min_length=1)
     """One item's requirements (``{ref}`` its kind, ``{clauses}``)."""
+    shop_followed: list[str] = Field(min_length=1)
+    """A shop request's first sentence when each further item follows in its own (``{item}``)."""
     followups: list[str] = Field(min_length=1)
     """A sentence adding one more item after the first ("Also, look for {item}.")."""
     shop_numbered: list[str] = Field(min_length=1)
