@@ -99,7 +99,8 @@ _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sell
                     "i want to buy {} from the same shop.", "i'm looking for {}.", "i need {}.",
                     "i want to buy {}.", "help me find {}.")
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
-                   "for the {}, i'd like one {}.", "the {} i need is one {}.")
+                   "for the {}, i'd like one {}.", "the {} i need is one {}.", "for the {}, i want it {}.",
+                   "the {} should come {}.", "as for the {}, i'd like it {}.")
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth|lastly|finally)[,:]\s+(?:i want\s+)?")
 _CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
                  "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
