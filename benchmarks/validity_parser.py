@@ -104,11 +104,21 @@ _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth|lastly|finally)[,:]\s+(?:i want\s+)?")
 _CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
                  "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
+# The writer's shopper words for keys: a clause may say one before or after its value ("model volvo").
+_KEY_WORDS = frozenset({
+    "age", "blade", "brand", "capacity", "collar", "color", "design", "dial", "diameter", "fabric", "finish",
+    "fit", "flavor", "heel", "height", "length", "lens", "material", "model", "neck", "neckline", "occasion",
+    "origin", "pattern", "plug", "power", "scent", "season", "shape", "size", "sleeves", "stone", "strap",
+    "style", "taste", "theme", "thickness", "voltage", "volume", "warranty", "wattage", "weight", "wheel",
+    "width"})
+_KEY_WORD = "|".join(sorted(_KEY_WORDS))
+# A keyed clause after a joint ("a cowl neck collar", "a 27 diameter") is not an item.
+_KEYED_AFTER = rf"(?!(?:a|an) (?:[a-z0-9#%+./-]+ ){{0,3}}(?:{_KEY_WORD})(?:[,.?]| and |$))"
 # Before an article, or before words no clause, price or service phrasing starts with that end in a plural
 # ("coin banks") followed by a clause or the end: an item asked for in the plural without an article.
 _ITEM_JOINT = re.compile(
-    rf"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:{_CLAUSE_WORDS})\b)(?:[a-z0-9-]+ ){{0,4}}[a-z0-9-]+s"
-    rf"(?:[,.?]| and | (?:{_CLAUSE_WORDS})\b|$))")
+    rf"(?:,? and |, ){_KEYED_AFTER}(?=(?:a|an|some|a pair of) |(?!(?:{_CLAUSE_WORDS})\b)"
+    rf"(?:[a-z0-9-]+ ){{0,4}}[a-z0-9-]+s(?:[,.?]| and | (?:{_CLAUSE_WORDS})\b|$))")
 _ARTICLE = re.compile(r"^(?:both )?(?:a pair of|some|an|a) ")
 _CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
 _CLAUSE_TEMPLATES = (
@@ -129,13 +139,6 @@ _VARIANTS = {"sleeve": "sleeves", "stripe": "striped", "texture": "textured", "e
              "pcs": "pieces", "pc": "piece", "kids": "children", "waterproof": "water-proof",
              "multicolor": "multi-colored"}
 _PLAIN = {said: raw for raw, said in _VARIANTS.items() if " " not in said}
-# The writer's shopper words for keys: a clause may say one before or after its value ("model volvo").
-_KEY_WORDS = frozenset({
-    "age", "blade", "brand", "capacity", "collar", "color", "design", "dial", "diameter", "fabric", "finish",
-    "fit", "flavor", "heel", "height", "length", "lens", "material", "model", "neck", "neckline", "occasion",
-    "origin", "pattern", "plug", "power", "scent", "season", "shape", "size", "sleeves", "stone", "strap",
-    "style", "taste", "theme", "thickness", "voltage", "volume", "warranty", "wattage", "weight", "wheel",
-    "width"})
 _SYSTEMS = {"eu size": "eu", "us size": "us", "uk size": "uk", "waist": "waist", "asian size": "asia"}
 
 
@@ -339,9 +342,10 @@ def _everyday(raw: str) -> set[str]:
 
 
 def _readings(value: str) -> set[str]:
-    """A stated value as said, and without a key word said before or after it ("model volvo")."""
-    words = value.split()
-    readings = {value}
+    """A stated value as said, and without a key word said before or after it ("model volvo", "a cowl
+    neck collar")."""
+    words = value.removeprefix("an ").removeprefix("a ").split()
+    readings = {value, " ".join(words)}
     if len(words) > 1 and words[0] in _KEY_WORDS:
         readings.add(" ".join(words[1:]))
     if len(words) > 1 and words[-1] in _KEY_WORDS:

@@ -150,6 +150,8 @@ def test_parser_splits_items_added_in_sentences_numbered_or_joined_before_the_la
     joined, _ = split_items("Find shops selling a red kettle; a mug in blue; and some pots. Please show me "
                             "good options.")
     assert joined == ["a red kettle", "a mug in blue", "some pots"]
+    keyed, _ = split_items("Find shops selling a red shirt, a cowl neck collar, and some pots.")
+    assert keyed == ["a red shirt, a cowl neck collar", "some pots"]  # "a {v} {k}" is a clause, not an item
 
 
 def test_parser_matches_values_in_their_everyday_form() -> None:

@@ -230,7 +230,8 @@ class LexiconWriter:
         words = [w for w in statement.key.words if w not in statement.value.split()]  # not "size EU size 40"
         measured = any(c.isdigit() for c in statement.value)  # "7 days", "220v": say what they measure
         if words and (measured or rng.random() < _KEYED_ODDS):
-            return rng.choice(phrasing.keyed_clauses).format(v=statement.value, k=rng.choice(words))
+            return rng.choice(phrasing.keyed_clauses).format(
+                v=statement.value, av=queries.article(statement.value), k=rng.choice(words))
         templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
         return rng.choice(templates).format(v=statement.value)
 
