@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.catalog.build import build_catalog, open_catalog
-from shoppingbench.generator import DEFAULT_VERSION, GeneratorConfig, ProblemGenerator, catalog_fingerprint
+from shoppingbench.generator import (
+    DEFAULT_VERSION,
+    KNOWN_VERSIONS,
+    GeneratorConfig,
+    ProblemGenerator,
+    catalog_fingerprint,
+)
 from shoppingbench.generator.request import GeneratedProblem, ItemRequest, RequestWriter, WrittenRequest
 from shoppingbench.generator.sbgen1.config import GeneratorConfig as Sbgen1Config
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck, as_sampled
@@ -124,6 +130,7 @@ def test_the_default_version_is_sbgen2_and_its_key_names_everything_a_suite_depe
         generators: list[ProblemGenerator], small_world: SampleWorld) -> None:
     world = generators[0]
     assert DEFAULT_VERSION == "sbgen-2" and world.version.name == "sbgen-2"
+    assert KNOWN_VERSIONS == ("sbgen-1", "sbgen-2")
     version, fingerprint, config, writer = world.key.split("/")
     assert (version, fingerprint) == ("sbgen-2", world.fingerprint)
     assert writer == writer_for_catalog(small_world.catalog_dir).key and len(config) == 12

@@ -21,6 +21,7 @@ from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck
 from shoppingbench.problems.models import Voucher
 from shoppingbench.problems.terms import stated_target
 from shoppingbench.scoring.embedder import TitleEmbedder, Vectors
+from shoppingbench.search.base import FindProductQuery
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.test_generator_sbgen1 import write_documents
 
@@ -60,6 +61,8 @@ PRODUCTS = [
     _product("a2", "s2", "Canvas Tote Bag Zebra Deluxe", 900.0),  # look-alike over any price bound below
     _product("t2", "s1", "Leather Wallet", 150.0),
     *[_product(f"f{i}", f"s{3 + i % 4}", f"Cotton Shirt {i}", 100.0 + i) for i in range(20)],
+    # Sixty wallets of another shop that outrank the leather wallet for "wallet" on pages 1..5.
+    *[_product(f"w{i}", "s9", "Wallet Wallet Wallet", 100.0 + i) for i in range(60)],
 ]
 
 
@@ -116,3 +119,15 @@ def test_the_basket_must_still_work(engine: BM25SearchEngine) -> None:
     # The 210 look-alike makes 360 - 40 = 320, over budget; the 900 one too.
     assert not _check(engine, _AllAlike()).solvable(basket, ["zebra", "leather wallet"])
 
+
+
+def test_a_shops_later_items_may_be_found_within_the_shop(engine: BM25SearchEngine) -> None:
+    items = (_item("t1"), _item("t2"))
+    # "wallet" lists sixty other wallets globally, never the leather one; within shop s1 it does.
+    assert "t2" not in engine.listing(FindProductQuery(q="wallet", price=None, service=("COD",)))
+    assert _check(engine, _AllApart()).solvable(SampledProblem("shop", items, "s1", None), ["tote", "wallet"])
+    # A platform voucher's items are not of one shop: no shop-scoped search.
+    voucher = Voucher(voucher_type="platform", threshold=300, discount_type="fixed", face_value=40,
+                      budget=400)
+    assert not _check(engine, _AllApart()).solvable(SampledProblem("voucher", items, None, voucher),
+                                                    ["tote", "wallet"])

@@ -28,6 +28,7 @@ from benchmarks.validity_parser import (
     take_services,
 )
 from benchmarks.validity_run import twin_of
+from shoppingbench.catalog.build import BUILD_RECORD
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld
@@ -220,3 +221,7 @@ def test_tiny_run_prints_every_figure(small_world: SampleWorld, tmp_path: Path,
     assert 0 <= shop["parser_twin_success"] <= 1 and printed["sampler_shape"]["shop"]["problems"] == 2
     cached = list((tmp_path / "home" / "benchmarks").glob("validity-catalog-*"))
     assert len(cached) == 1  # the imported catalog, keyed by the documents' sha256
+    record = cached[0] / BUILD_RECORD
+    built = record.stat().st_mtime_ns
+    assert validity.calibration_catalog(calibration, tmp_path / "home") == cached[0]
+    assert record.stat().st_mtime_ns == built  # a second run reuses it

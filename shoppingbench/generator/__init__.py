@@ -9,6 +9,7 @@ generator for race days before an upgrade (see :mod:`shoppingbench.generator.ver
 from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.generator import ProblemGenerator
-from shoppingbench.generator.versions import DEFAULT_VERSION, VERSIONS
+from shoppingbench.generator.versions import DEFAULT_VERSION, KNOWN_VERSIONS, VERSIONS, get_version
 
-__all__ = ["DEFAULT_VERSION", "VERSIONS", "GeneratorConfig", "ProblemGenerator", "catalog_fingerprint"]
+__all__ = ["DEFAULT_VERSION", "KNOWN_VERSIONS", "VERSIONS", "GeneratorConfig", "ProblemGenerator",
+           "catalog_fingerprint", "get_version"]

@@ -10,6 +10,7 @@ but the seed, the counts and the exclusions.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -30,6 +31,15 @@ from shoppingbench.search.engine import BM25SearchEngine
 
 TITLE_CACHE_FILE: Final = "generator-titles.sqlite"
 """The title-embedding cache :meth:`ProblemGenerator.open` keeps beside the catalog (speed only)."""
+
+
+def _title_embedder(catalog_dir: Path) -> TitleEmbedder:
+    """MiniLM with its cache file beside the catalog; in memory only where the catalog is read-only
+    (the cache saves time, never changes a vector)."""
+    try:
+        return CachedEmbedder(MiniLMEmbedder(), catalog_dir / TITLE_CACHE_FILE)
+    except (OSError, sqlite3.Error):
+        return CachedEmbedder(MiniLMEmbedder())
 
 
 class ProblemGenerator:
@@ -64,7 +74,7 @@ class ProblemGenerator:
         :meth:`close` closes the catalog. An unknown version is a ``ValueError`` naming the known ones."""
         writer = writer_for_catalog(catalog_dir) if get_version(version).uses_writer else None
         fingerprint = catalog_fingerprint(catalog_dir)
-        embedder = CachedEmbedder(MiniLMEmbedder(), catalog_dir / TITLE_CACHE_FILE)
+        embedder = _title_embedder(catalog_dir)
         generator = cls(open_catalog(catalog_dir), fingerprint=fingerprint, writer=writer,
                         config=config, version=version, embedder=embedder)
         generator._owns_engine = True

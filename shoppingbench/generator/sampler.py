@@ -16,7 +16,9 @@ draws the same problem from the same seed, catalog and configuration:
   discount, cap and budget are drawn as in the reference.
 
 Deviations (named in :class:`GeneratorConfig`): values nobody can state are passed over without a
-draw; the suite redraws requests whose items read alike. A ``None`` result means the reference would
+draw; the suite redraws requests whose items read alike. Sku options and attributes are tried in key
+order, not in the order a catalog file happened to list them: the catalog fingerprint ignores key
+order, so the same fingerprint must draw the same problems. A ``None`` result means the reference would
 redraw: the caller moves on to its next candidate.
 """
 
@@ -74,8 +76,8 @@ def statable(value: str, config: GeneratorConfig) -> bool:
 
 
 def sample_sku_option(product: Product, rng: HashDraws, config: GeneratorConfig) -> dict[str, str]:
-    """The first kept sku option, whole (its statable pairs), or none."""
-    for option in product.sku_options.values():
+    """The first kept sku option in option-key order, whole (its statable pairs), or none."""
+    for _, option in sorted(product.sku_options.items()):
         pairs = {k: v for k, v in option.items() if k.strip() and statable(v, config)}
         if pairs and kept(rng, config.multiplier):
             return pairs
@@ -84,9 +86,9 @@ def sample_sku_option(product: Product, rng: HashDraws, config: GeneratorConfig)
 
 def sample_attributes(product: Product, rng: HashDraws,
                       config: GeneratorConfig) -> list[dict[str, list[str]]]:
-    """Each attribute with a key and a statable value, kept in turn with one value drawn."""
+    """Each attribute with a key and a statable value, kept in turn (in key order) with one value drawn."""
     out: list[dict[str, list[str]]] = []
-    for key, values in product.attributes.items():
+    for key, values in sorted(product.attributes.items()):
         usable = [v for v in values if statable(v, config)]
         if key.strip() and usable and kept(rng, config.multiplier):
             out.append({key: [rng.choice(usable)]})

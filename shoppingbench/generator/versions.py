@@ -135,6 +135,8 @@ SBGEN2: Final = GeneratorVersion(
 )
 VERSIONS: Final[dict[str, GeneratorVersion]] = {v.name: v for v in (SBGEN1, SBGEN2)}
 """Every generator version, by name."""
+KNOWN_VERSIONS: Final = tuple(VERSIONS)
+"""The names of every generator version, oldest first."""
 
 
 def get_version(name: str) -> GeneratorVersion:
