@@ -8,13 +8,16 @@ code, as a miner would copy it:
 - the voucher block is cut at ``My budget``; the query's frame (``Find a shop offering {items}.``, the
   listed ``First, ... Second, ...`` frames, the split voucher frames) is matched and removed;
 - items are split where a joint (``, `` / `` and `` / ``, and ``) is followed by the article the writer
-  puts before every kind (``a``, ``an``, ``some``, ``a pair of``);
+  puts before a kind (``a``, ``an``, ``some``, ``a pair of``) or by a plural, at the writer's other item
+  joints (``; ``, ``, as well as ``, ``, and also ``), its follow-up sentences (``Also, look for ...``),
+  ordinals (``First, ... Lastly, ...``) and numbers (``1) ...``);
 - in each item the price phrase and the service phrases (the lexicon's exact phrasings) become
   ``find_product`` filters; every clause after the kind is matched against the clause templates to
   recover the stated value; the kind and the values are the search words (exactly the writer's own
   ``search_terms``);
-- candidates are viewed with ``view_product_information`` and the one whose best sku option and
-  attributes carry most stated values in their everyday form wins (later pages when none carries all);
+- candidates are viewed with ``view_product_information`` and the one with most catalog values (its best
+  sku option's and its attributes') that the item's words mention in an everyday form wins (later pages
+  when none carries all);
   a shop problem takes the shop with the best match for every item (searched shop by shop), a voucher
   problem the cheaper of equal matches.
 
