@@ -87,7 +87,7 @@ _FRAMES = (
 _FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally|next|plus),? (?:look for|search for|i need|"
                        r"i want|find|i'm looking for|show me|need|searching for) |i also need |"
                        r"on top of that, i need |i'd also like )")
-_NUMBERED = re.compile(r"(?:^|(?<=[.:])\s)(?:\d[).]|\(\d\))\s+")
+_NUMBERED = re.compile(r"(?:^|(?<=[.:;])\s)(?:\d[).]|\(\d\))\s+")
 _SURE_ITEM_JOINT = re.compile(r",? as well as |,? and also |; and |; ")
 _CLOSERS = ("all from the same seller, please.", "they should all come from one store.",
             "please show shops that sell all of them.", "i'd like to order them together from one shop.",
@@ -239,7 +239,7 @@ def _framed(text: str) -> list[str]:
     phrases: list[str] = []
     for group in groups:
         for listed in (part for ordinal in _ORDINAL.split(group) for part in _NUMBERED.split(ordinal)):
-            for joined in _SURE_ITEM_JOINT.split(listed.strip(" .")):
+            for joined in _SURE_ITEM_JOINT.split(listed.strip(" .;")):
                 phrases += [p.strip(" .") for p in _ITEM_JOINT.split(joined.strip(" .")) if p.strip(" .")]
     return phrases
 

@@ -146,8 +146,9 @@ def test_parser_splits_items_added_in_sentences_numbered_or_joined_before_the_la
     phrases, _ = split_items("Find a shop offering a red kettle under 300 php. Also, look for some pots in "
                              "steel. Additionally, I want a mug.")
     assert phrases == ["a red kettle under 300 php", "some pots in steel", "a mug"]
-    numbered, _ = split_items("Find shops offering these items: 1) A red kettle in steel. (2) Some pots.")
-    assert numbered == ["a red kettle in steel", "some pots"]
+    numbered, _ = split_items("Find shops offering these items: 1) A red kettle in steel. (2) Some pots; (3) "
+                              "A mug.")
+    assert numbered == ["a red kettle in steel", "some pots", "a mug"]
     joined, _ = split_items("Find shops selling a red kettle; a mug in blue; and some pots. Please show me "
                             "good options.")
     assert joined == ["a red kettle", "a mug in blue", "some pots"]

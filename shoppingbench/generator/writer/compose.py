@@ -260,7 +260,8 @@ class LexiconWriter:
         if structure == "numbered":
             numbered = " ".join(rng.choice(frames.numbered_item).format(n=i + 1, item=_capitalised(phrase))
                                 for i, phrase in enumerate(phrases))
-            return rng.choice(frames.shop_numbered).format(items=numbered)
+            ended = numbered if numbered.endswith(".") else numbered.removesuffix(";") + "."  # "...; (3) C."
+            return rng.choice(frames.shop_numbered).format(items=ended)
         items = self._joined_items(phrases, rng)
         opening, closers = ((frames.shop, frames.shop_closers) if category == "shop"
                             else (frames.voucher, frames.voucher_closers))

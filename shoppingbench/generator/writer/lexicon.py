@@ -72,7 +72,8 @@ class Frames(_Frozen):
     shop_numbered: list[str] = Field(min_length=1)
     """A shop request listing its items numbered (``{items}``: ``numbered_item`` sentences)."""
     numbered_item: list[str] = Field(min_length=1)
-    """One numbered item (``{n}`` its number from 1, ``{item}`` capitalised)."""
+    """One numbered item (``{n}`` its number from 1, ``{item}`` capitalised); one ending in ";" ends the
+    request with "." when it is the last."""
     item_joints: list[tuple[str, str]] = Field(min_length=1)
     """How a one-sentence list joins its items: (between items, before the last), e.g. (", ", " and "),
     ("; ", "; and ")."""
