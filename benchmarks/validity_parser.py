@@ -8,13 +8,16 @@ code, as a miner would copy it:
 - the voucher block is cut at ``My budget``; the query's frame (``Find a shop offering {items}.``, the
   listed ``First, ... Second, ...`` frames, the split voucher frames) is matched and removed;
 - items are split where a joint (``, `` / `` and `` / ``, and ``) is followed by the article the writer
-  puts before every kind (``a``, ``an``, ``some``, ``a pair of``);
+  puts before a kind (``a``, ``an``, ``some``, ``a pair of``) or by a plural, at the writer's other item
+  joints (``; ``, ``, as well as ``, ``, and also ``), its follow-up sentences (``Also, look for ...``),
+  ordinals (``First, ... Lastly, ...``) and numbers (``1) ...``);
 - in each item the price phrase and the service phrases (the lexicon's exact phrasings) become
   ``find_product`` filters; every clause after the kind is matched against the clause templates to
   recover the stated value; the kind and the values are the search words (exactly the writer's own
   ``search_terms``);
-- candidates are viewed with ``view_product_information`` and the one whose best sku option and
-  attributes carry most stated values in their everyday form wins (later pages when none carries all);
+- candidates are viewed with ``view_product_information`` and the one with most catalog values (its best
+  sku option's and its attributes') that the item's words mention in an everyday form wins (later pages
+  when none carries all);
   a shop problem takes the shop with the best match for every item (searched shop by shop), a voucher
   problem the cheaper of equal matches.
 
@@ -36,46 +39,61 @@ SHOPS_TRIED = 5
 _CURRENCY = r"(?:pesos|php)"
 _NUM = r"(\d+(?:\.\d+)?)"
 _PRICES: tuple[tuple[str, str], ...] = (
-    (rf"(?:priced |costing |for |with a price ranging )?(?:between|from)? ?{_NUM} (?:and|to) {_NUM} "
+    (rf"(?:priced |costing |for |with a price ranging |that costs |with a price range )?"
+     rf"(?:between|from|of|within)? ?{_NUM} (?:and|to) {_NUM} "
      rf"{_CURRENCY}", "between"),
     (rf"(?:with a price |costing )between {_NUM} and {_NUM} {_CURRENCY}", "between"),
     (rf"in the {_NUM}(?: to |-){_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
-    (rf"(?:priced |for )?(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} "
-     rf"{_CURRENCY}", "high"),
-    (rf"(?:priced |for |with a price |that costs )?(?:over|above|costing more than|more than) {_NUM} "
-     rf"{_CURRENCY}", "low"),
+    (rf"(?:priced |for |that costs |(?:with|at) a price )?"
+     rf"(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} {_CURRENCY}", "high"),
+    (rf"(?:priced |for |(?:with|at) a price |that costs )?"
+     rf"(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
     "freeShipping": ("that comes with free shipping", "with free shipping included", "with free shipping",
-                     "with free delivery", "that ships for free", "with shipping included"),
+                     "with free delivery", "that ships for free", "with shipping included",
+                     "with complimentary shipping"),
     "COD": ("with a cash on delivery option", "that supports cash on delivery",
             "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
-            "that can be paid with cash on delivery", "with cod available", "with pay on delivery"),
+            "that can be paid with cash on delivery", "with cod available", "with pay on delivery",
+            "that allows cash on delivery", "available with cash on delivery"),
     "official": ("with lazmall authenticity and easy returns", "from an official lazmall store",
                  "with lazmall service", "with lazmall perks", "available on lazmall", "from lazmall",
                  "from an official store", "sold on lazmall", "from a lazmall store",
-                 "from an official shop"),
+                 "from an official shop", "with lazmall benefits"),
     "flashsale": ("with lazflash deals", "on a lazflash deal", "with lazflash perks", "in a lazflash sale",
                   "with a lazflash discount", "on flash sale", "in a flash sale", "with a lazflash deal",
-                  "on a limited-time flash deal"),
+                  "on a limited-time flash deal", "with lazflash offers", "available with lazflash deals"),
 }
 _FRAMES = (
     "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.",
     "help me find {}.", "i want to buy {}.", "find me {}.", "do you have {}?", "searching for {}.",
     "i'd like {}.", "please find {}.", "any options for {}?", "i'm shopping for {}.",
     "can you help me find {}?", "i'm searching for {}.", "show me options for {}.",
-    "find a shop offering {}.",
+    "find a shop offering {}.", "find shops selling {}.", "i'm looking for a shop that sells {}.",
+    "find shops offering these items: {}", "looking for a shop offering these items: {}",
+    "i need one store that sells the following: {}",
     "is there a single store that sells {}?", "i want to buy {} from the same shop.",
     "show me a store that has {}.", "looking for one shop with {}.", "which seller has {}?",
     "can you find a shop that carries {}?", "i need {}, all from one store.", "i want to get {}.",
     "help me buy {}.", "find shops offering multiple items where: {}", "i need one shop for these: {}",
-    "looking for a store that sells all of the following. {}",
-    "i'm looking for {}. also, i want {}.", "i need {}. i also need {}.",
-    "show me {}. besides that, i'm after {}.", "i want {}, and also {}.",
+    "looking for a store that sells all of the following. {}", "find a shop that has the following: {}",
+    "i'm looking for a shop that offers these items: {}", "looking for a shop with {}.",
+    "i need a store that has {}.", "i'm looking for a few products: {}",
+    "find these items for me: {}", "i need the following: {}",
 )
+# A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.
+_FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally|next|plus),? (?:look for|search for|i need|"
+                       r"i want|find|i'm looking for|show me|need|searching for) |i also need |"
+                       r"on top of that, i need |i'd also like )")
+_NUMBERED = re.compile(r"(?:^|(?<=[.:;])\s)(?:\d[).]|\(\d\))\s+")
+_SURE_ITEM_JOINT = re.compile(r",? as well as |,? and also |; and |; ")
 _CLOSERS = ("all from the same seller, please.", "they should all come from one store.",
-            "please show shops that sell all of them.", "i'd like to order them together from one shop.")
+            "please show shops that sell all of them.", "i'd like to order them together from one shop.",
+            "can you help me find a store that sells them all?",
+            "please show me shops that carry all of these.", "can you help me find these products?",
+            "please show me good options.")
 _SHARED_SERVICES = [re.compile(r"(?:^|\s)" + re.escape(frame.replace("{}", "@")).replace("@", "(.+?)") + "$")
                     for frame in ("please only show options {}.", "i only want items {}.",
                                   "all of them should come {}.", "please include only those {}.")]
@@ -84,16 +102,27 @@ _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sell
                     "i want to buy {} from the same shop.", "i'm looking for {}.", "i need {}.",
                     "i want to buy {}.", "help me find {}.")
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
-                   "for the {}, i'd like one {}.", "the {} i need is one {}.")
-_ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth)[,:]\s+(?:i want\s+)?")
+                   "for the {}, i'd like one {}.", "the {} i need is one {}.", "for the {}, i want it {}.",
+                   "the {} should come {}.", "as for the {}, i'd like it {}.")
+_ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth|lastly|finally)[,:]\s+(?:i want\s+)?")
 _CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
                  "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
+# The writer's shopper words for keys: a clause may say one before or after its value ("model volvo").
+_KEY_WORDS = frozenset({
+    "age", "blade", "brand", "capacity", "collar", "color", "design", "dial", "diameter", "fabric", "finish",
+    "fit", "flavor", "heel", "height", "length", "lens", "material", "model", "neck", "neckline", "occasion",
+    "origin", "pattern", "plug", "power", "scent", "season", "shape", "size", "sleeves", "stone", "strap",
+    "style", "taste", "theme", "thickness", "voltage", "volume", "warranty", "wattage", "weight", "wheel",
+    "width"})
+_KEY_WORD = "|".join(sorted(_KEY_WORDS))
+# A keyed clause after a joint ("a cowl neck collar", "a 27 diameter") is not an item.
+_KEYED_AFTER = rf"(?!(?:a|an) (?:[a-z0-9#%+./-]+ ){{0,3}}(?:{_KEY_WORD})(?:[,.?]| and |$))"
 # Before an article, or before words no clause, price or service phrasing starts with that end in a plural
 # ("coin banks") followed by a clause or the end: an item asked for in the plural without an article.
 _ITEM_JOINT = re.compile(
-    rf"(?:,? and |, )(?=(?:a|an|some|a pair of) |(?!(?:{_CLAUSE_WORDS})\b)(?:[a-z0-9-]+ ){{0,4}}[a-z0-9-]+s"
-    rf"(?:[,.?]| and | (?:{_CLAUSE_WORDS})\b|$))")
-_ARTICLE = re.compile(r"^(?:a pair of|some|an|a) ")
+    rf"(?:,? and |, ){_KEYED_AFTER}(?=(?:a|an|some|a pair of) |(?!(?:{_CLAUSE_WORDS})\b)"
+    rf"(?:[a-z0-9-]+ ){{0,4}}[a-z0-9-]+s(?:[,.?]| and | (?:{_CLAUSE_WORDS})\b|$))")
+_ARTICLE = re.compile(r"^(?:both )?(?:a pair of|some|an|a) ")
 _CLAUSE_JOINT = re.compile(r",? and |, |\s*\|\s*")
 _CLAUSE_TEMPLATES = (
     "in the color {}", "in {} color", "colored {}", "in size {}", "in a {} size", "size {}", "made of {}",
@@ -165,7 +194,7 @@ def take_services(text: str) -> tuple[list[str], str]:
     """The services a phrase states and the phrase with ``|`` in their place."""
     found = []
     for name, phrases in _SERVICES.items():
-        for phrase in phrases:
+        for phrase in sorted(phrases, key=len, reverse=True):  # "available with ..." before "with ..."
             if phrase in text:
                 found.append(name)
                 text = text.replace(phrase, "|")
@@ -209,9 +238,16 @@ def _framed(text: str) -> list[str]:
             break
     phrases: list[str] = []
     for group in groups:
-        for listed in _ORDINAL.split(group):
-            phrases += [p.strip(" .") for p in _ITEM_JOINT.split(listed.strip(" .")) if p.strip(" .")]
+        for listed in (part for ordinal in _ORDINAL.split(group) for part in _NUMBERED.split(ordinal)):
+            for joined in _SURE_ITEM_JOINT.split(listed.strip(" .;")):
+                phrases += [p.strip(" .") for p in _ITEM_JOINT.split(joined.strip(" .")) if p.strip(" .")]
     return phrases
+
+
+def _followed(text: str) -> list[str]:
+    """Item phrases of a request that adds items in sentences of their own, the first one framed."""
+    first, *more = _FOLLOWUP.split(text)
+    return _framed(first) + [p.strip(" .") for p in more if p.strip(" .")]
 
 
 def _referenced(ref: str, names: list[str]) -> int:
@@ -244,7 +280,7 @@ def split_items(query: str) -> tuple[list[str], list[str]]:
     """The item phrases of a query, and services said once for all items."""
     text = " ".join(query.lower().split())
     for closer in _CLOSERS:
-        text = text.removesuffix(" " + closer)
+        text = text.replace(" " + closer, "")
     shared: list[str] = []
     for pattern in _SHARED_SERVICES:
         match = pattern.search(text)
@@ -252,7 +288,7 @@ def split_items(query: str) -> tuple[list[str], list[str]]:
             shared = take_services(match.group(1))[0]
             text = text[:match.start()]
             break
-    return _detached(text) or _framed(text), shared
+    return _detached(text) or _followed(text), shared
 
 
 @dataclass(frozen=True)
@@ -308,18 +344,34 @@ def _everyday(raw: str) -> set[str]:
     return forms | {varied}
 
 
+def _readings(value: str) -> set[str]:
+    """A stated value as said, and without a key word said before or after it ("model volvo", "a cowl
+    neck collar")."""
+    words = value.removeprefix("an ").removeprefix("a ").split()
+    readings = {value, " ".join(words)}
+    if len(words) > 1 and words[0] in _KEY_WORDS:
+        readings.add(" ".join(words[1:]))
+    if len(words) > 1 and words[-1] in _KEY_WORDS:
+        readings.add(" ".join(words[:-1]))
+    return readings
+
+
+def _mentioned(raw: str, text: str) -> bool:
+    """Whether ``text`` (padded with spaces) says the catalog value ``raw`` in any form the writer uses."""
+    return any(len(form) > 1 and f" {form} " in text for form in _everyday(raw))
+
+
 def match_score(item: Item, detail: dict[str, Any], title: str) -> tuple[int, int]:
-    """(stated values the best sku option and attributes carry, name words in the title)."""
-    raw_attributes = (detail.get("attributes") or {}).values()
-    attributes: set[str] = set().union(*(_everyday(str(v)) for values in raw_attributes for v in values))
-    options: list[set[str]] = [set().union(*(_everyday(str(v)) for v in option.values()))
-                               for option in (detail.get("sku_options") or {}).values()] or [set()]
-    name = item.name.split()
-    # Values said before the kind ("a zipper laptop case"): any one or two name words that are a value.
-    prefixed = {" ".join(name[i:i + n]) for n in (1, 2) for i in range(len(name) - n + 1)}
-    best = max(sum(1 for v in item.values if v in option | attributes) + len(prefixed & (option | attributes))
-               for option in options)
-    return best, sum(1 for w in name if w in title.lower())
+    """(values of the best sku option and the attributes that the item's words mention, name words in the
+    title). Reading the catalog's values in the item's words, rather than the parsed values in the
+    catalog's, also counts a value said inside a longer clause ("with a plain wave design")."""
+    words = [item.name, *item.values, *(r for v in item.values for r in _readings(v))]
+    text = f" {' '.join(re.sub(r'[,.;:()!?]', ' ', ' '.join(words).lower()).split())} "
+    attributes = sum(1 for values in (detail.get("attributes") or {}).values() for v in values
+                     if _mentioned(str(v), text))
+    options = [sum(1 for v in option.values() if _mentioned(str(v), text))
+               for option in (detail.get("sku_options") or {}).values()] or [0]
+    return max(options) + attributes, sum(1 for w in item.name.split() if w in title.lower())
 
 
 Scored = list[tuple[tuple[int, int], dict[str, Any]]]

@@ -142,6 +142,20 @@ def test_parser_splits_items_asked_for_in_the_plural() -> None:
     assert [(i.name, i.values) for i in items] == [("cardboard boxes", ["red"]), ("mug", [])]
 
 
+def test_parser_splits_items_added_in_sentences_numbered_or_joined_before_the_last() -> None:
+    phrases, _ = split_items("Find a shop offering a red kettle under 300 php. Also, look for some pots in "
+                             "steel. Additionally, I want a mug.")
+    assert phrases == ["a red kettle under 300 php", "some pots in steel", "a mug"]
+    numbered, _ = split_items("Find shops offering these items: 1) A red kettle in steel. (2) Some pots; (3) "
+                              "A mug.")
+    assert numbered == ["a red kettle in steel", "some pots", "a mug"]
+    joined, _ = split_items("Find shops selling a red kettle; a mug in blue; and some pots. Please show me "
+                            "good options.")
+    assert joined == ["a red kettle", "a mug in blue", "some pots"]
+    keyed, _ = split_items("Find shops selling a red shirt, a cowl neck collar, and some pots.")
+    assert keyed == ["a red shirt, a cowl neck collar", "some pots"]  # "a {v} {k}" is a clause, not an item
+
+
 def test_parser_matches_values_in_their_everyday_form() -> None:
     item = Item(name="belt", values=["waist 38", "medium", "black and white"])
     detail = {"sku_options": {"1": {"size": "waist:38", "color_family": "black/white"}, "2": {"size": "m"}},
@@ -153,6 +167,10 @@ def test_parser_matches_values_in_their_everyday_form() -> None:
     assert varied.search_words == "short sleeve 2pcs shirt"
     catalog = {"attributes": {"sleeves": ["short sleeve"], "pack": ["2pcs"]}}
     assert match_score(varied, catalog, "Tee") == (2, 0)
+    # Catalog values said inside a longer clause still count; a value the words never say does not.
+    wrapped = Item(name="simple hairpin", values=["plain wave design", "that are available"])
+    pin = {"attributes": {"pattern": ["plain"], "design": ["wave"], "style": ["simple"], "color": ["red"]}}
+    assert match_score(wrapped, pin, "Simple Hairpin") == (3, 2)
 
 
 def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: SampleWorld,

@@ -188,8 +188,9 @@ def test_the_key_names_the_lexicon_and_a_changed_lexicon_changes_key_and_bytes()
 
 
 def test_multi_item_requests_come_in_several_structures(real_writer: LexiconWriter) -> None:
-    """Items joined in one sentence, listed by ordinals, or named first with one sentence of requirements
-    each; services every item asks for are sometimes said once. Every stated value is in each structure."""
+    """Items joined in one sentence, added in sentences of their own ("Also, look for ..."), listed by
+    ordinals or numbers, or named first with one sentence of requirements each. Every stated value is in
+    each structure."""
     frames = real_writer.lexicon.phrasing.frames
     seen: set[str] = set()
     for problem, requests in _real_requests():
@@ -202,12 +203,16 @@ def test_multi_item_requests_come_in_several_structures(real_writer: LexiconWrit
                 seen.add("detached")
             elif "Second" in text:
                 seen.add("listed")
+            elif " 2) " in text or " 2. " in text:  # numbered_item
+                seen.add("numbered")
+            elif any(f" {f.split('{')[0]}" in text for f in frames.followups):
+                seen.add("followed")
             else:
                 seen.add("joined")
             for request in requests:
                 for statement in real_writer.statements(request.target):
                     assert any(f in text.lower() for f in real_writer.said_forms(statement.value))
-    assert seen == {"detached", "listed", "joined"}
+    assert seen == {"detached", "listed", "numbered", "followed", "joined"}
 
 
 def test_a_service_every_item_asks_for_is_sometimes_said_once(sample_writer: LexiconWriter) -> None:

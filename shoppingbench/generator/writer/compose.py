@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
-from shoppingbench.generator.writer.lexicon import KeyPhrasing, Lexicon, Role, lexicon_sha256
+from shoppingbench.generator.writer.lexicon import Frames, KeyPhrasing, Lexicon, Role, lexicon_sha256
 from shoppingbench.generator.writer.rules import (
     choose_kind,
     clean_value,
@@ -36,13 +36,20 @@ from shoppingbench.problems.models import (
 from shoppingbench.problems.terms import Draws
 from shoppingbench.world import queries
 
-WRITER_VERSION: Final = "lexicon-writer-1"
+WRITER_VERSION: Final = "lexicon-writer-2"
 """Bumped whenever the code would word the same lexicon and draws differently."""
+_LAST_ORDINAL_FROM: Final = 3
+_LAST_ORDINAL_ODDS: Final = 0.5
 _PREFIX_ODDS: Final = 0.45
 _KEYED_ODDS: Final = 0.3
 _PRICE_LAST_ODDS: Final = 0.8
-_LISTED_SHOP_ODDS: Final = 0.35
-_DETACHED_ODDS: Final = 0.3
+_STRUCTURES: Final[dict[str, tuple[tuple[str, float], ...]]] = {
+    "shop": (("detached", 0.2), ("followed", 0.3), ("listed", 0.15), ("numbered", 0.1), ("joined", 0.25)),
+    "voucher": (("detached", 0.2), ("followed", 0.35), ("listed", 0.15), ("joined", 0.3)),
+}
+"""How a multi-item request is built, with its odds: the items named first and one sentence each
+("detached"), one sentence per item joined by "Also, ..." ("followed"), listed by ordinal ("First, ...")
+or number ("1) ..."), or all in one sentence ("joined")."""
 _SHARED_SERVICE_ODDS: Final = 0.4
 _MODIFIER_ODDS: Final = 0.6
 _SECOND_MODIFIER_ODDS: Final = 0.4
@@ -50,7 +57,6 @@ _VARIANT_ODDS: Final = 0.5
 _PLURAL_ODDS: Final = 0.2
 """Items asked for in the plural with no article ("pig-themed coin banks"), as real requests often are."""
 _MODIFIER_MIN_TITLES: Final = 2
-_SPLIT_VOUCHER_ODDS: Final = 0.5
 _MAX_PREFIX_WORDS: Final = 2
 _MAX_KIND_WORDS: Final = 4
 _DRAFTS: Final = 6
@@ -224,7 +230,8 @@ class LexiconWriter:
         words = [w for w in statement.key.words if w not in statement.value.split()]  # not "size EU size 40"
         measured = any(c.isdigit() for c in statement.value)  # "7 days", "220v": say what they measure
         if words and (measured or rng.random() < _KEYED_ODDS):
-            return rng.choice(phrasing.keyed_clauses).format(v=statement.value, k=rng.choice(words))
+            return rng.choice(phrasing.keyed_clauses).format(
+                v=statement.value, av=queries.article(statement.value), k=rng.choice(words))
         templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
         return rng.choice(templates).format(v=statement.value)
 
@@ -241,19 +248,40 @@ class LexiconWriter:
             options = frames.product if category == "product" else (
                 frames.voucher if category == "voucher" else frames.shop)
             return _capitalised(rng.choice(options).format(item=phrases[0], items=phrases[0]))
-        if rng.random() < _DETACHED_ODDS:
+        structure = _structure(category, rng)
+        if structure == "detached":
             return self._detached(category, drafts, rng)
-        if category == "shop":
-            if rng.random() < _LISTED_SHOP_ODDS:
-                listed = _listed(phrases, frames.ordinals, frames.listed_item, rng)
-                request = rng.choice(frames.shop_listed).format(items=listed)
-            else:
-                request = rng.choice(frames.shop).format(items=queries.join_clauses(phrases, rng))
-            return _capitalised(request) + rng.choice(frames.shop_closers)
-        if rng.random() < _SPLIT_VOUCHER_ODDS:
-            return _capitalised(rng.choice(frames.voucher_split).format(
-                first=phrases[0], rest=queries.join_clauses(phrases[1:], rng)))
-        return _capitalised(rng.choice(frames.voucher).format(items=queries.join_clauses(phrases, rng)))
+        if structure == "followed":
+            return self._followed(category, phrases, rng)
+        if structure == "listed":
+            listed = _listed(phrases, frames, rng)
+            opening = frames.shop_listed if category == "shop" else frames.voucher_listed
+            return _capitalised(rng.choice(opening).format(items=listed))
+        if structure == "numbered":
+            numbered = " ".join(rng.choice(frames.numbered_item).format(n=i + 1, item=_capitalised(phrase))
+                                for i, phrase in enumerate(phrases))
+            ended = numbered if numbered.endswith(".") else numbered.removesuffix(";") + "."  # "...; (3) C."
+            return rng.choice(frames.shop_numbered).format(items=ended)
+        items = self._joined_items(phrases, rng)
+        opening, closers = ((frames.shop, frames.shop_closers) if category == "shop"
+                            else (frames.voucher, frames.voucher_closers))
+        return _capitalised(rng.choice(opening).format(items=items)) + rng.choice(closers)
+
+    def _joined_items(self, phrases: Sequence[str], rng: Draws) -> str:
+        """Items in one sentence, joined by commas or semicolons, with "and", ", as well as" or "; and"
+        before the last."""
+        between, last = rng.choice(self.lexicon.phrasing.frames.item_joints)
+        return between.join(phrases[:-1]) + last + phrases[-1]
+
+    def _followed(self, category: Category, phrases: Sequence[str], rng: Draws) -> str:
+        """The first item in the request's frame, each further item in its own sentence ("Also, look
+        for ...", "Additionally, I want ..."), as real requests most often add items."""
+        frames = self.lexicon.phrasing.frames
+        opening = frames.shop_followed if category == "shop" else frames.voucher
+        sentences = [_capitalised(rng.choice(opening).format(item=phrases[0], items=phrases[0]))]
+        sentences += [rng.choice(frames.followups).format(item=phrase) for phrase in phrases[1:]]
+        closers = frames.shop_closers if category == "shop" else frames.voucher_closers
+        return " ".join(sentences) + rng.choice(closers)
 
     def _detached(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
         """The items named first, then one sentence of requirements per item, as real requests often
@@ -294,8 +322,23 @@ def _fitting(templates: Sequence[str], value: str) -> Sequence[str]:
     return fitting or templates
 
 
-def _listed(phrases: Sequence[str], ordinals: Sequence[str], templates: Sequence[str], rng: Draws) -> str:
-    return " ".join(rng.choice(templates).format(ordinal=ordinals[i], item=phrase)
+def _structure(category: Category, rng: Draws) -> str:
+    """A multi-item request's structure, drawn by :data:`_STRUCTURES`'s odds."""
+    draw, total = rng.random(), 0.0
+    options = _STRUCTURES[category]
+    for name, odds in options:
+        total += odds
+        if draw < total:
+            return name
+    return options[-1][0]
+
+
+def _listed(phrases: Sequence[str], frames: Frames, rng: Draws) -> str:
+    """Items listed by ordinal ("First, A. Second, B."); the last of three or more sometimes "Lastly"."""
+    ordinals = list(frames.ordinals[:len(phrases)])
+    if len(phrases) >= _LAST_ORDINAL_FROM and rng.random() < _LAST_ORDINAL_ODDS:
+        ordinals[-1] = rng.choice(frames.last_ordinals)
+    return " ".join(rng.choice(frames.listed_item).format(ordinal=ordinals[i], item=phrase)
                     for i, phrase in enumerate(phrases))
 
 

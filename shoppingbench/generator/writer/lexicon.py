@@ -52,8 +52,11 @@ class Frames(_Frozen):
     shop_closers: list[str] = Field(min_length=1)
     """Appended to a shop request ("" for none): the same-seller reminder real requests often end with."""
     voucher: list[str] = Field(min_length=1)
-    voucher_split: list[str] = Field(min_length=1)
+    voucher_listed: list[str] = Field(min_length=1)
+    """A voucher request listing its items by ordinal (``{items}``)."""
     ordinals: list[str] = Field(min_length=4)
+    last_ordinals: list[str] = Field(min_length=1)
+    """What may introduce the last of three or more listed items instead of its ordinal ("Lastly")."""
     listed_item: list[str] = Field(min_length=1)
     shared_services: list[str] = Field(min_length=1)
     """A sentence stating services every item asks for once (``{services}``)."""
@@ -62,6 +65,20 @@ class Frames(_Frozen):
     """Intros naming the items first (``{items}``); each item's requirements follow in its own sentence."""
     detached_item: list[str] = Field(min_length=1)
     """One item's requirements (``{ref}`` its kind, ``{clauses}``)."""
+    shop_followed: list[str] = Field(min_length=1)
+    """A shop request's first sentence when each further item follows in its own (``{item}``)."""
+    followups: list[str] = Field(min_length=1)
+    """A sentence adding one more item after the first ("Also, look for {item}.")."""
+    shop_numbered: list[str] = Field(min_length=1)
+    """A shop request listing its items numbered (``{items}``: ``numbered_item`` sentences)."""
+    numbered_item: list[str] = Field(min_length=1)
+    """One numbered item (``{n}`` its number from 1, ``{item}`` capitalised); one ending in ";" ends the
+    request with "." when it is the last."""
+    item_joints: list[tuple[str, str]] = Field(min_length=1)
+    """How a one-sentence list joins its items: (between items, before the last), e.g. (", ", " and "),
+    ("; ", "; and ")."""
+    voucher_closers: list[str] = Field(min_length=1)
+    """Appended to a multi-item voucher request ("" for none)."""
 
 
 class Phrasing(_Frozen):
