@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from shoppingbench.agent_sdk import normalise_call, parse_model_output
+from shoppingbench.echo import InferenceEntry
 
 Value = str | int | float | frozenset[str] | tuple[float | None, float | None]
 
@@ -27,27 +28,14 @@ _MAX_TEXT = 200_000
 """Completions longer than this are only searched in their first part (bounded work per attempt)."""
 
 
-class LoggedCall(Protocol):
-    """What the filter reads of a proxy-log entry: a ``shoppingbench.records.ProxyCall`` satisfies it."""
+class LoggedCall(InferenceEntry, Protocol):
+    """What the filter reads of a proxy-log entry (the echo measure's fields and the tool call's):
+    a ``shoppingbench.records.ProxyCall`` satisfies it."""
 
-    @property
-    def seq(self) -> int: ...
-    @property
-    def kind(self) -> str: ...
     @property
     def path(self) -> str: ...
     @property
     def params(self) -> dict[str, Any]: ...
-    @property
-    def status(self) -> int: ...
-    @property
-    def request_messages(self) -> list[dict[str, Any]] | None: ...
-    @property
-    def completion_text(self) -> str | None: ...
-    @property
-    def reasoning_text(self) -> str | None: ...
-    @property
-    def completion_tool_calls(self) -> list[dict[str, Any]]: ...
     @property
     def completion_tokens(self) -> int | None: ...
 
