@@ -182,7 +182,8 @@ def lexicon_build(
     llm_key: Annotated[str, typer.Option("--llm-key", envvar="ARENA_LLM_API_KEY",
                                          help="The endpoint's API key")] = "unused",
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Where to write it (default: <catalog>/lexicon.json, the generator's)")] = None,
+        "--out", help="Where to write it (default: lexicon.json inside the --catalog directory, "
+                      "where the generator reads it)")] = None,
     log_format: LogFormatOption = None,
 ) -> None:
     """Build or extend a catalog's lexicon: its kind phrases, key and value phrasings (see docs/generator.md).
