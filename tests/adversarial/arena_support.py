@@ -50,14 +50,15 @@ class OneValidator:
 @contextmanager
 def one_validator(root: Path, world: SampleWorld, generator: ProblemGenerator, run_agent: RunAgent,
                   miners: tuple[str, ...]) -> Iterator[OneValidator]:
-    """A validator with one problem per category in qualifying and race suites, and ``miners`` registered."""
+    """A validator with three qualifying problems per category (an honest agent's score on one problem
+    each is mostly luck), one race problem per category, and ``miners`` registered."""
     clock = ManualClock(START)
     chain = LocalChain(root / "chain.sqlite3", clock=clock, tempo=100)
     names = ("owner", *miners, "validator")
     wallets = {name: make_wallet(root / "wallets", name, seed=name) for name in names}
     for name, wallet in wallets.items():
         register(chain, wallet, validator_permit=name == "validator")
-    settings = ArenaSettings(home=root / "validator", qualifying_suite_per_category=1,
+    settings = ArenaSettings(home=root / "validator", qualifying_suite_per_category=3,
                              race_suite_per_category=1)
     settings.home.mkdir(parents=True)
     store = TrajectoryStore.open(f"sqlite:///{root / 'trajectories.sqlite3'}")
