@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -27,7 +26,6 @@ from pydantic import BaseModel, ValidationError
 from arena.suites.public import SuiteSource
 from arena.suites.schedule import (
     GeneratorSchedule,
-    GeneratorSpec,
     ScheduleEntry,
     ScheduleError,
     require_known_versions,
@@ -38,7 +36,6 @@ from shoppingbench.generator.generator import catalog_title_embedder
 from shoppingbench.generator.request import RequestWriter
 from shoppingbench.generator.writer import LexiconError, LexiconWriter, writer_for_catalog
 from shoppingbench.generator.writer.lexicon import load_lexicon
-from shoppingbench.problems.models import Category, Problem
 
 LEXICON_FILE: Final = "lexicon.json"
 LEXICON_ARCHIVE: Final = "lexicons"
@@ -76,23 +73,6 @@ def generator_config(entry: ScheduleEntry) -> BaseModel:
                             f"configuration overrides the generator refuses: {refused}") from exc
 
 
-@dataclass(frozen=True)
-class SpecSource:
-    """A generator under the spec it was opened for; its key names the pinned lexicon too."""
-
-    generator: SuiteSource
-    spec: GeneratorSpec
-
-    @property
-    def key(self) -> str:
-        lexicon = f"/lexicon-{self.spec.lexicon_sha256[:16]}" if self.spec.lexicon_sha256 else ""
-        return f"{self.generator.key}{lexicon}"
-
-    def generate(self, seed: str, per_category: Mapping[Category, int], *,
-                 exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]:
-        return self.generator.generate(seed, per_category, exclude_products=exclude_products)
-
-
 class ScheduledSources:
     """The source in force on each race day and for each qualifying week, by the schedule."""
 
@@ -102,12 +82,12 @@ class ScheduledSources:
         if missing:
             raise ValueError(f"no generator for the scheduled specs {missing}")
         self.schedule = schedule
-        self._sources = {spec.label(): SpecSource(sources[spec.label()], spec) for spec in schedule.specs()}
+        self._sources = dict(sources)
 
-    def for_day(self, day: date) -> SpecSource:
+    def for_day(self, day: date) -> SuiteSource:
         return self._sources[self.schedule.spec_for(day).label()]
 
-    def for_week(self, week: str) -> SpecSource:
+    def for_week(self, week: str) -> SuiteSource:
         return self._sources[self.schedule.spec_for_week(week).label()]
 
 
@@ -120,13 +100,13 @@ class CheckedEntry:
     writer: RequestWriter | None
 
 
-def _entry_writer(catalog_dir: Path, entry: ScheduleEntry) -> RequestWriter | None:
+def _entry_writer(catalog_dir: Path, entry: ScheduleEntry, pinned: Path | None) -> RequestWriter | None:
+    """The entry's writer: the ``pinned`` lexicon's, else the catalog's current one (``None`` for a version
+    that words requests itself)."""
     if not get_version(entry.version).uses_writer:
         return None
     try:
-        if entry.lexicon_sha256 is not None:
-            return LexiconWriter(load_lexicon(pinned_lexicon(catalog_dir, entry)))
-        return writer_for_catalog(catalog_dir)
+        return writer_for_catalog(catalog_dir) if pinned is None else LexiconWriter(load_lexicon(pinned))
     except LexiconError as exc:
         raise ScheduleError(f"the generator schedule entry from {entry.from_day} ({entry.version}): "
                             f"{exc}") from exc
@@ -139,10 +119,9 @@ def check_schedule(catalog_dir: Path, schedule: GeneratorSchedule) -> dict[str, 
     require_known_versions(schedule, KNOWN_VERSIONS)
     checked: dict[str, CheckedEntry] = {}
     for entry in schedule.entries:
-        if entry.lexicon_sha256 is not None:
-            pinned_lexicon(catalog_dir, entry)
+        pinned = None if entry.lexicon_sha256 is None else pinned_lexicon(catalog_dir, entry)
         checked[entry.spec().label()] = CheckedEntry(generator_config(entry),
-                                                     _entry_writer(catalog_dir, entry))
+                                                     _entry_writer(catalog_dir, entry, pinned))
     return checked
 
 
