@@ -20,30 +20,15 @@ from shoppingbench.catalog.models import Product
 from shoppingbench.generator.request import ItemRequest
 from shoppingbench.generator.sampler import SampledProblem
 from shoppingbench.problems.models import Problem
-from shoppingbench.problems.solvability import ListingFinder, ProductFinder, target_filters
+from shoppingbench.problems.solvability import ProductFinder, listed, target_filters
 from shoppingbench.scoring.budget import fits_budget
 from shoppingbench.scoring.embedder import TitleEmbedder
 from shoppingbench.scoring.profiles import PRODUCTION_STRICT
 from shoppingbench.scoring.rules import attribute_pairs, judge_target, sku_attr_hits
-from shoppingbench.search.base import MAX_PAGE, PAGE_SIZE, FindProductQuery
+from shoppingbench.search.base import FindProductQuery
 
 ProductLookup = Callable[[list[str]], dict[str, Product]]
 """Products by id (missing ids left out), as ``BM25SearchEngine.get_products``."""
-
-
-def listed(engine: ProductFinder, query: FindProductQuery) -> list[str]:
-    """Every product id pages 1..5 of ``find_product`` list for ``query``, in order."""
-    if not query.q.strip():
-        return []
-    if isinstance(engine, ListingFinder):
-        return engine.listing(query)
-    ids: list[str] = []
-    for page in range(1, MAX_PAGE + 1):
-        hits = engine.find_product(query.model_copy(update={"page": page}))
-        ids += [hit.product_id for hit in hits]
-        if len(hits) < PAGE_SIZE:
-            break
-    return ids
 
 
 class RewardCheck:

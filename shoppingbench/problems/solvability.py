@@ -53,26 +53,30 @@ def target_filters(target: RewardTarget) -> tuple[PriceRange | None, tuple[str, 
     return price, tuple(target.service)
 
 
-def reachable(engine: ProductFinder, product_id: str, q: str, *, price: PriceRange | None = None,
-              services: tuple[str, ...] = (), shop_id: str | None = None) -> bool:
-    """Whether ``find_product`` lists ``product_id`` on one of pages 1..5 for this query and filters.
+def listed(engine: ProductFinder, query: FindProductQuery) -> list[str]:
+    """Every product id pages 1..5 of ``find_product`` list for ``query``, in order.
 
     An engine with ``listing`` answers in one ranking instead of one per page; the pages are slices of
     that same list, so the answer is the same.
     """
-    if not q.strip():
-        return False
+    if not query.q.strip():
+        return []
     if isinstance(engine, ListingFinder):
-        return product_id in engine.listing(FindProductQuery(q=q, price=price, service=services,
-                                                             shop_id=shop_id))
+        return engine.listing(query)
+    ids: list[str] = []
     for page in range(1, MAX_PAGE + 1):
-        hits = engine.find_product(FindProductQuery(q=q, page=page, price=price, service=services,
-                                                    shop_id=shop_id))
-        if any(hit.product_id == product_id for hit in hits):
-            return True
+        hits = engine.find_product(query.model_copy(update={"page": page}))
+        ids += [hit.product_id for hit in hits]
         if len(hits) < PAGE_SIZE:
-            return False
-    return False
+            break
+    return ids
+
+
+def reachable(engine: ProductFinder, product_id: str, q: str, *, price: PriceRange | None = None,
+              services: tuple[str, ...] = (), shop_id: str | None = None) -> bool:
+    """Whether ``find_product`` lists ``product_id`` on one of pages 1..5 for this query and filters."""
+    query = FindProductQuery(q=q, price=price, service=services, shop_id=shop_id)
+    return product_id in listed(engine, query)
 
 
 def items_solvable(engine: ProductFinder, query: str, items: Sequence[tuple[Product, RewardTarget]],
