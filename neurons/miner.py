@@ -88,14 +88,14 @@ def _load_suite(files: list[Path]) -> list[Problem]:
     return problems
 
 
-def practice_generator_seed(week: str) -> str:
-    """The generator seed of week ``week``'s public practice suite (``BadParameter`` if not an ISO week)."""
+def practice_monday(week: str) -> date:
+    """The Monday of ISO week ``week``, whose schedule entry makes its practice suite (``BadParameter`` if
+    ``week`` is not an ISO week)."""
     try:
-        date.fromisoformat(f"{week}-1")
+        return date.fromisoformat(f"{week}-1")
     except ValueError:
         raise typer.BadParameter(f"{week!r} is not an ISO week such as 2026-W48",
                                  param_hint="--week") from None
-    return practice_seed(week)
 
 
 def generated_seeds(seeds: list[str], count: int) -> list[str]:
@@ -249,10 +249,10 @@ def test(
     today = datetime.now(UTC).date()
     try:
         practice_of = week or practice_week(today)
+        suite_day = practice_monday(practice_of) if practice else today
         chosen = (generated_seeds(seeds or [], suites_count) if generated
-                  else [practice_generator_seed(practice_of)] if practice
+                  else [practice_seed(practice_of)] if practice
                   else None)
-        suite_day = date.fromisoformat(f"{practice_of}-1") if practice else today
         engine, suite, generated_suites = _world(settings, catalog, suite_files or [],
                                                  settings.suite_per_category, chosen, suite_day)
     except (ProblemFileError, FileNotFoundError) as exc:
