@@ -6,11 +6,8 @@ holds none of them: it qualifies no more (before, it qualified on the public wee
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-
-import pytest
 
 from arena.race.events import QualifyingFinished
 from arena.validator.demo import table_cheater_source
@@ -19,19 +16,7 @@ from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.submission_check import check_agent
 from tests.adversarial.arena_support import after_a_block, computable_in_advance, one_validator
-from tests.test_validator import REACT, serving_runner
-
-
-@pytest.fixture(scope="module")
-def runner(small_world: SampleWorld) -> Iterator[RunAgent]:
-    with serving_runner(small_world.catalog_dir) as run_agent:
-        yield run_agent
-
-
-@pytest.fixture(scope="module")
-def generator(small_world: SampleWorld) -> Iterator[ProblemGenerator]:
-    with ProblemGenerator.open(small_world.catalog_dir) as opened:
-        yield opened
+from tests.test_validator import REACT
 
 
 def test_a_table_of_every_problem_computable_in_advance_fails_qualifying(

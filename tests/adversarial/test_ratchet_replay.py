@@ -7,11 +7,8 @@ where its table holds nothing, and the challenger still qualifies."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-
-import pytest
 
 from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules
 from arena.race.events import QualifyingFinished
@@ -26,19 +23,7 @@ from tests.adversarial.arena_support import (
     computable_in_advance,
     one_validator,
 )
-from tests.test_validator import REACT, serving_runner
-
-
-@pytest.fixture(scope="module")
-def runner(small_world: SampleWorld) -> Iterator[RunAgent]:
-    with serving_runner(small_world.catalog_dir) as run_agent:
-        yield run_agent
-
-
-@pytest.fixture(scope="module")
-def generator(small_world: SampleWorld) -> Iterator[ProblemGenerator]:
-    with ProblemGenerator.open(small_world.catalog_dir) as opened:
-        yield opened
+from tests.test_validator import REACT
 
 
 def replay_the_attack(arena: OneValidator, small_world: SampleWorld) -> str:
