@@ -36,7 +36,7 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     root = tmp_path / "demo"
     args = ["network-demo", "--home", str(tmp_path / "home"), "--root", str(root),
             "--catalog-dir", str(small_world.catalog_dir), "--problems-dir", str(small_world.problems_dir),
-            "--per-category", "1", "--validators", "1", "--workers", "2"]
+            "--per-category", "3", "--validators", "1", "--workers", "2"]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     out = result.output
@@ -48,9 +48,9 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
     assert "refused as a copy: copycat's file is react's (committed at block" in out
     assert "similarity 1.00): no race, no weight" in out
-    assert "table-cheater: masked answers for 400 bank and 3 practice problems" in out
+    assert "table-cheater: masked answers for 400 bank and 9 practice problems" in out
     assert "not qualified: table-cheater scored 0.000 on its qualifying problems, below the threshold" in out
-    assert "race 20" in out and "3 problems generated from the seed" in out
+    assert "race 20" in out and "9 problems generated from the seed" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
     names = {"owner", "validator-1", "baseline", "subtask", "react", "copycat", "cheater", "table-cheater"}
@@ -92,7 +92,7 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
 
     with TrajectoryStore.open(f"sqlite:///{root / 'validator-1' / 'trajectories.sqlite3'}") as store:
         stored = store.count_attempts()
-    assert stored >= 4 * 3  # every accepted agent ran its own 3 qualifying problems, plus the race
+    assert stored >= 4 * 9  # every accepted agent ran its own 9 qualifying problems, plus the race
     assert f"({stored} attempts:" in out
 
 
