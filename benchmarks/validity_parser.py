@@ -38,17 +38,16 @@ PAGES = 3
 SHOPS_TRIED = 5
 _CURRENCY = r"(?:pesos|php)"
 _NUM = r"(\d+(?:\.\d+)?)"
+# What may lead a price phrasing: "priced", "that costs", "costs", "is priced", "with a price ranging", ...
+_LEAD = (r"(?:(?:that )?(?:costs?|is priced|are priced|priced|costing|for|with a price(?: ranging| range)?|"
+         r"(?:with|at) a price|price) )?")
 _PRICES: tuple[tuple[str, str], ...] = (
-    (rf"(?:priced |costing |for |with a price ranging |that costs |with a price range )?"
-     rf"(?:between|from|of|within)? ?{_NUM} (?:and|to) {_NUM} "
-     rf"{_CURRENCY}", "between"),
-    (rf"(?:with a price |costing )between {_NUM} and {_NUM} {_CURRENCY}", "between"),
+    (rf"{_LEAD}(?:between|from|of|within)? ?{_NUM} (?:and|to) {_NUM} {_CURRENCY}", "between"),
     (rf"in the {_NUM}(?: to |-){_NUM} {_CURRENCY} range", "between"),
     (rf"costing {_NUM}-{_NUM} {_CURRENCY}", "between"),
-    (rf"(?:priced |for |that costs |(?:with|at) a price )?"
-     rf"(?:under|below|less than|cheaper than|costing no more than|up to) {_NUM} {_CURRENCY}", "high"),
-    (rf"(?:priced |for |(?:with|at) a price |that costs )?"
-     rf"(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
+    (rf"{_LEAD}(?:under|below|less than|cheaper than|costing no more than|no more than|up to) {_NUM} "
+     rf"{_CURRENCY}", "high"),
+    (rf"{_LEAD}(?:over|above|costing more than|more than) {_NUM} {_CURRENCY}", "low"),
 )
 _SERVICES: dict[str, tuple[str, ...]] = {
     "freeShipping": ("that comes with free shipping", "with free shipping included", "with free shipping",
@@ -57,14 +56,18 @@ _SERVICES: dict[str, tuple[str, ...]] = {
     "COD": ("with a cash on delivery option", "that supports cash on delivery",
             "available for cash on delivery", "with cash on delivery", "that i can pay for on delivery",
             "that can be paid with cash on delivery", "with cod available", "with pay on delivery",
-            "that allows cash on delivery", "available with cash on delivery"),
+            "that allows cash on delivery", "available with cash on delivery",
+            "that supports pay on delivery",
+            "that offers cash on delivery"),
     "official": ("with lazmall authenticity and easy returns", "from an official lazmall store",
                  "with lazmall service", "with lazmall perks", "available on lazmall", "from lazmall",
                  "from an official store", "sold on lazmall", "from a lazmall store",
-                 "from an official shop", "with lazmall benefits"),
+                 "from an official shop", "with lazmall benefits", "with lazmall service included",
+                 "from lazmall for guaranteed authenticity"),
     "flashsale": ("with lazflash deals", "on a lazflash deal", "with lazflash perks", "in a lazflash sale",
                   "with a lazflash discount", "on flash sale", "in a flash sale", "with a lazflash deal",
-                  "on a limited-time flash deal", "with lazflash offers", "available with lazflash deals"),
+                  "on a limited-time flash deal", "with lazflash offers", "available with lazflash deals",
+                  "with lazflash limited-time deals", "available with lazflash"),
 }
 _FRAMES = (
     "looking for {}.", "i need {}.", "can you find {}?", "show me {}.", "i'm looking for {}.",
@@ -82,7 +85,10 @@ _FRAMES = (
     "i'm looking for a shop that offers these items: {}", "looking for a shop with {}.",
     "i need a store that has {}.", "i'm looking for a few products: {}",
     "find these items for me: {}", "i need the following: {}",
-)
+ "find a shop that sells {}.", "i'm looking for a shop that offers {}.",
+ "find a shop offering all of these: {}",
+ "i'm looking for a shop that offers several items: {}", "find a shop that offers these items: {}",
+ "find shops offering these products: {}")
 # A further item in its own sentence ("Also, look for {item}."): the sentence starts a new item phrase.
 _FOLLOWUP = re.compile(r"(?<=[.?])\s+(?:(?:also|additionally|next|plus),? (?:look for|search for|i need|"
                        r"i want|find|i'm looking for|show me|need|searching for) |i also need |"
@@ -93,17 +99,22 @@ _CLOSERS = ("all from the same seller, please.", "they should all come from one 
             "please show shops that sell all of them.", "i'd like to order them together from one shop.",
             "can you help me find a store that sells them all?",
             "please show me shops that carry all of these.", "can you help me find these products?",
-            "please show me good options.")
+            "please show me good options.", "please show me shops that have all these products.",
+            "show only shops that sell all these items.", "all products should be from the same seller.",
+            "can you help me find a store that sells all of them?",
+            "please show me options within my budget.")
 _SHARED_SERVICES = [re.compile(r"(?:^|\s)" + re.escape(frame.replace("{}", "@")).replace("@", "(.+?)") + "$")
                     for frame in ("please only show options {}.", "i only want items {}.",
                                   "all of them should come {}.", "please include only those {}.")]
 _DETACHED_INTROS = ("find a shop offering both {}.", "i need one store that sells {}.",
                     "looking for a shop that has {}.", "is there a seller with {}?",
                     "i want to buy {} from the same shop.", "i'm looking for {}.", "i need {}.",
-                    "i want to buy {}.", "help me find {}.")
+                    "i want to buy {}.", "help me find {}.", "find a shop offering {}.",
+                    "looking for a shop that has both {}.", "is there a seller with both {}?")
 _DETACHED_ITEMS = ("for the {}, look for one {}.", "the {} should be one {}.", "i want the {} {}.",
                    "for the {}, i'd like one {}.", "the {} i need is one {}.", "for the {}, i want it {}.",
-                   "the {} should come {}.", "as for the {}, i'd like it {}.")
+                   "the {} should come {}.", "as for the {}, i'd like it {}.",
+                   "for the {}, it should be one {}.")
 _ORDINAL = re.compile(r"(?:^|\s)(?:first|second|third|fourth|lastly|finally)[,:]\s+(?:i want\s+)?")
 _CLAUSE_WORDS = ("in|with|made|from|by|for|that|whose|colored|size|featuring|suitable|compatible|sold|"
                  "crafted|imported|priced|costing|under|below|over|above|between|up|on|available|cheaper")
@@ -276,9 +287,32 @@ def _detached(text: str) -> list[str] | None:
     return names
 
 
+def _masked_prices(text: str) -> tuple[str, list[str]]:
+    """``text`` with each price phrasing replaced by ``<n>``, so its "and" ("between 5 and 9 pesos", "and
+    costs over 9 php") never splits items; the phrasings in order."""
+    said: list[str] = []
+
+    def mask(match: re.Match[str]) -> str:
+        said.append(match.group(0))
+        return f"<{len(said) - 1}>"
+
+    for pattern, _ in _PRICES:
+        text = re.sub(rf"(?:,? and )?{pattern}", mask, text)
+    return text, said
+
+
+def _unmasked(phrase: str, said: list[str]) -> str:
+    return re.sub(r"<(\d+)>", lambda m: said[int(m.group(1))], phrase)
+
+
 def split_items(query: str) -> tuple[list[str], list[str]]:
     """The item phrases of a query, and services said once for all items."""
-    text = " ".join(query.lower().split())
+    text, said = _masked_prices(" ".join(query.lower().split()))
+    phrases, shared = _split(text)
+    return [_unmasked(p, said) for p in phrases], shared
+
+
+def _split(text: str) -> tuple[list[str], list[str]]:
     for closer in _CLOSERS:
         text = text.replace(" " + closer, "")
     shared: list[str] = []

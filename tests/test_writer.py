@@ -4,6 +4,7 @@ no raw key names, every stated value recoverable in its everyday form, ShoppingB
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,3 +229,30 @@ def test_a_service_every_item_asks_for_is_sometimes_said_once(sample_writer: Lex
         assert said == (1 if once else 3), query
         shared += once
     assert 0 < shared < 20
+
+
+def test_a_price_said_as_a_verb_follows_a_clause_or_that_and_agrees_with_the_item(
+        real_writer: LexiconWriter) -> None:
+    """"a rack that costs over 40 PHP" or "a rack with free shipping and costs over 40 PHP", never "a rack
+    costs over 40 PHP"; "racks that cost ...", never "racks that costs ..."."""
+    verbs, plural_subjects = 0, 0
+    for problem, requests in _real_requests():
+        for salt in range(6):
+            for item in real_writer.write(problem.category, requests, None,
+                                          HashDraws("verbs", problem.id, str(salt))).items:
+                for match in re.finditer(r"(\S+) (costs|cost|is priced|are priced) ", item.phrase):
+                    verbs += 1
+                    assert match.group(1) in ("that", "and") or match.group(1).endswith(","), item.phrase
+                    plural_subjects += match.group(2) in ("cost", "are priced")
+    assert verbs > 20 and 0 < plural_subjects < verbs
+
+
+def test_two_items_are_sometimes_both(real_writer: LexiconWriter) -> None:
+    pairs = [(p, r) for p, r in _real_requests() if len(r) == 2]
+    queries = [real_writer.write(p.category, r, None, HashDraws("both", p.id, str(salt))).query
+               for p, r in pairs for salt in range(4)]
+    both = sum(" both " in query.split(".")[0] for query in queries)
+    assert 0 < both < len(queries)
+    longer = [real_writer.write(p.category, r, None, HashDraws("both", p.id)).query
+              for p, r in _real_requests() if len(r) > 2]
+    assert longer and not any(" both " in query.split(".")[0] for query in longer)

@@ -36,7 +36,7 @@ from shoppingbench.problems.models import (
 from shoppingbench.problems.terms import Draws
 from shoppingbench.world import queries
 
-WRITER_VERSION: Final = "lexicon-writer-2"
+WRITER_VERSION: Final = "lexicon-writer-3"
 """Bumped whenever the code would word the same lexicon and draws differently."""
 _LAST_ORDINAL_FROM: Final = 3
 _LAST_ORDINAL_ODDS: Final = 0.5
@@ -51,6 +51,7 @@ _STRUCTURES: Final[dict[str, tuple[tuple[str, float], ...]]] = {
 ("detached"), one sentence per item joined by "Also, ..." ("followed"), listed by ordinal ("First, ...")
 or number ("1) ..."), or all in one sentence ("joined")."""
 _SHARED_SERVICE_ODDS: Final = 0.4
+_BOTH_ODDS: Final = 0.5
 _MODIFIER_ODDS: Final = 0.6
 _SECOND_MODIFIER_ODDS: Final = 0.4
 _VARIANT_ODDS: Final = 0.5
@@ -60,6 +61,9 @@ _MODIFIER_MIN_TITLES: Final = 2
 _MAX_PREFIX_WORDS: Final = 2
 _MAX_KIND_WORDS: Final = 4
 _DRAFTS: Final = 6
+_VERB_FORMS: Final = {"costs ": ("costs ", "cost "), "is priced ": ("is priced ", "are priced ")}
+"""How a price phrasing said as a verb starts ("costs over 40 PHP"), and its (singular, plural) forms."""
+_PARTICIPLES: Final = {"costs ": "costing ", "is priced ": "priced "}
 _TITLE_RUN: Final = 3
 """Consecutive title words that make a phrase a copy of the title rather than a shopper's words."""
 
@@ -215,11 +219,11 @@ class LexiconWriter:
         tail = prices[-1:] if prices and rng.random() < _PRICE_LAST_ODDS else []
         clauses += [p for p in prices if p not in tail]
         rng.shuffle(clauses)
-        ordered = (*clauses, *tail)
         countable = not kind.endswith("s") and kind.split()[-1].isalpha()
+        plural = countable and rng.random() < _PLURAL_ODDS
+        ordered = _attached((*clauses, *tail), plural or kind.endswith("s"))
         return _Draft(kind=kind, name=" ".join([*prefix, kind]), clauses=ordered,
-                      joined=queries.join_clauses(ordered, rng), search_terms="",
-                      plural=countable and rng.random() < _PLURAL_ODDS)
+                      joined=queries.join_clauses(ordered, rng), search_terms="", plural=plural)
 
     def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
         return (statement.key.role in self.lexicon.phrasing.prefix_roles
@@ -271,7 +275,8 @@ class LexiconWriter:
         """Items in one sentence, joined by commas or semicolons, with "and", ", as well as" or "; and"
         before the last."""
         between, last = rng.choice(self.lexicon.phrasing.frames.item_joints)
-        return between.join(phrases[:-1]) + last + phrases[-1]
+        joined = between.join(phrases[:-1]) + last + phrases[-1]
+        return _both(joined, len(phrases), rng) if " and " in last else joined
 
     def _followed(self, category: Category, phrases: Sequence[str], rng: Draws) -> str:
         """The first item in the request's frame, each further item in its own sentence ("Also, look
@@ -287,7 +292,7 @@ class LexiconWriter:
         """The items named first, then one sentence of requirements per item, as real requests often
         are ("Find a shop offering both X and Y. For the X, look for one with ...")."""
         frames = self.lexicon.phrasing.frames
-        names = queries.join_clauses([draft.named for draft in drafts], rng)
+        names = _both(queries.join_clauses([draft.named for draft in drafts], rng), len(drafts), rng)
         intro = frames.detached_shop if category == "shop" else frames.detached_voucher
         sentences = [_capitalised(rng.choice(intro).format(items=names))]
         kinds = [draft.kind for draft in drafts]
@@ -307,6 +312,30 @@ def _without(phrase: str, values: Sequence[str]) -> str:
     for value in sorted(values, key=len, reverse=True):
         phrase = phrase.replace(value, " | ")
     return phrase
+
+
+def _attached(clauses: Sequence[str], plural: bool) -> tuple[str, ...]:
+    """A price said as a verb ("costs over 40 PHP") agrees with the item and fits where it stands: last,
+    "and" joins it to the clause before ("a rack with free shipping and costs over 40 PHP", as real
+    requests often say it); first, it becomes a relative clause ("a rack that costs over 40 PHP"); in
+    between, a participle ("a rack with free shipping, costing over 40 PHP, and in red")."""
+    said = []
+    for index, clause in enumerate(clauses):
+        verb = next((v for v in _VERB_FORMS if clause.startswith(v)), None)
+        if verb is None:
+            said.append(clause)
+        elif index == 0:
+            said.append(f"that {_VERB_FORMS[verb][plural]}{clause.removeprefix(verb)}")
+        elif index < len(clauses) - 1:
+            said.append(f"{_PARTICIPLES[verb]}{clause.removeprefix(verb)}")
+        else:
+            said.append(f"{_VERB_FORMS[verb][plural]}{clause.removeprefix(verb)}")
+    return tuple(said)
+
+
+def _both(items: str, count: int, rng: Draws) -> str:
+    """Two items said as "both X and Y" at :data:`_BOTH_ODDS`, as real two-item requests often are."""
+    return f"both {items}" if count == 2 and rng.random() < _BOTH_ODDS else items
 
 
 def _names_kind(value: str, kind: str) -> bool:
