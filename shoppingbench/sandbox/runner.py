@@ -26,9 +26,9 @@ from typing import Final
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoppingbench.doubles.llm_server import create_app as create_stub_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.evaluation import EvaluationResult, Grader, OnAttempt, collect, new_run_id
-from shoppingbench.llm_stub import create_app as create_stub_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
