@@ -39,16 +39,10 @@ from arena.validator import (
     open_agent_runner,
     open_validator_stack,
 )
-from arena.validator.demo import (
-    attempts_per_label,
-    copycat_source,
-    literal_cheater_source,
-    next_race_tick,
-    standings,
-    table_cheater_source,
-)
+from arena.validator.demo import attempts_per_label, next_race_tick, standings
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
+from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
