@@ -34,8 +34,8 @@ import orjson
 
 from shoppingbench.agents import scripted_baseline
 from shoppingbench.catalog.build import open_catalog
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.evaluation import EvaluationResult, Grader, collect, iter_in_process, new_run_id
-from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world

@@ -136,7 +136,7 @@ def _time_rewrite(root: Path) -> dict[str, Any]:
 
 def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dump: Path, model: Path,
                  settings: Any, root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    from shoppingbench.sandbox.runner import SCRIPTED_MODEL, run_inference
+    from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
     from trajectories.training.pipeline import (
         load_stage_config,
         run_stage,
@@ -146,7 +146,7 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
     from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
 
     produced: dict[str, Path] = {}
-    with run_inference(settings, scripted=True) as teacher:
+    with scripted_inference(settings) as teacher:
         assert teacher.base_url is not None
         for name in chosen:
             config = load_stage_config(CONFIGS / f"{name}_tiny.yaml")

@@ -43,19 +43,14 @@ from arena.validator.api import EmbargoEntry
 from arena.validator.runs import stored_verdict
 from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
+from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
 from shoppingbench.evaluation import Grader, new_run_id
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
-from shoppingbench.sandbox.runner import (
-    SCRIPTED_MODEL,
-    AgentFile,
-    SandboxConfig,
-    run_inference,
-    run_suite,
-)
+from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, configured_inference, run_suite
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
@@ -295,7 +290,7 @@ def test(
                 recorder.store.set_judge_verdict(AttemptKey.of(record), stored_verdict(verdict))
 
         try:
-            with run_inference(settings, scripted=scripted_llm) as inference:
+            with (scripted_inference if scripted_llm else configured_inference)(settings) as inference:
                 result = run_suite(agent_file, suite, engine, grader, inference=inference,
                                    sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
                                    progress=sys.stderr.isatty(), on_attempt=on_attempt, run_id=run_id)

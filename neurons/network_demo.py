@@ -39,20 +39,15 @@ from arena.validator import (
     open_agent_runner,
     open_validator_stack,
 )
-from arena.validator.demo import (
-    attempts_per_label,
-    copycat_source,
-    literal_cheater_source,
-    next_race_tick,
-    standings,
-    table_cheater_source,
-)
+from arena.validator.demo import attempts_per_label, next_race_tick, standings
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
+from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
+from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sample_world import SampleWorld
-from shoppingbench.sandbox.runner import SCRIPTED_MODEL
+from shoppingbench.sandbox.runner import configured_inference
 from shoppingbench.tools.serving import running_server
 
 log = structlog.get_logger(__name__)
@@ -138,9 +133,10 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         console.print(f"[yellow]LLM: no ARENA_INFERENCE_BASE_URL, so the agents' model is the scripted "
                       f"shopping policy (a test double, `{SCRIPTED_MODEL}`): scores measure the "
                       "script, not a real model[/yellow]")
+    inference = scripted_inference if scripted else configured_inference
     with ExitStack() as stack:
         stack.callback(chain.close)
-        run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, scripted_llm=scripted))
+        run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, inference=inference))
         generators = stack.enter_context(open_scheduled_sources(world.catalog_dir, settings.schedule()))
         opened = []
         for name in validator_names:

@@ -34,9 +34,11 @@ from arena.validator import (
     validator_catalog,
 )
 from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
+from shoppingbench.doubles.scripted_inference import scripted_inference
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import DEFAULT_NAME
 from shoppingbench.problems.models import CATEGORIES
+from shoppingbench.sandbox.runner import InferenceProvider, configured_inference
 from shoppingbench.tools.serving import running_server
 
 app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights, public API.",
@@ -86,7 +88,7 @@ def load_wallet(settings: ValidatorSettings) -> Wallet:
 
 @contextmanager
 def open_service(settings: ValidatorSettings, wallet: Wallet, *,
-                 scripted_llm: bool = False) -> Iterator[ValidatorStack]:
+                 inference: InferenceProvider = configured_inference) -> Iterator[ValidatorStack]:
     """Everything ``validator run`` runs, opened from ``settings`` and closed on exit."""
     clock = SystemClock()
     chain = open_chain(settings, clock=clock)
@@ -94,7 +96,7 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
     log.info("validator_catalog", catalog_dir=str(catalog_dir))
     with open_scheduled_sources(catalog_dir, settings.schedule()) as sources, \
-            open_agent_runner(settings, catalog_dir, scripted_llm=scripted_llm) as run_agent, \
+            open_agent_runner(settings, catalog_dir, inference=inference) as run_agent, \
             open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
                                  run_agent=run_agent) as stack:
         yield stack
@@ -163,7 +165,8 @@ def run(
                    "create`) or pass --wallet-name, --wallet-hotkey and --wallet-path", err=True)
         raise typer.Exit(EXIT_CHAIN) from exc
     try:
-        with open_service(settings, wallet, scripted_llm=scripted_llm) as service:
+        inference = scripted_inference if scripted_llm else configured_inference
+        with open_service(settings, wallet, inference=inference) as service:
             if once:
                 tick_forever(service, settings.tick_seconds, once=True)
                 return

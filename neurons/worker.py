@@ -88,16 +88,16 @@ def _scripted_teacher(enabled: bool, settings: HarnessSettings) -> Iterator[str 
     if not enabled:
         yield None
         return
-    from shoppingbench.sandbox.runner import run_inference
+    from shoppingbench.doubles.scripted_inference import scripted_inference
 
-    with run_inference(settings, scripted=True) as served:
+    with scripted_inference(settings) as served:
         yield served.base_url
 
 
 def _adjusted(config: StageConfig, *, catalog: Path | None, teacher_url: str | None,
               settings: HarnessSettings) -> StageConfig:
     """``config`` with the command line's catalog (or the bundled one where none is set) and teacher."""
-    from shoppingbench.sandbox.runner import SCRIPTED_MODEL
+    from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
     from trajectories.training.pipeline import needs_catalog, with_catalog, with_teacher_endpoint
 
     if catalog is not None:

@@ -12,9 +12,9 @@ import pytest
 
 from shoppingbench.agents import react_llm, tool_calling_llm
 from shoppingbench.catalog.build import open_catalog
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.echo import ECHO_THRESHOLD, MAX_MEASURED_CHARS, echo_shares, echoed_calls
-from shoppingbench.llm_stub import create_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import ProxyCall
 from shoppingbench.sample_world import SampleWorld

@@ -20,7 +20,7 @@ from arena.judge import (
     LLMJudge,
 )
 from arena.judge.prompt import judge_messages
-from shoppingbench.llm_stub import StubReply, create_app
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.tools.serving import running_server
 from tests.test_judge_support import CITES_ID, COMPARES, NO_ANALYSIS, attempt
 

@@ -16,8 +16,8 @@ import pytest
 from arena.judge import JudgeInput, judge_offline
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
 from shoppingbench.catalog.build import open_catalog
-from shoppingbench.llm_stub import create_app
-from shoppingbench.llm_stub.policies import shopping_policy
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.tools.serving import running_server

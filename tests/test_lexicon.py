@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 from neurons.cli import app
 from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import Product, document_for
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator.writer import LexiconError, LexiconWriter, lexicon_path, writer_for_catalog
 from shoppingbench.generator.writer.lexicon import (
     LEXICON_FILE,
@@ -29,7 +30,6 @@ from shoppingbench.generator.writer.lexicon import (
 )
 from shoppingbench.generator.writer.propose import key_refusal, value_refusal
 from shoppingbench.generator.writer.sample import sample_world_lexicon
-from shoppingbench.llm_stub import StubReply, create_app
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.world.catalog import generate_products
 from tests.servers import running_server

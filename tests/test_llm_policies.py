@@ -13,8 +13,8 @@ import pytest
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageFunctionToolCall
 
 from shoppingbench.agent_sdk import parse_model_output
-from shoppingbench.llm_stub import create_app
-from shoppingbench.llm_stub.policies import (
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import (
     CHOOSE_MARKER,
     EXTRACT_MARKER,
     REPEAT_MARKER,

@@ -9,7 +9,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
-from shoppingbench.llm_stub import StubReply, count_tokens, create_app
+from shoppingbench.doubles.llm_server import StubReply, count_tokens, create_app
 from shoppingbench.tools.serving import running_server
 
 

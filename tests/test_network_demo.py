@@ -1,7 +1,7 @@
 """``arena network-demo`` end to end on the small sample world: real wallets, local chain, signed uploads
 through ``miner submit``, validators' APIs on loopback, bubblewrap sandbox, offline judge, trajectory
 stores. The one test double is the agents' LLM: without ARENA_INFERENCE_BASE_URL the demo serves the
-scripted shopping policy (``shoppingbench.llm_stub``) and says so."""
+scripted shopping policy (``shoppingbench.doubles.llm_server``) and says so."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The verified proxy over real sockets: attribution by channel, search and inference forwarding, the
 allowlist and budgets, and a log that holds exactly the calls made.
 
-The inference upstream is the OpenAI-compatible test double (``shoppingbench.llm_stub``) under a real
+The inference upstream is the OpenAI-compatible test double (``shoppingbench.doubles``) under a real
 uvicorn server: a hosted LLM cannot run here.
 """
 
@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from shoppingbench.agent_sdk import ProxyClient, ProxyError
-from shoppingbench.llm_stub.server import StubReply, create_app
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
 from shoppingbench.proxy.app import MAX_BODY_BYTES
 from shoppingbench.proxy.budgets import Ledger, Refusal, Reservation, Spending

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from shoppingbench.agent_sdk import COMPAT_DIR
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.evaluation import Grader, iter_in_process
-from shoppingbench.llm_stub.policies import shopping_policy
-from shoppingbench.llm_stub.server import create_app
 from shoppingbench.problems.models import Problem, public_id
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import AttemptRecord

@@ -20,9 +20,9 @@ from transformers import PreTrainedTokenizerFast
 from shoppingbench.agent_sdk import MAX_TOOL_CHARS, SYSTEM_PROMPT, TOOL_SCHEMAS, tool_result_text
 from shoppingbench.agents import tool_calling_llm
 from shoppingbench.dialogue import DialogueStep
-from shoppingbench.llm_stub import StubReply
-from shoppingbench.llm_stub import create_app as create_stub_app
-from shoppingbench.llm_stub.policies import shopping_policy
+from shoppingbench.doubles.llm_server import StubReply
+from shoppingbench.doubles.llm_server import create_app as create_stub_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.proxy.budgets import InferenceBudgets

@@ -4,7 +4,7 @@ embedded chain, fast-forwarded with a manual clock.
 Real pieces throughout: the bundled reference agents in the bubblewrap sandbox behind the verified
 proxy, the offline judge, SQLite arena databases and trajectory stores, the local chain with sr25519
 wallets. Test doubles only for what cannot exist here: the hosted LLM (the scripted shopping policy
-served by ``shoppingbench.llm_stub``) and the sentence embedder (``FakeEmbedder``).
+served by ``shoppingbench.doubles.llm_server``) and the sentence embedder (``FakeEmbedder``).
 
 Run as a script (``python -m tests.test_validator ...``) this module is the validator process the SIGKILL
 test kills: its runner pauses after the first two attempts of a run (a slow agent, so the kill lands
@@ -59,9 +59,9 @@ from arena.validator.runs import RunAgent, defender_run_id
 from neurons import validator as validator_cli
 from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.catalog.build import open_catalog
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.generator import ProblemGenerator
-from shoppingbench.llm_stub import create_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord

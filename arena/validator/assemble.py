@@ -37,7 +37,13 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import ensure_sample_world
-from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts, run_inference
+from shoppingbench.sandbox.runner import (
+    AgentFile,
+    InferenceProvider,
+    SandboxConfig,
+    configured_inference,
+    iter_attempts,
+)
 from shoppingbench.search.base import SearchEngine
 from trajectories.settings import StoreSettings
 from trajectories.store import TrajectoryStore
@@ -83,15 +89,15 @@ def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: Inference
 
 @contextmanager
 def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
-                      scripted_llm: bool) -> Iterator[RunAgent]:
+                      inference: InferenceProvider = configured_inference) -> Iterator[RunAgent]:
     """Agents run over the catalog in the configured sandbox, graded by the production grader, calling the
-    configured inference endpoint (with ``scripted_llm``, the scripted policy: a test double)."""
+    endpoint ``inference`` opens (the configured one; an entry point may inject a test double)."""
     with ExitStack() as stack:
         engine = open_catalog(catalog_dir)
         stack.callback(engine.close)
-        inference = stack.enter_context(run_inference(settings, scripted=scripted_llm))
+        endpoint = stack.enter_context(inference(settings))
         grader = Grader.from_settings(engine.get_products, settings)
-        yield sandbox_runner(engine, grader, inference=inference,
+        yield sandbox_runner(engine, grader, inference=endpoint,
                              sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
 
 

@@ -17,8 +17,8 @@ import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -27,8 +27,6 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.evaluation import EvaluationResult, Grader, OnAttempt, collect, new_run_id
-from shoppingbench.llm_stub import create_app as create_stub_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
@@ -46,7 +44,6 @@ from shoppingbench.sandbox.slot import Slot
 from shoppingbench.sandbox.uids import lease_uids
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.settings import HarnessSettings
-from shoppingbench.tools.serving import running_server
 
 log = structlog.get_logger(__name__)
 
@@ -67,23 +64,15 @@ class SandboxConfig(BaseModel):
                    uid_base=settings.sandbox_uid_base, docker_image=settings.sandbox_docker_image)
 
 
-SCRIPTED_MODEL = "scripted-shopper"
-"""The model name under which :func:`run_inference` serves the scripted shopping policy."""
+InferenceProvider = Callable[[HarnessSettings], AbstractContextManager[InferenceConfig]]
+"""Opens the inference endpoint a run's proxy forwards to, for as long as the block runs:
+:func:`configured_inference`, or a double an entry point injects (``shoppingbench.doubles``)."""
 
 
 @contextmanager
-def run_inference(settings: HarnessSettings, *, scripted: bool) -> Iterator[InferenceConfig]:
-    """The configured endpoint, or with ``scripted`` the scripted shopping policy (a test double, for runs
-    without an endpoint) served on loopback for as long as the block runs. The test double answers to
-    whatever model an agent names; its default (``SANDBOX_MODEL``) is the first configured model, else
-    :data:`SCRIPTED_MODEL`."""
-    if not scripted:
-        yield inference_config(settings)
-        return
-    with running_server(create_stub_app(shopping_policy, models=None)) as url:
-        models = settings.allowed_models() or [SCRIPTED_MODEL]
-        yield inference_config(settings).model_copy(update={"base_url": f"{url}/v1", "models": models,
-                                                             "any_model": True})
+def configured_inference(settings: HarnessSettings) -> Iterator[InferenceConfig]:
+    """The configured endpoint (``ARENA_INFERENCE_*``): nothing to start or stop."""
+    yield inference_config(settings)
 
 
 def inference_config(settings: HarnessSettings) -> InferenceConfig:

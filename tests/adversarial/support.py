@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shoppingbench.llm_stub import create_app
-from shoppingbench.llm_stub.policies import shopping_policy
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.tools.serving import running_server

@@ -17,7 +17,7 @@ import pytest
 
 from arena.judge import JudgeCallConfig, JudgeInput, JudgeModel, LLMJudge, judge_offline
 from arena.judge.prompt import attempt_document
-from shoppingbench.llm_stub import StubReply, create_app
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord

@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from arena.judge import FallbackJudge, JudgeCallConfig, JudgeModel, LLMJudge, judge_offline
 from arena.judge.parsing import parse_answer
-from shoppingbench.llm_stub import StubReply, create_app
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.tools.serving import running_server
 from tests.test_judge_support import COMPARES, NO_ANALYSIS, attempt
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shoppingbench.llm_stub import StubReply, create_app
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server

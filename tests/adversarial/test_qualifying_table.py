@@ -10,8 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from arena.race.events import QualifyingFinished
-from arena.validator.demo import table_cheater_source
 from arena.validator.runs import RunAgent
+from shoppingbench.doubles.cheaters import table_cheater_source
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.submission_check import check_agent

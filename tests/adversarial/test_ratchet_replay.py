@@ -12,8 +12,8 @@ from pathlib import Path
 
 from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules
 from arena.race.events import QualifyingFinished
-from arena.validator.demo import table_cheater_source
 from arena.validator.runs import RunAgent
+from shoppingbench.doubles.cheaters import table_cheater_source
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
 from tests.adversarial.arena_support import (

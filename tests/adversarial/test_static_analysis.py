@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.validator.demo import table_cheater_source
+from shoppingbench.doubles.cheaters import table_cheater_source
 from shoppingbench.problems.models import Problem, RewardTarget
 from shoppingbench.submission_check import check_agent
 

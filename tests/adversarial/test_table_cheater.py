@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.validator.demo import table_cheater_source
+from shoppingbench.doubles.cheaters import table_cheater_source
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem

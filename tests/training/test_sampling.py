@@ -18,9 +18,9 @@ import httpx
 import pytest
 from peft import AutoPeftModelForCausalLM
 
+from shoppingbench.doubles.llm_server import create_app as create_stub_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.evaluation import Grader
-from shoppingbench.llm_stub import create_app as create_stub_app
-from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.records import AttemptRecord

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.catalog.build import open_catalog
+from shoppingbench.doubles.llm_server import create_app
+from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.evaluation import Grader
-from shoppingbench.llm_stub.policies import shopping_policy
-from shoppingbench.llm_stub.server import create_app
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.limits import SandboxLimits

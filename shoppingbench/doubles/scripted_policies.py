@@ -2,7 +2,7 @@
 
 TEST DOUBLES. They let the reference agents (and the demo, the sandbox tests and the trajectory
 pipeline) run without a hosted LLM. A policy is a pure function of the chat-completions request
-body (``Policy`` in :mod:`shoppingbench.llm_stub.server`): the same conversation always gets the
+body (``Policy`` in :mod:`shoppingbench.doubles.llm_server`): the same conversation always gets the
 same answer.
 
 - :func:`react_policy` plays the model of an LLM shopping agent. It reads the conversation (the
@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from shoppingbench.agent_sdk import normalise_call, parse_model_output
 from shoppingbench.agents.scripted_baseline import Request, parse_requests
-from shoppingbench.llm_stub.server import StubReply
+from shoppingbench.doubles.llm_server import StubReply
 from shoppingbench.problems.models import Voucher
 from shoppingbench.scoring.budget import fits_budget
 
