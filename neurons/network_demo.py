@@ -40,7 +40,6 @@ from arena.validator import (
     open_validator_stack,
 )
 from arena.validator.demo import (
-    attempts_per_label,
     copycat_source,
     literal_cheater_source,
     next_race_tick,
@@ -249,7 +248,7 @@ def print_summary(result: DemoResult, console: Console) -> None:
             f"{names[uid]} (uid {uid}) {w}" for uid, w in zip(weights.uids, weights.weights, strict=True))
         console.print(f"weights on the local chain from {result.miners[validator.hotkey]}: {shown}")
         store = validator.runs.store
-        labels = ", ".join(f"{label} {n}" for label, n in sorted(attempts_per_label(store).items()))
+        labels = ", ".join(f"{label} {n}" for label, n in sorted(store.attempts_per_label().items()))
         console.print(f"trajectories of {result.miners[validator.hotkey]}: {store.engine.url!r} "
                       f"({store.count_attempts()} attempts: {labels})")
     console.print(f"everything (chain, wallets, agent files, databases) is under {result.root}")

@@ -26,9 +26,11 @@ from arena.race.state import Submission, SubmissionStatus
 from arena.submissions import SubmissionGate, submissions_router
 from arena.submissions.store import FileStore
 from arena.validator.runs import qualifying_suite_name
-from arena.validator.scores import CategoryScore, category_scores
 from arena.validator.service import TickReport
-from trajectories.store import ProblemEntry, TrajectoryStore
+from trajectories.store import CategoryScore, ProblemEntry, RunKind, TrajectoryStore
+
+SCORED_RUNS: tuple[RunKind, ...] = ("qualifying", "race")
+"""The runs ``/scores`` sums up: the validator's own (not miners' local tests or held-out evaluations)."""
 
 
 @dataclass
@@ -200,7 +202,7 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
 
     @app.get("/scores")
     def scores() -> list[CategoryScore]:
-        return category_scores(view.store)
+        return view.store.category_scores(SCORED_RUNS)
 
     @app.get("/embargo")
     def embargo() -> list[EmbargoEntry]:

@@ -1,4 +1,4 @@
-"""The trajectory store: register problems, agents and runs; write, read and annotate attempts.
+"""The trajectory store: register problems, agents and runs; write, read, annotate and sum up attempts.
 
 Writes are idempotent. An attempt is identified by (run, agent, problem): writing it again updates
 the one row. A re-write with the same content keeps the judge verdict and filter label already
@@ -13,7 +13,7 @@ is ever lost for want of its context.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import islice
@@ -25,10 +25,12 @@ from sqlalchemy import (
     Connection,
     Engine,
     Insert,
+    Integer,
     Row,
     Table,
     bindparam,
     case,
+    cast,
     func,
     select,
     update,
@@ -44,9 +46,11 @@ from trajectories.store.entries import (
     AgentEntry,
     AttemptKey,
     AttemptWrite,
+    CategoryScore,
     JudgeVerdict,
     ProblemEntry,
     RunEntry,
+    RunKind,
     StoredAttempt,
 )
 from trajectories.store.migrate import current_revision, head_revision, upgrade
@@ -297,3 +301,33 @@ class TrajectoryStore:
 
     def load(self, ids: Sequence[int]) -> list[StoredAttempt]:
         return [decode_attempt(row) for row in self.fetch(ids)]
+
+    # -- summaries ----------------------------------------------------------------------------------
+
+    def category_scores(self, kinds: Iterable[RunKind]) -> list[CategoryScore]:
+        """Per run of ``kinds``, agent and problem category: attempts, success rate, mean judge quality;
+        by run, then category."""
+        query = (select(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash, AGENTS.c.hotkey,
+                        PROBLEMS.c.category, func.count().label("attempts"),
+                        func.sum(cast(ATTEMPTS.c.success, Integer)).label("successes"),
+                        func.avg(ATTEMPTS.c.judge_quality).label("mean_quality"))
+                 .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
+                 .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
+                 .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash)
+                 .where(RUNS.c.kind.in_(list(kinds)))
+                 .group_by(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash,
+                           AGENTS.c.hotkey, PROBLEMS.c.category)
+                 .order_by(ATTEMPTS.c.run_id, PROBLEMS.c.category))
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [CategoryScore(run_id=r.run_id, kind=r.kind, suite=r.suite, agent_hash=r.agent_hash,
+                              hotkey=r.hotkey, category=r.category, attempts=r.attempts,
+                              success_rate=(r.successes or 0) / r.attempts,
+                              mean_quality=None if r.mean_quality is None else float(r.mean_quality))
+                for r in rows]
+
+    def attempts_per_label(self) -> Mapping[str, int]:
+        """Stored attempts per structural-filter label (``unlabelled`` for those not labelled yet)."""
+        query = select(ATTEMPTS.c.filter_label, func.count()).group_by(ATTEMPTS.c.filter_label)
+        with self.engine.connect() as connection:
+            return {label or "unlabelled": int(n) for label, n in connection.execute(query)}
