@@ -39,7 +39,7 @@ from arena.validator import (
     open_agent_runner,
     open_validator_stack,
 )
-from arena.validator.demo import attempts_per_label, next_race_tick, standings
+from arena.validator.demo import next_race_tick, standings
 from neurons import miner
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
 from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
@@ -245,7 +245,7 @@ def print_summary(result: DemoResult, console: Console) -> None:
             f"{names[uid]} (uid {uid}) {w}" for uid, w in zip(weights.uids, weights.weights, strict=True))
         console.print(f"weights on the local chain from {result.miners[validator.hotkey]}: {shown}")
         store = validator.runs.store
-        labels = ", ".join(f"{label} {n}" for label, n in sorted(attempts_per_label(store).items()))
+        labels = ", ".join(f"{label} {n}" for label, n in sorted(store.attempts_per_label().items()))
         console.print(f"trajectories of {result.miners[validator.hotkey]}: {store.engine.url!r} "
                       f"({store.count_attempts()} attempts: {labels})")
     console.print(f"everything (chain, wallets, agent files, databases) is under {result.root}")

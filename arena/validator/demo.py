@@ -1,19 +1,13 @@
-"""Pure helpers of the local network demo: when its next race slot is, who stands where, what the
-trajectory store holds per structural-filter label."""
+"""Pure helpers of the local network demo: when its next race slot is and who stands where."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-
-from sqlalchemy import func, select
 
 from arena.race import latest_race_day, race_slot
 from arena.race.rules import RaceRules
 from arena.race.state import RaceState
-from trajectories.store import TrajectoryStore
-from trajectories.store.schema import ATTEMPTS
 
 AFTER_SLOT = timedelta(minutes=5)
 """How far past a race slot the demo ticks: the race is due then, as for a validator ticking each minute."""
@@ -52,10 +46,3 @@ def standings(state: RaceState) -> list[Standing]:
             race_score=last.results[submission_id] if last is not None and raced else None,
             winner=state.reign is not None and state.reign.submission_id == submission_id))
     return rows
-
-
-def attempts_per_label(store: TrajectoryStore) -> Mapping[str, int]:
-    """Stored attempts per structural-filter label (``unlabelled`` for those not labelled yet)."""
-    query = select(ATTEMPTS.c.filter_label, func.count()).group_by(ATTEMPTS.c.filter_label)
-    with store.engine.connect() as connection:
-        return {label or "unlabelled": int(n) for label, n in connection.execute(query)}

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -31,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection, Row
 
 from trajectories.dumps.card import render_card
 from trajectories.dumps.columns import AGENT_SCHEMA, ATTEMPT_SCHEMA, SCHEMA_VERSION
@@ -43,7 +42,6 @@ from trajectories.labelling import echoed_in_payload, label_payload
 from trajectories.progress import progress_bar
 from trajectories.store import TrajectoryStore, blobs
 from trajectories.store.rows import payload_json
-from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
 
 log = structlog.get_logger(__name__)
 
@@ -89,30 +87,6 @@ class ExportOptions(BaseModel):
     jsonl: bool = True
     rows_per_file: int = Field(default=10_000, ge=1)
     row_group_rows: int = Field(default=256, ge=1)
-
-
-_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
-    "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "answer_verified",
-    "reference_success", "gt", "rule",
-    "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
-    "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
-    "filter_label", "filter_json", "echoed_completions")]
-_CONTEXT_COLUMNS = [
-    PROBLEMS.c.version.label("problem_version"), PROBLEMS.c.suite.label("problem_suite"),
-    PROBLEMS.c.leak_cluster, PROBLEMS.c.reward_json, RUNS.c.kind.label("run_kind"), RUNS.c.validator,
-    RUNS.c.suite.label("run_suite"), AGENTS.c.hotkey]
-
-
-def _chunks(connection: Connection, ids: Sequence[int]) -> Iterator[list[Row[Any]]]:
-    """The attempts ``ids`` with their problem, run and agent, ``CHUNK`` at a time, in ``ids`` order."""
-    query = (select(*_ATTEMPT_COLUMNS, *_CONTEXT_COLUMNS)
-             .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
-             .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
-             .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash))
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start:start + CHUNK]
-        found = {row.id: row for row in connection.execute(query.where(ATTEMPTS.c.id.in_(chunk)))}
-        yield [found[i] for i in chunk if i in found]
 
 
 def attempt_id(run_id: str, agent_hash: str, problem_id: str) -> str:
@@ -167,11 +141,10 @@ def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
     return out, evidence, source
 
 
-def _agent_rows(connection: Connection, hashes: set[str], cutoff: float) -> list[dict[str, Any]]:
-    query = select(AGENTS).where(AGENTS.c.code_hash.in_(sorted(hashes))).order_by(AGENTS.c.code_hash)
-    agents = list(connection.execute(query)) if hashes else []
+def _agent_rows(store: TrajectoryStore, connection: Connection, hashes: set[str], cutoff: float,
+                ) -> list[dict[str, Any]]:
     rows = []
-    for agent in agents:
+    for agent in store.agents(hashes, connection=connection):
         # The embargo (SPEC 4): code leaves the store only once published, as of the dump's cut-off.
         published = agent.published_at is not None and agent.published_at <= cutoff
         rows.append({"agent_hash": agent.code_hash, "hotkey": agent.hotkey,
@@ -229,7 +202,7 @@ def _write_attempts(store: TrajectoryStore, connection: Connection, window: Dump
             return writers[split]
 
         with progress_bar(progress, f"exporting {window.label}", len(ids)) as advance:
-            for chunk in _chunks(connection, ids):
+            for chunk in store.attempts_in_context(ids, chunk=CHUNK, connection=connection):
                 # Decompression releases the GIL: the rows of a chunk are built on two threads.
                 for values, evidence, source in builders.map(build, chunk):
                     writer(values["split"]).add(values)
@@ -242,9 +215,9 @@ def _write_attempts(store: TrajectoryStore, connection: Connection, window: Dump
     return written
 
 
-def _write_agents(connection: Connection, hashes: set[str], cutoff: float, files: _Files,
-                  jsonl: bool) -> list[dict[str, Any]]:
-    rows = _agent_rows(connection, hashes, cutoff)
+def _write_agents(store: TrajectoryStore, connection: Connection, hashes: set[str], cutoff: float,
+                  files: _Files, jsonl: bool) -> list[dict[str, Any]]:
+    rows = _agent_rows(store, connection, hashes, cutoff)
     pq.write_table(pa.Table.from_pylist(rows, schema=AGENT_SCHEMA), files.root / "agents.parquet",
                    **PARQUET_OPTIONS)
     files.add(files.root / "agents.parquet", len(rows))
@@ -285,7 +258,8 @@ def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
         files = _Files(staging)
         with store.snapshot() as connection:
             written = _write_attempts(store, connection, window, options, files, progress)
-            agents = _write_agents(connection, written.agents, window.until.timestamp(), files, options.jsonl)
+            agents = _write_agents(store, connection, written.agents, window.until.timestamp(), files,
+                                   options.jsonl)
         manifest = {
             "schema_version": SCHEMA_VERSION,
             "window": {"label": window.label, "since": _iso(window.since), "until": _iso(window.until),

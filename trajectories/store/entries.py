@@ -108,3 +108,17 @@ class StoredAttempt(BaseModel):
     record: AttemptRecord
     judge: JudgeVerdict | None = None
     label: FilterVerdict | None = None
+
+
+# One agent's attempts in one run on the problems of one category, summed up. (No docstring: the
+# validator API serves this model, and a docstring would change its OpenAPI schema.)
+class CategoryScore(BaseModel):
+    run_id: str
+    kind: str
+    suite: str | None
+    agent_hash: str
+    hotkey: str | None
+    category: str
+    attempts: int
+    success_rate: float
+    mean_quality: float | None

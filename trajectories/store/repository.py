@@ -1,4 +1,4 @@
-"""The trajectory store: register problems, agents and runs; write, read and annotate attempts.
+"""The trajectory store: register problems, agents and runs; write, read, annotate and sum up attempts.
 
 Writes are idempotent. An attempt is identified by (run, agent, problem): writing it again updates
 the one row. A re-write with the same content keeps the judge verdict and filter label already
@@ -13,7 +13,7 @@ is ever lost for want of its context.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import islice
@@ -25,10 +25,12 @@ from sqlalchemy import (
     Connection,
     Engine,
     Insert,
+    Integer,
     Row,
     Table,
     bindparam,
     case,
+    cast,
     func,
     select,
     update,
@@ -44,9 +46,11 @@ from trajectories.store.entries import (
     AgentEntry,
     AttemptKey,
     AttemptWrite,
+    CategoryScore,
     JudgeVerdict,
     ProblemEntry,
     RunEntry,
+    RunKind,
     StoredAttempt,
 )
 from trajectories.store.migrate import current_revision, head_revision, upgrade
@@ -68,6 +72,18 @@ ENCODE_CHUNK = 20
 """Attempts per encoding task. One task per attempt cost 5-15% more CPU here (queue hand-offs, thread
 wake-ups); one task per worker leaves a worker idle whenever its share of a batch ends early."""
 KEY_COLUMNS = ("run_id", "agent_hash", "problem_id")
+CONTEXT_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
+    "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "answer_verified",
+    "reference_success", "gt", "rule",
+    "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
+    "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
+    "filter_label", "filter_json", "echoed_completions")]
+"""The attempt columns :meth:`TrajectoryStore.attempts_in_context` reads: all but ``content_hash``."""
+CONTEXT_COLUMNS = [
+    PROBLEMS.c.version.label("problem_version"), PROBLEMS.c.suite.label("problem_suite"),
+    PROBLEMS.c.leak_cluster, PROBLEMS.c.reward_json, RUNS.c.kind.label("run_kind"), RUNS.c.validator,
+    RUNS.c.suite.label("run_suite"), AGENTS.c.hotkey]
+"""An attempt's problem, run and agent, as :meth:`TrajectoryStore.attempts_in_context` names them."""
 
 
 class StoreError(RuntimeError):
@@ -282,10 +298,17 @@ class TrajectoryStore:
             query = query.where(ATTEMPTS.c.started_at < until)
         if unlabelled_only:
             query = query.where(ATTEMPTS.c.filter_label.is_(None))
+        with self._reading(connection) as reader:
+            return list(reader.execute(query).scalars())
+
+    @contextmanager
+    def _reading(self, connection: Connection | None) -> Iterator[Connection]:
+        """``connection`` if given (e.g. a :meth:`snapshot`), else a connection of the store's own."""
         if connection is not None:
-            return list(connection.execute(query).scalars())
+            yield connection
+            return
         with self.engine.connect() as own:
-            return list(own.execute(query).scalars())
+            yield own
 
     def fetch(self, ids: Sequence[int]) -> list[Row[Any]]:
         """Full attempt rows for ``ids``, in the order of ``ids`` (missing ids skipped)."""
@@ -297,3 +320,58 @@ class TrajectoryStore:
 
     def load(self, ids: Sequence[int]) -> list[StoredAttempt]:
         return [decode_attempt(row) for row in self.fetch(ids)]
+
+    def attempts_in_context(self, ids: Sequence[int], *, chunk: int,
+                            connection: Connection | None = None) -> Iterator[list[Row[Any]]]:
+        """The attempts ``ids`` (``CONTEXT_ATTEMPT_COLUMNS``) with their problem, run and agent
+        (``CONTEXT_COLUMNS``), ``chunk`` at a time, in ``ids`` order (missing ids skipped)."""
+        query = (select(*CONTEXT_ATTEMPT_COLUMNS, *CONTEXT_COLUMNS)
+                 .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
+                 .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
+                 .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash))
+        with self._reading(connection) as reader:
+            for start in range(0, len(ids), chunk):
+                part = ids[start:start + chunk]
+                found = {row.id: row for row in reader.execute(query.where(ATTEMPTS.c.id.in_(part)))}
+                yield [found[i] for i in part if i in found]
+
+    def agents(self, hashes: Iterable[str], *, connection: Connection | None = None) -> list[AgentEntry]:
+        """The agents of ``hashes`` as registered (unknown hashes skipped), by code hash."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return []
+        query = select(AGENTS).where(AGENTS.c.code_hash.in_(wanted)).order_by(AGENTS.c.code_hash)
+        with self._reading(connection) as reader:
+            return [AgentEntry(code_hash=row.code_hash, hotkey=row.hotkey, submitted_at=row.submitted_at,
+                               embargo_until=row.embargo_until, published_at=row.published_at, code=row.code)
+                    for row in reader.execute(query)]
+
+    # -- summaries ----------------------------------------------------------------------------------
+
+    def category_scores(self, kinds: Iterable[RunKind]) -> list[CategoryScore]:
+        """Per run of ``kinds``, agent and problem category: attempts, success rate, mean judge quality;
+        by run, then category."""
+        query = (select(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash, AGENTS.c.hotkey,
+                        PROBLEMS.c.category, func.count().label("attempts"),
+                        func.sum(cast(ATTEMPTS.c.success, Integer)).label("successes"),
+                        func.avg(ATTEMPTS.c.judge_quality).label("mean_quality"))
+                 .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
+                 .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
+                 .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash)
+                 .where(RUNS.c.kind.in_(list(kinds)))
+                 .group_by(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash,
+                           AGENTS.c.hotkey, PROBLEMS.c.category)
+                 .order_by(ATTEMPTS.c.run_id, PROBLEMS.c.category))
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [CategoryScore(run_id=r.run_id, kind=r.kind, suite=r.suite, agent_hash=r.agent_hash,
+                              hotkey=r.hotkey, category=r.category, attempts=r.attempts,
+                              success_rate=(r.successes or 0) / r.attempts,
+                              mean_quality=None if r.mean_quality is None else float(r.mean_quality))
+                for r in rows]
+
+    def attempts_per_label(self) -> Mapping[str, int]:
+        """Stored attempts per structural-filter label (``unlabelled`` for those not labelled yet)."""
+        query = select(ATTEMPTS.c.filter_label, func.count()).group_by(ATTEMPTS.c.filter_label)
+        with self.engine.connect() as connection:
+            return {label or "unlabelled": int(n) for label, n in connection.execute(query)}

@@ -1,0 +1,13 @@
+"""The validator's public HTTP API: race state, qualifiers, winner, scores, embargo, published code,
+a server-rendered leaderboard, ``/metrics`` (Prometheus) and ``/health``; plus the submissions router.
+
+``create_app`` (``app.py``) mounts one router per resource (``routes/``) over an :class:`ArenaView`
+(``view.py``); the leaderboard page is ``templates/leaderboard.html``.
+"""
+
+from arena.validator.api.app import create_app
+from arena.validator.api.models import EmbargoEntry
+from arena.validator.api.monitoring import TickMetrics
+from arena.validator.api.view import ArenaView
+
+__all__ = ["ArenaView", "EmbargoEntry", "TickMetrics", "create_app"]

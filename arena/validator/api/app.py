@@ -1,0 +1,41 @@
+"""``create_app``: the validator's public API over an :class:`ArenaView`, one router per resource."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+
+from arena.submissions import SubmissionGate, submissions_router
+from arena.validator.api.monitoring import StateCollector
+from arena.validator.api.routes import (
+    code,
+    embargo,
+    health,
+    leaderboard,
+    metrics,
+    qualifying,
+    race,
+    scores,
+    submissions,
+    winner,
+)
+from arena.validator.api.view import ArenaView
+
+ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
+           embargo.router, qualifying.router, code.router, leaderboard.router)
+"""In the order their paths are listed in the OpenAPI document."""
+
+
+def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
+               registry: CollectorRegistry | None = None) -> FastAPI:
+    """The API over ``view``; ``gate`` mounts ``POST /submissions``; ``registry`` holds the loop's
+    ``TickMetrics`` (a fresh one otherwise)."""
+    app = FastAPI(title="Shopping arena validator")
+    app.state.view = view
+    app.state.registry = registry or CollectorRegistry()
+    app.state.registry.register(StateCollector(view))
+    if gate is not None:
+        app.include_router(submissions_router(gate))
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

@@ -1,0 +1,1 @@
+"""The API's routers, one module per resource, each reading the app's ``ArenaView`` (``ViewDep``)."""

@@ -1,0 +1,51 @@
+"""What the routes read: the validator's records (``ArenaView``), handed to each route as a dependency.
+
+Everything is read from the race log (the source of truth: the work loop may run in another thread or
+process; its state is folded forward as the log grows, ``arena.race.FollowedLog``) and the trajectory
+store. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+from prometheus_client import CollectorRegistry
+
+from arena.race import Clock, EventStore, FollowedLog, RaceState
+from arena.submissions.store import FileStore
+from trajectories.store import TrajectoryStore
+
+
+@dataclass
+class ArenaView:
+    """Read-only access to what the validator recorded."""
+
+    events: EventStore
+    store: TrajectoryStore
+    files: FileStore
+    clock: Clock
+    _log: FollowedLog = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._log = FollowedLog(self.events)
+
+    def state(self) -> RaceState:
+        return self._log.state()
+
+
+def app_view(request: Request) -> ArenaView:
+    """The view the app was created over."""
+    view: ArenaView = request.app.state.view
+    return view
+
+
+def app_registry(request: Request) -> CollectorRegistry:
+    """The Prometheus registry the app serves on ``/metrics``."""
+    registry: CollectorRegistry = request.app.state.registry
+    return registry
+
+
+ViewDep = Annotated[ArenaView, Depends(app_view)]
+RegistryDep = Annotated[CollectorRegistry, Depends(app_registry)]
