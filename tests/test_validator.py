@@ -79,6 +79,7 @@ MODEL = "stub-shopper"
 START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race at 16:00, embargo until Friday
 REACT = Path(react_llm.__file__).read_bytes()
 SCRIPTED = Path(scripted_baseline.__file__).read_bytes()
+RECOMMENDS_NOTHING = b'"""Gives up on every problem."""\n\n\ndef agent_main(problem):\n    return []\n'
 
 
 @pytest.fixture(scope="module")
@@ -211,9 +212,11 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
     assert len(results) == 2 and all([o.problem_id for o in e.outcomes] == race_suite for e in results)
     assert not set(race_suite) & {*alice_problems, *bob_problems}
 
-    # Day two: Bob's scripted agent again, now measured against the winner's score on Bob's new problems.
+    # Day two: Bob's new agent, measured against the winner's score on Bob's new problems. It recommends
+    # nothing, so it fails the bar whatever problems the seed draws (his scripted agent's fate would be
+    # the luck of a six-problem draw).
     arena.clock.advance(timedelta(hours=17))  # Friday 09:05
-    arena.upload(validator, "bob", SCRIPTED)
+    arena.upload(validator, "bob", RECOMMENDS_NOTHING)
     arena.clock.advance(timedelta(seconds=12))  # the first block after the commitment is final
     assert validator.tick().qualified == []
     (finished,) = [e for e in validator.race.store.load() if isinstance(e, QualifyingFinished)][-1:]
