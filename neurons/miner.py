@@ -41,13 +41,14 @@ from arena.suites.clusters import cluster_problems
 from arena.suites.generators import open_scheduled_sources
 from arena.validator.api import EmbargoEntry
 from arena.validator.runs import stored_verdict
-from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
+from shoppingbench.results import first_refusal, results_path, results_table
+from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
 from shoppingbench.sandbox.runner import (
     SCRIPTED_MODEL,
@@ -120,11 +121,11 @@ def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Pa
     if seeds is not None:
         if suite_files:
             raise typer.BadParameter("--generated and --practice generate their suites: drop --suite")
-        catalog_dir = catalog or sample_world(settings).catalog_dir
+        catalog_dir = catalog or configured_sample_world(settings, progress=sys.stderr.isatty()).catalog_dir
         suites = _generated_suites(catalog_dir, seeds, day)
         return open_catalog(catalog_dir), [p for suite in suites.values() for p in suite], suites
     if catalog is None:
-        world = sample_world(settings)
+        world = configured_sample_world(settings, progress=sys.stderr.isatty())
         catalog_dir = world.catalog_dir
         suite = _load_suite(suite_files) if suite_files else world.suite(per_category)
     elif suite_files:

@@ -7,6 +7,7 @@ Entry points and wiring only: the work is in ``trajectories.training``.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
@@ -77,9 +78,9 @@ def _settings(home: Path | None) -> HarnessSettings:
 
 
 def _bundled_catalog(settings: HarnessSettings) -> Path:
-    from neurons.demo import sample_world
+    from shoppingbench.sample_world import configured_sample_world
 
-    return sample_world(settings).catalog_dir
+    return configured_sample_world(settings, progress=sys.stderr.isatty()).catalog_dir
 
 
 @contextmanager

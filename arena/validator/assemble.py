@@ -36,7 +36,7 @@ from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
-from shoppingbench.sample_world import ensure_sample_world
+from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts, run_inference
 from shoppingbench.search.base import SearchEngine
 from trajectories.settings import StoreSettings
@@ -60,9 +60,7 @@ def validator_catalog(settings: ArenaSettings, *, progress: bool = False) -> Pat
                                     f"documents.jsonl.gz --catalog-dir {catalog_dir}`, or unset "
                                     "ARENA_CATALOG_DIR to use the bundled sample world")
         return catalog_dir
-    world = ensure_sample_world(settings.world_dir(), products=settings.world_products,
-                                seed=settings.world_seed, llm=settings.llm(), progress=progress)
-    return world.catalog_dir
+    return configured_sample_world(settings, progress=progress).catalog_dir
 
 
 def first_race_day(settings: ArenaSettings, genesis: datetime) -> date:
