@@ -13,12 +13,13 @@ Entry points and wiring only: every step delegates to the library packages.
 
 from __future__ import annotations
 
-import secrets
 import sys
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import Annotated, Any
 
 import httpx
 import orjson
@@ -32,37 +33,34 @@ from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
 from arena.chain import ChainError, ChainSettings, Commitment, Neuron, open_chain
-from arena.judge import FinalScore, JudgeInput, JudgeVerdict, final_score, suite_score
 from arena.race.state import CompletedRace, RunningRace, Submission
 from arena.settings import ArenaSettings
 from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites import practice_seed, practice_week
-from arena.suites.clusters import cluster_problems
-from arena.suites.generators import open_scheduled_sources
 from arena.validator.api import EmbargoEntry
-from arena.validator.runs import stored_verdict
-from shoppingbench.catalog.build import open_catalog
-from shoppingbench.evaluation import Grader, new_run_id
-from shoppingbench.logs import configure_logging
-from shoppingbench.problems.loaders import ProblemFileError, load_problems
-from shoppingbench.problems.models import Problem
-from shoppingbench.records import AttemptRecord
-from shoppingbench.results import first_refusal, results_path, results_table
-from shoppingbench.sample_world import configured_sample_world
-from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
-from shoppingbench.sandbox.runner import (
-    SCRIPTED_MODEL,
-    AgentFile,
-    SandboxConfig,
-    run_inference,
-    run_suite,
+from arena.validator.local_test import (
+    ChosenSuite,
+    LocalTestResult,
+    SuiteChoiceError,
+    choose_suite,
+    final_score_table,
+    generated_seeds,
+    local_suite_run,
+    missing_answers,
+    run_local_test,
+    throwaway_store,
 )
+from shoppingbench.catalog.build import open_catalog
+from shoppingbench.logs import configure_logging
+from shoppingbench.problems.loaders import ProblemFileError
+from shoppingbench.problems.models import Problem
+from shoppingbench.results import first_refusal, results_path, results_table
+from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
+from shoppingbench.sandbox.runner import SCRIPTED_MODEL, AgentFile
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
-from trajectories.recorder import RunRecorder
 from trajectories.settings import StoreSettings
-from trajectories.store import AgentEntry, AttemptKey, StoreError, TrajectoryStore
+from trajectories.store import StoreError, TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Shopping-agent arena, miner side: score your agent locally exactly as validators do.")
@@ -82,13 +80,6 @@ def _print_findings(console: Console, report: CheckReport) -> None:
         console.print(f"  [{finding.category}] {finding.rule} ({where}): {finding.message}", markup=False)
 
 
-def _load_suite(files: list[Path]) -> list[Problem]:
-    problems: list[Problem] = []
-    for path in files:
-        problems.extend(load_problems(path))
-    return problems
-
-
 def practice_monday(week: str) -> date:
     """The Monday of ISO week ``week``, whose schedule entry makes its practice suite (``BadParameter`` if
     ``week`` is not an ISO week)."""
@@ -99,55 +90,8 @@ def practice_monday(week: str) -> date:
                                  param_hint="--week") from None
 
 
-def generated_seeds(seeds: list[str], count: int) -> list[str]:
-    """The generator seeds of ``--generated``: each ``--seed`` given, else ``count`` fresh random ones."""
-    return [f"generated/{seed}" for seed in seeds or [secrets.token_hex(8) for _ in range(count)]]
-
-
-def _generated_suites(catalog_dir: Path, seeds: list[str], day: date) -> dict[str, list[Problem]]:
-    """One suite of the qualifying size per generator seed, generated as validators generate theirs: by
-    the generator their schedule names for ``day``."""
-    settings = ArenaSettings()
-    with open_scheduled_sources(catalog_dir, settings.schedule()) as sources:
-        source = sources.for_day(day)
-        return {seed: source.generate(seed, settings.qualifying_suite_sizes()) for seed in seeds}
-
-
-def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path], per_category: int,
-           seeds: list[str] | None,
-           day: date) -> tuple[BM25SearchEngine, list[Problem], dict[str, list[Problem]]]:
-    """The catalog engine, the problems to run and the generated suites they come from: one suite per
-    generator seed, else the bundled world's or the given ones."""
-    if seeds is not None:
-        if suite_files:
-            raise typer.BadParameter("--generated and --practice generate their suites: drop --suite")
-        catalog_dir = catalog or configured_sample_world(settings, progress=sys.stderr.isatty()).catalog_dir
-        suites = _generated_suites(catalog_dir, seeds, day)
-        return open_catalog(catalog_dir), [p for suite in suites.values() for p in suite], suites
-    if catalog is None:
-        world = configured_sample_world(settings, progress=sys.stderr.isatty())
-        catalog_dir = world.catalog_dir
-        suite = _load_suite(suite_files) if suite_files else world.suite(per_category)
-    elif suite_files:
-        catalog_dir, suite = catalog, _load_suite(suite_files)
-    else:
-        raise typer.BadParameter("a custom --catalog needs the problems that go with it: pass --suite FILE")
-    if not suite:
-        raise typer.BadParameter("the suite is empty")
-    return open_catalog(catalog_dir), suite, {}
-
-
-def _missing_answers(engine: BM25SearchEngine, suite: list[Problem]) -> tuple[list[str], list[str]]:
-    """The answer ids of ``suite`` absent from the catalog, and the problems that have any."""
-    answers = sorted({target.product_id for problem in suite for target in problem.targets})
-    found = engine.get_products(answers)
-    missing = [product_id for product_id in answers if product_id not in found]
-    absent = set(missing)
-    return missing, [p.id for p in suite if any(t.product_id in absent for t in p.targets)]
-
-
 def _check_answers(console: Console, engine: BM25SearchEngine, suite: list[Problem], allow: bool) -> None:
-    missing, problems = _missing_answers(engine, suite)
+    missing, problems = missing_answers(engine, suite)
     if not missing:
         return
     console.print(f"[yellow]warning[/yellow]: {len(missing)} answer ids of {len(problems)} of the "
@@ -239,28 +183,68 @@ def test(
                                  "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
                                  "inference_base_url": inference_url,
                                  "inference_models": ",".join(models) if models else None}
-    settings = HarnessSettings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
     console = Console()
     agent_file = AgentFile.read(agent)
+    chosen = _chosen_suite(settings, console, catalog, suite_files or [], generated=generated,
+                           seeds=seeds or [], suites_count=suites_count, practice=practice, week=week)
+    with closing(_open_catalog(chosen.catalog_dir, console)) as engine:
+        _check_answers(console, engine, chosen.problems, allow_missing_answers)
+        _check_statically(console, agent, agent_file, chosen.problems, settings)
+        if scripted_llm:
+            _announce_scripted_llm(console, settings, inference_url, models)
+        destination = out or results_path(settings, f"miner-test-{agent.stem}")
+        with _open_store(settings, console, store) as trajectory_store, \
+                local_suite_run(settings, engine, trajectory_store, scripted_llm=scripted_llm) as runs:
+            try:
+                result = run_local_test(runs, agent_file, chosen, out=destination,
+                                        progress=sys.stderr.isatty())
+            except SandboxUnavailable as exc:
+                console.print(f"error: {exc}", markup=False)
+                raise typer.Exit(EXIT_UNAVAILABLE) from exc
+            _print_local_test(console, agent, result, destination)
+            if store:
+                labels = ", ".join(f"{label} {n}" for label, n in sorted(result.labels.items()))
+                console.print(f"trajectory store: run {result.run_id} ({labels}) in "
+                              f"{trajectory_store.engine.url!r}")
+
+
+def _chosen_suite(settings: ArenaSettings, console: Console, catalog: Path | None, suite_files: list[Path], *,
+                  generated: bool, seeds: list[str], suites_count: int, practice: bool,
+                  week: str | None) -> ChosenSuite:
+    """The suite the options name (``BadParameter`` for options that name none; exit 1 for an unreadable
+    problem file)."""
     if generated and practice:
         raise typer.BadParameter("--generated and --practice are two kinds of suite: give one")
     if (seeds or suites_count != 1) and not generated:
         raise typer.BadParameter("--seed and --suites choose generated suites: add --generated")
     today = datetime.now(UTC).date()
+    practice_of = week or practice_week(today)
+    suite_day = practice_monday(practice_of) if practice else today
+    chosen_seeds = (generated_seeds(seeds, suites_count) if generated
+                    else [practice_seed(practice_of)] if practice
+                    else None)
     try:
-        practice_of = week or practice_week(today)
-        suite_day = practice_monday(practice_of) if practice else today
-        chosen = (generated_seeds(seeds or [], suites_count) if generated
-                  else [practice_seed(practice_of)] if practice
-                  else None)
-        engine, suite, generated_suites = _world(settings, catalog, suite_files or [],
-                                                 settings.suite_per_category, chosen, suite_day)
+        return choose_suite(settings, catalog=catalog, suite_files=suite_files, seeds=chosen_seeds,
+                            day=suite_day, progress=sys.stderr.isatty())
+    except SuiteChoiceError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     except (ProblemFileError, FileNotFoundError) as exc:
         console.print(f"error: {exc}", markup=False)
         raise typer.Exit(1) from exc
-    _check_answers(console, engine, suite, allow_missing_answers)
 
+
+def _open_catalog(catalog_dir: Path, console: Console) -> BM25SearchEngine:
+    try:
+        return open_catalog(catalog_dir)
+    except FileNotFoundError as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(1) from exc
+
+
+def _check_statically(console: Console, agent: Path, agent_file: AgentFile, suite: list[Problem],
+                      settings: ArenaSettings) -> None:
     answers = {target.product_id for problem in suite for target in problem.targets}
     report = check_agent(agent_file.source, known_product_ids=answers)
     if not report.ok:
@@ -273,118 +257,46 @@ def test(
     console.print(f"agent {agent} (sha256 {agent_file.sha256[:16]}): static analysis passed; "
                   f"{len(suite)} problems, sandbox {settings.sandbox}, {settings.workers} workers")
 
-    if scripted_llm:
-        if inference_url:
-            raise typer.BadParameter("--scripted-llm replaces --inference-url: give one or the other")
-        default = settings.allowed_models()[0] if models else SCRIPTED_MODEL
-        console.print(f"[yellow]LLM: the scripted shopping policy (a test double), answering to any model "
-                      f"name, default `{default}`: scores measure the script, not a real model[/yellow]")
 
-    destination = out or results_path(settings, f"miner-test-{agent.stem}")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    grader = Grader.from_settings(engine.get_products, settings)
-    judge = ArenaSettings().judge()
-    verdicts: dict[str, JudgeVerdict] = {}
-    run_id = new_run_id()
-    recorder = _recorder(settings, agent_file, suite, run_id, console) if store else None
-    with destination.open("wb") as handle:
-        def on_attempt(record: AttemptRecord) -> None:
-            _append(handle, record)
-            verdicts[record.problem_id] = verdict = judge.judge(JudgeInput.from_record(record))
-            if recorder is not None:  # recorded, then its verdict beside it, as a validator's run does
-                recorder.record(record)
-                recorder.store.set_judge_verdict(AttemptKey.of(record), stored_verdict(verdict))
-
-        try:
-            with run_inference(settings, scripted=scripted_llm) as inference:
-                result = run_suite(agent_file, suite, engine, grader, inference=inference,
-                                   sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
-                                   progress=sys.stderr.isatty(), on_attempt=on_attempt, run_id=run_id)
-        except SandboxUnavailable as exc:
-            console.print(f"error: {exc}", markup=False)
-            raise typer.Exit(EXIT_UNAVAILABLE) from exc
-        finally:
-            engine.close()
-            if recorder is not None:
-                recorder.store.close()
-    if recorder is not None:
-        recorder.finish()
-    failures: dict[str, int] = {}
-    for attempt in result.attempts:
-        if attempt.failure is not None:
-            failures[attempt.failure.kind] = failures.get(attempt.failure.kind, 0) + 1
-    console.print(results_table(result, f"{agent.name} on {len(suite)} problems"))
-    suite_ids = {seed: [p.id for p in problems] for seed, problems in generated_suites.items()}
-    console.print(_final_score_table(result.attempts, verdicts, suite_ids))
-    refusal = first_refusal(result)
-    if refusal is not None:
-        console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
-                      f"{escape(refusal.error or '')}", highlight=False)
-    if failures:
-        console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
-    console.print(f"dialogues, proxy logs and scores: {destination}")
-    if recorder is not None:
-        labels = ", ".join(f"{label} {n}" for label, n in sorted(recorder.labels.items()))
-        console.print(f"trajectory store: run {run_id} ({labels}) in {recorder.store.engine.url!r}")
+def _announce_scripted_llm(console: Console, settings: ArenaSettings, inference_url: str | None,
+                           models: list[str] | None) -> None:
+    if inference_url:
+        raise typer.BadParameter("--scripted-llm replaces --inference-url: give one or the other")
+    default = settings.allowed_models()[0] if models else SCRIPTED_MODEL
+    console.print(f"[yellow]LLM: the scripted shopping policy (a test double), answering to any model "
+                  f"name, default `{default}`: scores measure the script, not a real model[/yellow]")
 
 
-
-def _final_scores(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict],
-                  suites: Mapping[str, list[str]]) -> dict[str, FinalScore]:
-    """Per category, per generated suite (what one qualifying run scores) and for all problems: the
-    success rate, the mean judge quality, the quality coefficient and the final score, as a validator
-    computes them."""
-    scores: dict[str, FinalScore] = {}
-    for category in sorted({a.score.category for a in attempts}):
-        judged = [a for a in attempts if a.score.category == category]
-        successes = sum(a.score.success for a in judged) / len(judged)
-        scores[category] = final_score(successes, [verdicts[a.problem_id] for a in judged])
-    def scored(run: list[AttemptRecord]) -> FinalScore:
-        return suite_score([a.score.success for a in run], [verdicts[a.problem_id] for a in run],
-                           [a.problem_id for a in run])
-
-    by_id = {a.problem_id: a for a in attempts}
-    for seed, ids in suites.items():
-        scores[f"suite {seed}"] = scored([by_id[i] for i in ids if i in by_id])
-    scores["all"] = scored(attempts)
-    return scores
-
-
-def _final_score_table(attempts: list[AttemptRecord], verdicts: dict[str, JudgeVerdict],
-                       suites: Mapping[str, list[str]]) -> Table:
-    scores = _final_scores(attempts, verdicts, suites)
-    table = Table(title=f"final score (judge: {scores['all'].judge_label})")
-    for column in ("category", "success", "mean quality", "coefficient", "final score"):
-        table.add_column(column, justify="left" if column == "category" else "right")
-    for name, score in scores.items():
-        table.add_row(name, f"{score.success_rate:.1%}", f"{score.mean_quality:.3f}",
-                      f"{score.coefficient:.4f}", f"{score.score:.2%}")
-    return table
-
-
-def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem], run_id: str,
-              console: Console) -> RunRecorder:
+@contextmanager
+def _open_store(settings: ArenaSettings, console: Console, record: bool) -> Iterator[TrajectoryStore]:
+    """The trajectory store of the settings, or with ``record`` off a throwaway one."""
+    if not record:
+        with throwaway_store() as scratch:
+            yield scratch
+        return
     url = StoreSettings(home=settings.home).url()
     try:
-        trajectory_store = TrajectoryStore.open(url)
+        store = TrajectoryStore.open(url)
     except (StoreError, OSError, SQLAlchemyError) as exc:
         console.print(f"error: cannot open the trajectory store at {url}: {exc}\n"
                       "Set ARENA_STORE_URL, or pass --no-store to skip recording.", markup=False)
         raise typer.Exit(EXIT_NO_STORE) from exc
-    try:
-        code: str | None = agent.source.decode("utf-8")
-    except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
-        code = None
-    clusters = cluster_problems(suite, ArenaSettings().leak_config())
-    return RunRecorder(trajectory_store, run_id=run_id, kind="local_test", suite="miner-test",
-                       agent=AgentEntry(code_hash=agent.sha256, code=code), problems=suite,
-                       leak_clusters=clusters.cluster_of)
+    with store:
+        yield store
 
 
-def _append(handle: IO[bytes], record: AttemptRecord) -> None:
-    # One line per attempt as soon as it is graded, so an interrupted run keeps what it finished.
-    handle.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
-    handle.flush()
+def _print_local_test(console: Console, agent: Path, result: LocalTestResult, destination: Path) -> None:
+    attempts = result.evaluation.attempts
+    console.print(results_table(result.evaluation, f"{agent.name} on {len(attempts)} problems"))
+    console.print(final_score_table(result.scores))
+    refusal = first_refusal(result.evaluation)
+    if refusal is not None:
+        console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
+                      f"{escape(refusal.error or '')}", highlight=False)
+    failures = Counter(attempt.failure.kind for attempt in attempts if attempt.failure is not None)
+    if failures:
+        console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
+    console.print(f"dialogues, proxy logs and scores: {destination}")
 
 
 @app.command("submit")

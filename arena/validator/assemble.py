@@ -80,17 +80,25 @@ def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: Inference
 
 
 @contextmanager
-def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
-                      scripted_llm: bool) -> Iterator[RunAgent]:
-    """Agents run over the catalog in the configured sandbox, graded by the production grader, calling the
-    configured inference endpoint (with ``scripted_llm``, the scripted policy: a test double)."""
-    with ExitStack() as stack:
-        engine = open_catalog(catalog_dir)
-        stack.callback(engine.close)
-        inference = stack.enter_context(run_inference(settings, scripted=scripted_llm))
+def catalog_agent_runner(settings: ArenaSettings, engine: SearchEngine, *,
+                         scripted_llm: bool) -> Iterator[RunAgent]:
+    """Agents run over the open catalog ``engine`` in the configured sandbox, graded by the production
+    grader, calling the configured inference endpoint (with ``scripted_llm``, the scripted policy: a test
+    double) while the block runs."""
+    with run_inference(settings, scripted=scripted_llm) as inference:
         grader = Grader.from_settings(engine.get_products, settings)
         yield sandbox_runner(engine, grader, inference=inference,
                              sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
+
+
+@contextmanager
+def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
+                      scripted_llm: bool) -> Iterator[RunAgent]:
+    """:func:`catalog_agent_runner` over the catalog in ``catalog_dir``, open while the block runs."""
+    with ExitStack() as stack:
+        engine = open_catalog(catalog_dir)
+        stack.callback(engine.close)
+        yield stack.enter_context(catalog_agent_runner(settings, engine, scripted_llm=scripted_llm))
 
 
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,
