@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -32,10 +32,9 @@ from rich.table import Table
 from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
-from arena.chain import ChainError, ChainSettings, Commitment, Neuron, open_chain
+from arena.chain import Chain, ChainError, ChainSettings, Neuron, open_chain
 from arena.race.state import CompletedRace, RunningRace, Submission
 from arena.settings import ArenaSettings
-from arena.submissions import UploadBody, UploadOutcome, upload
 from arena.suites import practice_seed, practice_week
 from arena.validator.api import EmbargoEntry
 from arena.validator.local_test import (
@@ -50,6 +49,16 @@ from arena.validator.local_test import (
     run_local_test,
     throwaway_store,
 )
+from neurons.options import (
+    ChainOption,
+    HomeOption,
+    LogFormatOption,
+    NetuidOption,
+    WalletHotkeyOption,
+    WalletNameOption,
+    WalletPathOption,
+)
+from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError
@@ -58,26 +67,17 @@ from shoppingbench.results import first_refusal, results_path, results_table
 from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
 from shoppingbench.sandbox.runner import SCRIPTED_MODEL, AgentFile
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.submission_check import CheckReport, check_agent
+from shoppingbench.submission_check import check_agent
 from trajectories.settings import StoreSettings
 from trajectories.store import StoreError, TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Shopping-agent arena, miner side: score your agent locally exactly as validators do.")
 
-EXIT_REJECTED = 2
 EXIT_UNAVAILABLE = 3
 EXIT_NO_STORE = 4
-EXIT_CHAIN = 5
-EXIT_NOT_DELIVERED = 6
 EXIT_NO_ANSWER = 7
 EXIT_MISSING_ANSWERS = 8
-
-
-def _print_findings(console: Console, report: CheckReport) -> None:
-    for finding in report.findings:
-        where = f"line {finding.line}" if finding.line is not None else "file"
-        console.print(f"  [{finding.category}] {finding.rule} ({where}): {finding.message}", markup=False)
 
 
 def practice_monday(week: str) -> date:
@@ -101,14 +101,6 @@ def _check_answers(console: Console, engine: BM25SearchEngine, suite: list[Probl
         console.print("Pass the catalog the suite comes from (--catalog), or --allow-missing-answers to run "
                       "anyway.")
         raise typer.Exit(EXIT_MISSING_ANSWERS)
-
-
-WalletPathOption = Annotated[Path, typer.Option("--wallet-path", file_okay=False, help="Wallets directory")]
-ChainOption = Annotated[str | None, typer.Option(
-    "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
-                    "(default $ARENA_CHAIN, local)")]
-NetuidOption = Annotated[int | None, typer.Option("--netuid", min=0,
-                                                  help="Subnet (default $ARENA_NETUID, 1)")]
 
 
 @app.command("test")
@@ -143,7 +135,7 @@ def test(
     out: Annotated[Path | None, typer.Option(
         "--out", dir_okay=False, help="JSONL of every attempt (dialogue, proxy log, scores); "
                                       "default `$ARENA_HOME/results/miner-test-*.jsonl`")] = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    home: HomeOption = None,
     store: Annotated[bool, typer.Option(
         "--store/--no-store", help="Also record every attempt, labelled by the structural filter, in the "
                                    "trajectory store ($ARENA_STORE_URL, default SQLite under the data root)"
@@ -164,7 +156,7 @@ def test(
     allow_missing_answers: Annotated[bool, typer.Option(
         "--allow-missing-answers", help="Run even when some of the suite's answer ids are not in the "
                                         "catalog (those problems cannot be solved)")] = False,
-    log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Check AGENT statically, run it in the sandbox over a suite, and print its scores.
 
@@ -249,7 +241,7 @@ def _check_statically(console: Console, agent: Path, agent_file: AgentFile, suit
     report = check_agent(agent_file.source, known_product_ids=answers)
     if not report.ok:
         console.print(f"[red]rejected[/red] by static analysis ({report.rejection}):")
-        _print_findings(console, report)
+        print_findings(console, report)
         raise typer.Exit(EXIT_REJECTED)
     if settings.sandbox == "none":
         console.print("[bold red]WARNING: --sandbox none runs the agent WITHOUT any isolation: it can read "
@@ -303,15 +295,14 @@ def _print_local_test(console: Console, agent: Path, result: LocalTestResult, de
 def submit(
     agent: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
                                           help="Your agent file (defines agent_main(problem) -> steps)")],
-    wallet_name: Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")] = "default",
-    wallet_hotkey: Annotated[str, typer.Option("--wallet-hotkey",
-                                               help="Hotkey name in that wallet")] = "default",
+    wallet_name: WalletNameOption = "default",
+    wallet_hotkey: WalletHotkeyOption = "default",
     wallet_path: WalletPathOption = Path("~/.bittensor/wallets"),
     chain: ChainOption = None,
     netuid: NetuidOption = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    home: HomeOption = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator upload")] = 60.0,
-    log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Check AGENT statically, commit its sha256 on chain, and upload it to every validator.
 
@@ -321,63 +312,20 @@ def submit(
     answered. Exit code 2: static analysis rejected the file; 5: wallet or chain problem (not
     registered, commitment refused); 6: some validator did not accept the file.
     """
-    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "log_format": log_format}
+    settings = _chain_settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
+
+    def connect() -> tuple[Wallet, Chain]:
+        return Wallet(wallet_name, wallet_hotkey, path=str(wallet_path.expanduser())), open_chain(settings)
+
+    code = submit_file(Console(), agent, connect, timeout=timeout)
+    if code:
+        raise typer.Exit(code)
+
+
+def _chain_settings(**overrides: Any) -> ChainSettings:
     settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
-    console = Console()
-    agent_file = AgentFile.read(agent)
-    report = check_agent(agent_file.source)
-    if not report.ok:
-        console.print(f"[red]rejected[/red] by static analysis ({report.rejection}); nothing committed:")
-        _print_findings(console, report)
-        raise typer.Exit(EXIT_REJECTED)
-    try:
-        wallet = Wallet(wallet_name, wallet_hotkey, path=str(wallet_path.expanduser()))
-        hotkey: str = wallet.hotkey.ss58_address
-        subnet = open_chain(settings)
-        if not subnet.is_registered(hotkey):
-            raise ChainError(f"hotkey {hotkey} is not registered on subnet {subnet.netuid}: "
-                             "register it first")
-        commitment = _commit(subnet.latest_commitment(hotkey), agent_file.sha256,
-                             lambda: subnet.commit(wallet, agent_file.sha256), console)
-        validators = subnet.metagraph().validators()
-    except (ChainError, OSError, ValueError) as exc:
-        console.print(f"error: {exc}", markup=False)
-        raise typer.Exit(EXIT_CHAIN) from exc
-    if not validators:
-        console.print("no validator with a permit has published an endpoint yet: run `miner submit` "
-                      "again later (your commitment stands)")
-        raise typer.Exit(EXIT_NOT_DELIVERED)
-    body = UploadBody.of(agent.name, agent_file.source)
-    with httpx.Client(timeout=timeout) as client:
-        outcomes = [upload(client, wallet, validator, body) for validator in validators]
-    console.print(_outcome_table(outcomes, f"{agent.name} (sha256 {agent_file.sha256[:16]}, block "
-                                           f"{commitment.block})"))
-    if any(o.outcome not in ("accepted", "already accepted") for o in outcomes):
-        raise typer.Exit(EXIT_NOT_DELIVERED)
-
-
-def _commit(latest: Commitment | None, sha256: str, commit: Callable[[], Commitment],
-            console: Console) -> Commitment:
-    """The hotkey's commitment of ``sha256``: the latest one if it already is (a retry), else a new one."""
-    if latest is not None and latest.data == sha256:
-        console.print(f"already committed at block {latest.block} ({latest.time.isoformat()}): uploading it")
-        return latest
-    commitment = commit()
-    console.print(f"committed sha256 {sha256[:16]} at block {commitment.block} "
-                  f"({commitment.time.isoformat()}); your cooldown starts now")
-    return commitment
-
-
-def _outcome_table(outcomes: list[UploadOutcome], title: str) -> Table:
-    table = Table(title=title)
-    for column in ("uid", "validator", "endpoint", "outcome", "detail"):
-        table.add_column(column)
-    for o in outcomes:
-        colour = "green" if o.outcome in ("accepted", "already accepted") else "red"
-        detail = f"{o.error}: {o.detail}" if o.error else o.detail
-        table.add_row(str(o.uid), o.hotkey, o.url, f"[{colour}]{o.outcome}[/{colour}]", detail)
-    return table
+    return settings
 
 
 class AgentStatus(BaseModel):
@@ -491,17 +439,16 @@ def _status_table(report: ValidatorReport) -> Table:
 
 @app.command("status")
 def status(
-    wallet_name: Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")] = "default",
-    wallet_hotkey: Annotated[str, typer.Option("--wallet-hotkey",
-                                               help="Hotkey name in that wallet")] = "default",
+    wallet_name: WalletNameOption = "default",
+    wallet_hotkey: WalletHotkeyOption = "default",
     wallet_path: WalletPathOption = Path("~/.bittensor/wallets"),
     hotkey: Annotated[str | None, typer.Option(
         "--hotkey", help="SS58 address to look up instead of the wallet's hotkey (no wallet needed)")] = None,
     chain: ChainOption = None,
     netuid: NetuidOption = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")] = None,
+    home: HomeOption = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 15.0,
-    log_format: Annotated[str | None, typer.Option("--log-format", help="console or json")] = None,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Show your agents' states and scores as every validator with a permit reports them.
 
@@ -512,9 +459,7 @@ def status(
     written. Exit code 5: wallet or chain problem; 7: some validator did not answer (the others are
     still shown).
     """
-    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "log_format": log_format}
-    settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    settings = _chain_settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
     console = Console()
     try:
         address = hotkey or Wallet(wallet_name, wallet_hotkey,

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
 from arena.storage import Base
 from arena.suites import FixedSource, PublicSuites, SuiteCache, SuitePlan
-from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, EXIT_REJECTED, SCRIPTED_MODEL, app
+from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, SCRIPTED_MODEL, app
+from neurons.submission import EXIT_REJECTED
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.llm_stub import create_app as create_stub_app
 from shoppingbench.llm_stub.policies import shopping_policy
