@@ -1,70 +1,36 @@
-"""``miner``: what a miner runs locally. ``miner test AGENT.py`` scores an agent file exactly as a
-validator's qualifying run will: static analysis, then the sandbox, the verified proxy, the one scorer,
-the judge from the settings and the final score with its quality coefficient. ``--generated`` runs it on
-freshly generated suites of the qualifying size (a validator generates a submission's qualifying problems
-from a block after its commitment, so no suite can be known in advance: fresh ones are the honest
-rehearsal); ``--practice`` on the week's public practice suite.
-``miner submit AGENT.py`` commits the file's sha256 on chain and uploads it, signed with the hotkey,
-to every validator with a permit. ``miner status`` asks each of those validators' public APIs what
-became of the hotkey's agents.
-
-Entry points and wiring only: every step delegates to the library packages.
+"""``miner``: what a miner runs. ``miner test AGENT.py`` scores an agent file as a validator's qualifying
+run will (``arena.validator.local_test``: the validator's own suite run, kind ``local_test``);
+``miner submit AGENT.py`` commits and uploads it to every validator with a permit
+(``arena.submissions.client``); ``miner status`` asks those validators what became of the hotkey's agents
+(``arena.validator.miner_status``). Entry points and wiring only.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
-import orjson
 import typer
 from bittensor import Wallet
-from pydantic import BaseModel, TypeAdapter, ValidationError
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
-from arena.chain import Chain, ChainError, ChainSettings, Neuron, open_chain
-from arena.race.state import CompletedRace, RunningRace, Submission
+from arena.chain import Chain, ChainError, ChainSettings, open_chain
 from arena.settings import ArenaSettings
-from arena.suites import practice_seed, practice_week
-from arena.validator.api import EmbargoEntry
-from arena.validator.local_test import (
-    ChosenSuite,
-    LocalTestResult,
-    SuiteChoiceError,
-    choose_suite,
-    final_score_table,
-    generated_seeds,
-    local_suite_run,
-    missing_answers,
-    run_local_test,
-    throwaway_store,
-)
-from neurons.options import (
-    ChainOption,
-    HomeOption,
-    LogFormatOption,
-    NetuidOption,
-    WalletHotkeyOption,
-    WalletNameOption,
-    WalletPathOption,
-)
+from arena.validator import local_test
+from arena.validator.miner_status import print_reports, validator_reports
+from neurons import options
 from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError
 from shoppingbench.problems.models import Problem
-from shoppingbench.results import first_refusal, results_path, results_table
-from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable
+from shoppingbench.results import results_path
+from shoppingbench.sandbox.backends import SandboxUnavailable
 from shoppingbench.sandbox.runner import SCRIPTED_MODEL, AgentFile
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.submission_check import check_agent
@@ -80,18 +46,8 @@ EXIT_NO_ANSWER = 7
 EXIT_MISSING_ANSWERS = 8
 
 
-def practice_monday(week: str) -> date:
-    """The Monday of ISO week ``week``, whose schedule entry makes its practice suite (``BadParameter`` if
-    ``week`` is not an ISO week)."""
-    try:
-        return date.fromisoformat(f"{week}-1")
-    except ValueError:
-        raise typer.BadParameter(f"{week!r} is not an ISO week such as 2026-W48",
-                                 param_hint="--week") from None
-
-
 def _check_answers(console: Console, engine: BM25SearchEngine, suite: list[Problem], allow: bool) -> None:
-    missing, problems = missing_answers(engine, suite)
+    missing, problems = local_test.missing_answers(engine, suite)
     if not missing:
         return
     console.print(f"[yellow]warning[/yellow]: {len(missing)} answer ids of {len(problems)} of the "
@@ -105,58 +61,26 @@ def _check_answers(console: Console, engine: BM25SearchEngine, suite: list[Probl
 
 @app.command("test")
 def test(
-    agent: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
-                                          help="Your agent file (defines agent_main(problem) -> steps)")],
-    suite_files: Annotated[list[Path] | None, typer.Option(
-        "--suite", exists=True, dir_okay=False, readable=True,
-        help="Problem file (ShoppingBench JSONL or a reference suite JSON); repeat for several. "
-             "Default: the bundled sample world's suite")] = None,
-    catalog: Annotated[Path | None, typer.Option(
-        "--catalog", file_okay=False, help="Catalog directory built by `arena catalog import` "
-                                           "(default: the bundled sample world)")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Problems run at once")] = None,
-    per_category: Annotated[int | None, typer.Option(
-        "--per-category", min=1, help="Bundled suite: problems per category (default 20)")] = None,
-    sandbox: Annotated[BackendName | None, typer.Option(
-        "--sandbox", help="namespace (bubblewrap, default), docker, or none (NO isolation: trusted code "
-                          "only)")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", min=1, help="Seconds per problem")] = None,
-    inference_url: Annotated[str | None, typer.Option(
-        "--inference-url", help="OpenAI-compatible base URL the proxy forwards LLM calls to (default "
-                                "$ARENA_INFERENCE_BASE_URL; key from $ARENA_INFERENCE_API_KEY)")] = None,
-    models: Annotated[list[str] | None, typer.Option(
-        "--model", help="Model the agent may use; repeat for several, the first is the default "
-                        "(default $ARENA_INFERENCE_MODELS)")] = None,
-    scripted_llm: Annotated[bool, typer.Option(
-        "--scripted-llm", help="No LLM endpoint? Serve the bundled scripted shopping policy (a test double) "
-                               "on loopback and let the agent use it under whatever model name it asks for "
-                               f"(default `{SCRIPTED_MODEL}`, or the first --model). Its scores measure the "
-                               "script, not a real model")] = False,
-    out: Annotated[Path | None, typer.Option(
-        "--out", dir_okay=False, help="JSONL of every attempt (dialogue, proxy log, scores); "
-                                      "default `$ARENA_HOME/results/miner-test-*.jsonl`")] = None,
-    home: HomeOption = None,
-    store: Annotated[bool, typer.Option(
-        "--store/--no-store", help="Also record every attempt, labelled by the structural filter, in the "
-                                   "trajectory store ($ARENA_STORE_URL, default SQLite under the data root)"
-    )] = True,
-    generated: Annotated[bool, typer.Option(
-        "--generated", help="Run freshly generated suites of the qualifying size "
-                            "(ARENA_QUALIFYING_SUITE_PER_CATEGORY per category), each scored as a "
-                            "qualifying run is")] = False,
-    seeds: Annotated[list[str] | None, typer.Option(
-        "--seed", help="With --generated: the seed of a suite (repeat for several; default random)")] = None,
-    suites_count: Annotated[int, typer.Option(
-        "--suites", min=1, help="With --generated and no --seed: how many fresh suites")] = 1,
-    practice: Annotated[bool, typer.Option(
-        "--practice", help="Run this week's public practice suite, generated over the catalog exactly as "
-                           "validators generate it")] = False,
-    week: Annotated[str | None, typer.Option(
-        "--week", help="With --practice: another ISO week's suite, e.g. 2026-W48")] = None,
-    allow_missing_answers: Annotated[bool, typer.Option(
-        "--allow-missing-answers", help="Run even when some of the suite's answer ids are not in the "
-                                        "catalog (those problems cannot be solved)")] = False,
-    log_format: LogFormatOption = None,
+    agent: options.AgentArgument,
+    suite_files: options.SuiteOption = None,
+    catalog: options.CatalogOption = None,
+    workers: options.WorkersOption = None,
+    per_category: options.PerCategoryOption = None,
+    sandbox: options.SandboxOption = None,
+    timeout: options.ProblemTimeoutOption = None,
+    inference_url: options.InferenceUrlOption = None,
+    models: options.ModelOption = None,
+    scripted_llm: options.ScriptedLlmOption = False,
+    out: options.OutOption = None,
+    home: options.HomeOption = None,
+    store: options.StoreOption = True,
+    generated: options.GeneratedOption = False,
+    seeds: options.SeedOption = None,
+    suites_count: options.SuitesOption = 1,
+    practice: options.PracticeOption = False,
+    week: options.WeekOption = None,
+    allow_missing_answers: options.AllowMissingAnswersOption = False,
+    log_format: options.LogFormatOption = None,
 ) -> None:
     """Check AGENT statically, run it in the sandbox over a suite, and print its scores.
 
@@ -179,58 +103,42 @@ def test(
     configure_logging(settings.log_format, settings.log_level)
     console = Console()
     agent_file = AgentFile.read(agent)
-    chosen = _chosen_suite(settings, console, catalog, suite_files or [], generated=generated,
-                           seeds=seeds or [], suites_count=suites_count, practice=practice, week=week)
-    with closing(_open_catalog(chosen.catalog_dir, console)) as engine:
+    chosen, catalog_engine = _chosen_suite(settings, console, catalog, suite_files or [], generated=generated,
+                                           seeds=seeds or [], suites_count=suites_count, practice=practice,
+                                           week=week)
+    with closing(catalog_engine) as engine:
         _check_answers(console, engine, chosen.problems, allow_missing_answers)
         _check_statically(console, agent, agent_file, chosen.problems, settings)
         if scripted_llm:
             _announce_scripted_llm(console, settings, inference_url, models)
         destination = out or results_path(settings, f"miner-test-{agent.stem}")
         with _open_store(settings, console, store) as trajectory_store, \
-                local_suite_run(settings, engine, trajectory_store, scripted_llm=scripted_llm) as runs:
+                local_test.local_suite_run(settings, engine, trajectory_store, scripted_llm=scripted_llm) \
+                as runs:
             try:
-                result = run_local_test(runs, agent_file, chosen, out=destination,
-                                        progress=sys.stderr.isatty())
+                result = local_test.run_local_test(runs, agent_file, chosen, out=destination,
+                                                   progress=sys.stderr.isatty())
             except SandboxUnavailable as exc:
                 console.print(f"error: {exc}", markup=False)
                 raise typer.Exit(EXIT_UNAVAILABLE) from exc
-            _print_local_test(console, agent, result, destination)
-            if store:
-                labels = ", ".join(f"{label} {n}" for label, n in sorted(result.labels.items()))
-                console.print(f"trajectory store: run {result.run_id} ({labels}) in "
-                              f"{trajectory_store.engine.url!r}")
+            local_test.print_result(console, agent.name, result, destination,
+                                    recorded_in=trajectory_store if store else None)
 
 
 def _chosen_suite(settings: ArenaSettings, console: Console, catalog: Path | None, suite_files: list[Path], *,
                   generated: bool, seeds: list[str], suites_count: int, practice: bool,
-                  week: str | None) -> ChosenSuite:
-    """The suite the options name (``BadParameter`` for options that name none; exit 1 for an unreadable
-    problem file)."""
-    if generated and practice:
-        raise typer.BadParameter("--generated and --practice are two kinds of suite: give one")
-    if (seeds or suites_count != 1) and not generated:
-        raise typer.BadParameter("--seed and --suites choose generated suites: add --generated")
-    today = datetime.now(UTC).date()
-    practice_of = week or practice_week(today)
-    suite_day = practice_monday(practice_of) if practice else today
-    chosen_seeds = (generated_seeds(seeds, suites_count) if generated
-                    else [practice_seed(practice_of)] if practice
-                    else None)
+                  week: str | None) -> tuple[local_test.ChosenSuite, BM25SearchEngine]:
+    """The suite the options name and its open catalog (``BadParameter`` for options that name none; exit 1
+    for an unreadable problem file or catalog)."""
     try:
-        return choose_suite(settings, catalog=catalog, suite_files=suite_files, seeds=chosen_seeds,
-                            day=suite_day, progress=sys.stderr.isatty())
-    except SuiteChoiceError as exc:
+        chosen, day = local_test.suite_seeds(generated=generated, practice=practice, seeds=seeds,
+                                             count=suites_count, week=week, today=datetime.now(UTC).date())
+        suite = local_test.choose_suite(settings, catalog=catalog, suite_files=suite_files, seeds=chosen,
+                                        day=day, progress=sys.stderr.isatty())
+        return suite, open_catalog(suite.catalog_dir)
+    except local_test.SuiteChoiceError as exc:
         raise typer.BadParameter(str(exc)) from exc
     except (ProblemFileError, FileNotFoundError) as exc:
-        console.print(f"error: {exc}", markup=False)
-        raise typer.Exit(1) from exc
-
-
-def _open_catalog(catalog_dir: Path, console: Console) -> BM25SearchEngine:
-    try:
-        return open_catalog(catalog_dir)
-    except FileNotFoundError as exc:
         console.print(f"error: {exc}", markup=False)
         raise typer.Exit(1) from exc
 
@@ -263,7 +171,7 @@ def _announce_scripted_llm(console: Console, settings: ArenaSettings, inference_
 def _open_store(settings: ArenaSettings, console: Console, record: bool) -> Iterator[TrajectoryStore]:
     """The trajectory store of the settings, or with ``record`` off a throwaway one."""
     if not record:
-        with throwaway_store() as scratch:
+        with local_test.throwaway_store() as scratch:
             yield scratch
         return
     url = StoreSettings(home=settings.home).url()
@@ -277,32 +185,17 @@ def _open_store(settings: ArenaSettings, console: Console, record: bool) -> Iter
         yield store
 
 
-def _print_local_test(console: Console, agent: Path, result: LocalTestResult, destination: Path) -> None:
-    attempts = result.evaluation.attempts
-    console.print(results_table(result.evaluation, f"{agent.name} on {len(attempts)} problems"))
-    console.print(final_score_table(result.scores))
-    refusal = first_refusal(result.evaluation)
-    if refusal is not None:
-        console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
-                      f"{escape(refusal.error or '')}", highlight=False)
-    failures = Counter(attempt.failure.kind for attempt in attempts if attempt.failure is not None)
-    if failures:
-        console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
-    console.print(f"dialogues, proxy logs and scores: {destination}")
-
-
 @app.command("submit")
 def submit(
-    agent: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
-                                          help="Your agent file (defines agent_main(problem) -> steps)")],
-    wallet_name: WalletNameOption = "default",
-    wallet_hotkey: WalletHotkeyOption = "default",
-    wallet_path: WalletPathOption = Path("~/.bittensor/wallets"),
-    chain: ChainOption = None,
-    netuid: NetuidOption = None,
-    home: HomeOption = None,
+    agent: options.AgentArgument,
+    wallet_name: options.WalletNameOption = "default",
+    wallet_hotkey: options.WalletHotkeyOption = "default",
+    wallet_path: options.WalletPathOption = Path("~/.bittensor/wallets"),
+    chain: options.ChainOption = None,
+    netuid: options.NetuidOption = None,
+    home: options.HomeOption = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator upload")] = 60.0,
-    log_format: LogFormatOption = None,
+    log_format: options.LogFormatOption = None,
 ) -> None:
     """Check AGENT statically, commit its sha256 on chain, and upload it to every validator.
 
@@ -328,127 +221,18 @@ def _chain_settings(**overrides: Any) -> ChainSettings:
     return settings
 
 
-class AgentStatus(BaseModel):
-    """One of the hotkey's submissions as one validator reports it."""
-
-    submission_id: str
-    submitted_at: str
-    status: str
-    qualifying_score: float | None
-    race_score: float | None
-    race_id: str | None
-    embargo: str
-    rejection: str = ""
-
-
-class ValidatorReport(BaseModel):
-    """What one validator's public API said about the hotkey, or why it said nothing."""
-
-    uid: int
-    hotkey: str
-    url: str
-    agents: list[AgentStatus] = []
-    error: str | None = None
-
-
-_SUBMISSIONS = TypeAdapter(list[Submission])
-_EMBARGO = TypeAdapter(list[EmbargoEntry])
-_RACE = TypeAdapter(RunningRace | None)
-_LAST_RACE = TypeAdapter(CompletedRace | None)
-
-
-def _race_score(submission: Submission, running: RunningRace | None,
-                last: CompletedRace | None) -> tuple[float | None, str | None]:
-    """The submission's score in the running race if it has one there, else in the last finished race."""
-    for race in (running, last):
-        if race is not None and submission.submission_id in race.results:
-            return race.results[submission.submission_id], race.race_id
-    return None, None
-
-
-def _embargo_text(entry: EmbargoEntry | None) -> str:
-    if entry is None:
-        return ""
-    if entry.published_at is not None:
-        return f"published {entry.published_at.isoformat()}"
-    return f"until {entry.embargo_until.isoformat()}" if entry.embargo_until else ""
-
-
-def _rejection_text(submission: Submission) -> str:
-    """Why the validator refused the file: static analysis' reason, or the original it copies."""
-    rejection, original = submission.rejection, submission.copy_of
-    if original is not None:
-        return (f"copy of {original.hotkey}'s {original.code_hash[:12]} (block {original.commitment_block}, "
-                f"similarity {original.similarity:.2f}): no race, no weight")
-    return "" if rejection is None else f"{rejection.kind}: {rejection.reason}"
-
-
-def validator_report(client: httpx.Client, validator: Neuron, hotkey: str) -> ValidatorReport:
-    """Ask ``validator``'s API (``/submissions``, ``/race``, ``/embargo``) about ``hotkey``'s agents.
-
-    The answers are untrusted: anything unreachable, non-2xx or malformed becomes the report's error.
-    """
-    assert validator.axon is not None  # metagraph.validators() lists only neurons with an axon
-    report = ValidatorReport(uid=validator.uid, hotkey=validator.hotkey, url=validator.axon.url)
-    try:
-        answers = []
-        for path in ("/submissions", "/race", "/embargo"):
-            response = client.get(report.url + path)
-            response.raise_for_status()
-            answers.append(response.content)
-        submissions = _SUBMISSIONS.validate_json(answers[0])
-        race = orjson.loads(answers[1])
-        if not isinstance(race, dict):
-            raise ValueError("/race is not a JSON object")
-        running = _RACE.validate_python(race.get("running"))
-        last = _LAST_RACE.validate_python(race.get("last_race"))
-        embargo = {entry.submission_id: entry for entry in _EMBARGO.validate_json(answers[2])}
-    except httpx.HTTPStatusError as exc:
-        return report.model_copy(update={"error": f"HTTP {exc.response.status_code} from {exc.request.url}"})
-    except httpx.HTTPError as exc:
-        return report.model_copy(update={"error": f"unreachable: {type(exc).__name__}"})
-    except (ValidationError, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
-        return report.model_copy(update={"error": f"malformed answer: {str(exc).splitlines()[0]}"})
-    agents = []
-    for submission in submissions:
-        if submission.hotkey != hotkey:
-            continue
-        score, race_id = _race_score(submission, running, last)
-        agents.append(AgentStatus(submission_id=submission.submission_id,
-                                  submitted_at=submission.submitted_at.isoformat(), status=submission.status,
-                                  qualifying_score=submission.qualifying_score, race_score=score,
-                                  race_id=race_id,
-                                  embargo=_embargo_text(embargo.get(submission.submission_id)),
-                                  rejection=_rejection_text(submission)))
-    return report.model_copy(update={"agents": agents})
-
-
-def _status_table(report: ValidatorReport) -> Table:
-    # What a validator answers is untrusted: Text cells keep its strings from being read as markup.
-    table = Table(title=Text(f"validator uid {report.uid} {report.hotkey} ({report.url})"))
-    for column in ("submission", "submitted", "state", "qualifying score", "race score", "embargo",
-                   "why refused"):
-        table.add_column(column)
-    for a in report.agents:
-        qualifying = "" if a.qualifying_score is None else f"{a.qualifying_score:.4f}"
-        race = "" if a.race_score is None else f"{a.race_score:.4f} ({a.race_id})"
-        table.add_row(*(Text(cell) for cell in (a.submission_id, a.submitted_at, a.status, qualifying, race,
-                                                 a.embargo, a.rejection)))
-    return table
-
-
 @app.command("status")
 def status(
-    wallet_name: WalletNameOption = "default",
-    wallet_hotkey: WalletHotkeyOption = "default",
-    wallet_path: WalletPathOption = Path("~/.bittensor/wallets"),
+    wallet_name: options.WalletNameOption = "default",
+    wallet_hotkey: options.WalletHotkeyOption = "default",
+    wallet_path: options.WalletPathOption = Path("~/.bittensor/wallets"),
     hotkey: Annotated[str | None, typer.Option(
         "--hotkey", help="SS58 address to look up instead of the wallet's hotkey (no wallet needed)")] = None,
-    chain: ChainOption = None,
-    netuid: NetuidOption = None,
-    home: HomeOption = None,
+    chain: options.ChainOption = None,
+    netuid: options.NetuidOption = None,
+    home: options.HomeOption = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 15.0,
-    log_format: LogFormatOption = None,
+    log_format: options.LogFormatOption = None,
 ) -> None:
     """Show your agents' states and scores as every validator with a permit reports them.
 
@@ -471,18 +255,8 @@ def status(
     if not validators:
         console.print("no validator with a permit has published an endpoint yet")
         raise typer.Exit(EXIT_NO_ANSWER)
-    with httpx.Client(timeout=timeout) as client:
-        reports = [validator_report(client, validator, address) for validator in validators]
-    console.print(f"agents of hotkey {address}")
-    for report in reports:
-        if report.error is not None:
-            console.print(f"validator uid {report.uid} {report.hotkey} ({report.url}): {report.error}",
-                          markup=False, style="red")
-        elif not report.agents:
-            console.print(f"validator uid {report.uid} {report.hotkey} ({report.url}): no submission from "
-                          "this hotkey", markup=False)
-        else:
-            console.print(_status_table(report))
+    reports = validator_reports(validators, address, timeout=timeout)
+    print_reports(console, address, reports)
     if any(report.error is not None for report in reports):
         raise typer.Exit(EXIT_NO_ANSWER)
 

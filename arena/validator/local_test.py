@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -18,11 +19,14 @@ from datetime import date
 from pathlib import Path
 
 import orjson
+from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from arena.judge import FinalScore, final_score
 from arena.settings import ArenaSettings
+from arena.suites import practice_seed, practice_week
 from arena.suites.generators import open_scheduled_sources
 from arena.validator.assemble import catalog_agent_runner
 from arena.validator.runs import JudgedRun, RunAgent, SuiteRun
@@ -30,6 +34,7 @@ from shoppingbench.evaluation import EvaluationResult, collect, new_run_id
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
+from shoppingbench.results import first_refusal, results_table
 from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.sandbox.runner import AgentFile
 from shoppingbench.search.base import SearchEngine
@@ -67,6 +72,31 @@ class LocalTestResult:
 def generated_seeds(seeds: Sequence[str], count: int) -> list[str]:
     """The generator seeds of generated suites: each seed given, else ``count`` fresh random ones."""
     return [f"generated/{seed}" for seed in seeds or [secrets.token_hex(8) for _ in range(count)]]
+
+
+def practice_monday(week: str) -> date:
+    """The Monday of ISO week ``week``, whose schedule entry makes its practice suite."""
+    try:
+        return date.fromisoformat(f"{week}-1")
+    except ValueError:
+        raise SuiteChoiceError(f"--week: {week!r} is not an ISO week such as 2026-W48") from None
+
+
+def suite_seeds(*, generated: bool, practice: bool, seeds: Sequence[str], count: int, week: str | None,
+                today: date) -> tuple[list[str] | None, date]:
+    """The generator seeds the options name (``None``: not generated) and the day whose generator makes
+    them: ``count`` fresh suites or the given ``seeds``, or the practice suite of ``week`` (default: this
+    week) on that week's Monday."""
+    if generated and practice:
+        raise SuiteChoiceError("--generated and --practice are two kinds of suite: give one")
+    if (seeds or count != 1) and not generated:
+        raise SuiteChoiceError("--seed and --suites choose generated suites: add --generated")
+    if generated:
+        return generated_seeds(seeds, count), today
+    if practice:
+        chosen = week or practice_week(today)
+        return [practice_seed(chosen)], practice_monday(chosen)
+    return None, today
 
 
 def _generated_suites(settings: ArenaSettings, catalog_dir: Path, seeds: Sequence[str],
@@ -188,6 +218,26 @@ def final_scores(judged: JudgedRun, suite: Sequence[Problem],
         scores[f"suite {seed}"] = scored(ids).score()
     scores["all"] = judged.score()
     return scores
+
+
+def print_result(console: Console, agent_name: str, result: LocalTestResult, out: Path, *,
+                 recorded_in: TrajectoryStore | None) -> None:
+    """The harness's table, the final scores, the first proxy refusal, the failures by kind, where the
+    attempts were written and, when they were recorded, the run and its labels in the store."""
+    attempts = result.evaluation.attempts
+    console.print(results_table(result.evaluation, f"{agent_name} on {len(attempts)} problems"))
+    console.print(final_score_table(result.scores))
+    refusal = first_refusal(result.evaluation)
+    if refusal is not None:
+        console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
+                      f"{escape(refusal.error or '')}", highlight=False)
+    failures = Counter(attempt.failure.kind for attempt in attempts if attempt.failure is not None)
+    if failures:
+        console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
+    console.print(f"dialogues, proxy logs and scores: {out}")
+    if recorded_in is not None:
+        labels = ", ".join(f"{label} {n}" for label, n in sorted(result.labels.items()))
+        console.print(f"trajectory store: run {result.run_id} ({labels}) in {recorded_in.engine.url!r}")
 
 
 def final_score_table(scores: Mapping[str, FinalScore]) -> Table:
