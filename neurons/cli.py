@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from neurons import demo as demo_module
+from neurons.options import HomeOption, LogFormatOption
 from shoppingbench.logs import configure_logging
 from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.settings import HarnessSettings
@@ -31,13 +32,9 @@ app.add_typer(catalog_app, name="catalog")
 app.add_typer(tools_app, name="tools")
 app.add_typer(lexicon_app, name="lexicon")
 
-HomeOption = Annotated[Path | None, typer.Option(
-    "--home", help="Data root (worlds, catalogs, results). Default: $ARENA_HOME or ~/.shopping-arena")]
 ProductsOption = Annotated[int | None, typer.Option(
     "--products", min=100, help="Products in the sample world (default 50,000)")]
 SeedOption = Annotated[int | None, typer.Option("--seed", help="Sample world seed (default 0)")]
-LogFormatOption = Annotated[str | None, typer.Option(
-    "--log-format", help="console or json (default: $ARENA_LOG_FORMAT or console)")]
 
 
 def _settings(**overrides: Any) -> HarnessSettings:

@@ -16,6 +16,9 @@ HomeOption = Annotated[Path | None, typer.Option(
                    "~/.shopping-arena")]
 LogFormatOption = Annotated[str | None, typer.Option(
     "--log-format", help="console or json (default: $ARENA_LOG_FORMAT or console)")]
+FixedLogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
+"""The log format of the commands that read no settings for it (``worker``, ``dump``): console unless
+given."""
 
 WalletNameOption = Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")]
 WalletHotkeyOption = Annotated[str, typer.Option("--wallet-hotkey", help="Hotkey name in that wallet")]
