@@ -1,9 +1,9 @@
 """Build a validator from settings: ``validator_catalog`` (the catalog it serves and generates its suites
 over, with the generators of its schedule: ``arena.suites.generators``), ``open_agent_runner`` (what runs
-agents: catalog, inference endpoint, grader, sandbox) and ``open_validator_stack`` (one validator:
-trajectory store, race log, generated suites, submission gate, public API), shared by ``validator run``
-and the local network demo, plus ``open_validator`` for the pieces that differ between a test and a
-deployment."""
+agents: catalog, inference endpoint, grader, sandbox; ``catalog_agent_runner`` over an open catalog, as
+``miner test`` runs them too) and ``open_validator_stack`` (one validator: trajectory store, race log,
+generated suites, submission gate, public API), shared by ``validator run`` and the local network demo,
+plus ``open_validator`` for the pieces that differ between a test and a deployment."""
 
 from __future__ import annotations
 
