@@ -5,6 +5,7 @@ Entry points and wiring only: every command delegates to the library packages.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,7 +13,9 @@ import typer
 from rich.console import Console
 
 from neurons import demo as demo_module
+from neurons.options import HomeOption, LogFormatOption
 from shoppingbench.logs import configure_logging
+from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.settings import HarnessSettings
 
 if TYPE_CHECKING:
@@ -29,13 +32,9 @@ app.add_typer(catalog_app, name="catalog")
 app.add_typer(tools_app, name="tools")
 app.add_typer(lexicon_app, name="lexicon")
 
-HomeOption = Annotated[Path | None, typer.Option(
-    "--home", help="Data root (worlds, catalogs, results). Default: $ARENA_HOME or ~/.shopping-arena")]
 ProductsOption = Annotated[int | None, typer.Option(
     "--products", min=100, help="Products in the sample world (default 50,000)")]
 SeedOption = Annotated[int | None, typer.Option("--seed", help="Sample world seed (default 0)")]
-LogFormatOption = Annotated[str | None, typer.Option(
-    "--log-format", help="console or json (default: $ARENA_LOG_FORMAT or console)")]
 
 
 def _settings(**overrides: Any) -> HarnessSettings:
@@ -107,7 +106,7 @@ def network_demo(
     if catalog_dir is not None and problems_dir is not None:
         world = SampleWorld(world_dir=catalog_dir.parent, catalog_dir=catalog_dir, problems_dir=problems_dir)
     else:
-        world = demo_module.sample_world(settings)
+        world = configured_sample_world(settings, progress=sys.stderr.isatty())
     run_network_demo(settings, world, demo_root or settings.root / "network-demo", validators=validators,
                      console=Console())
 
@@ -125,7 +124,7 @@ def world_build(
     queries; a rewrite is kept only if it still states every fact.
     """
     settings = _settings(home=home, world_products=products, world_seed=seed, log_format=log_format)
-    world = demo_module.sample_world(settings)
+    world = configured_sample_world(settings, progress=sys.stderr.isatty())
     typer.echo(f"world: {world.world_dir}\ncatalog: {world.catalog_dir}\nproblems: {world.problems_dir}")
 
 

@@ -8,50 +8,20 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections import Counter
 from pathlib import Path
 
 import orjson
 from rich.console import Console
-from rich.table import Table
 
 from shoppingbench.agents.scripted_baseline import agent_main
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import EvaluationResult, evaluate
-from shoppingbench.records import ProxyCall
-from shoppingbench.sample_world import SampleWorld, ensure_sample_world
-from shoppingbench.scoring import CachedEmbedder, CategoryScore, MiniLMEmbedder, get_profile
+from shoppingbench.results import results_path, results_table
+from shoppingbench.sample_world import configured_sample_world
+from shoppingbench.scoring import CachedEmbedder, MiniLMEmbedder, get_profile
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.server import create_app
 from shoppingbench.tools.serving import running_server
-
-
-def sample_world(settings: HarnessSettings) -> SampleWorld:
-    return ensure_sample_world(settings.world_dir(), products=settings.world_products,
-                               seed=settings.world_seed, llm=settings.llm(), progress=sys.stderr.isatty())
-
-
-def results_table(result: EvaluationResult, title: str) -> Table:
-    """Per-category success and gt rates, mean rule and format, the calls the proxy refused (403 model not
-    allowed, 429 budget spent), and the suite aggregate (ASR)."""
-    table = Table(title=title)
-    for column in ("category", "problems", "success", "gt", "mean rule", "mean format", "proxy refusals"):
-        table.add_column(column, justify="left" if column == "category" else "right")
-    refused = Counter(attempt.category for attempt in result.attempts for _ in attempt.refused_calls())
-    rows: list[tuple[str, CategoryScore, int]] = [(name, score, refused[name])
-                                                  for name, score in result.suite.by_category.items()]
-    rows.append(("all (ASR)", result.suite, refused.total()))
-    for name, score, refusals in rows:
-        table.add_row(name, str(score.problems), f"{score.success_rate:.1%}", f"{score.gt_rate:.1%}",
-                      f"{score.mean_rule:.3f}", f"{score.mean_format:.3f}",
-                      f"[red]{refusals}[/red]" if refusals else "0")
-    return table
-
-
-def first_refusal(result: EvaluationResult) -> ProxyCall | None:
-    """The first call the proxy refused, in suite order: what to tell a miner whose agent was refused."""
-    return next((call for attempt in result.attempts for call in attempt.refused_calls()), None)
 
 
 def _write_attempts(result: EvaluationResult, out: Path) -> None:
@@ -61,14 +31,9 @@ def _write_attempts(result: EvaluationResult, out: Path) -> None:
             handle.write(orjson.dumps(attempt.model_dump(mode="json")) + b"\n")
 
 
-def results_path(settings: HarnessSettings, name: str) -> Path:
-    """``<home>/results/<name>-<UTC time>.jsonl``"""
-    return settings.root / "results" / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
-
-
 def run_demo(settings: HarnessSettings) -> EvaluationResult:
     console = Console()
-    world = sample_world(settings)
+    world = configured_sample_world(settings, progress=sys.stderr.isatty())
     suite = world.suite(settings.suite_per_category)
     engine = open_catalog(world.catalog_dir)
     embedder = CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache)

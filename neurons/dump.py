@@ -12,6 +12,7 @@ from typing import Annotated
 import orjson
 import typer
 
+from neurons.options import FixedLogFormatOption
 from shoppingbench.logs import configure_logging
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.dumps.splits import DEFAULT_SALT
@@ -40,7 +41,6 @@ FilterConfigOption = Annotated[Path | None, typer.Option(
     "--filter-config", exists=True, dir_okay=False,
     help="JSON file of filter thresholds (fields of trajectories.filter.FilterConfig); "
          "default thresholds otherwise")]
-LogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
 ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal")]
 
 
@@ -116,7 +116,7 @@ def export(
     rows_per_file: Annotated[int, typer.Option("--rows-per-file", min=1, help="Rows per data file")] = 10_000,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out")] = False,
     progress: ProgressOption = True,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Export the attempts of one UTC day (or --since/--until) as a dataset directory.
 
@@ -153,7 +153,7 @@ def label(
     relabel: Annotated[bool, typer.Option(
         "--relabel", help="Also relabel attempts that already have a label")] = False,
     progress: ProgressOption = True,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Label stored attempts agentic / sub_task / no_llm with the structural filter, and store the verdicts.
 

@@ -1,7 +1,7 @@
 """``arena network-demo``: a whole subnet on this machine, fast-forwarded through one race day.
 
 A local chain with a manual clock, validators serving their API on loopback, and miners that upload
-the bundled agents with ``miner submit`` (real sr25519 wallets, commitments and signed uploads): the
+the bundled agents as ``miner submit`` does (real sr25519 wallets, commitments and signed uploads): the
 scripted baseline, the sub-task agent, the ReAct agent, a copycat uploading the ReAct agent renamed and
 reformatted (refused as a copy: no race, no weight), a cheater whose hard-coded answer the
 validators' gate refuses, and a table cheater carrying the masked answers of every public problem (the
@@ -40,7 +40,7 @@ from arena.validator import (
     open_validator_stack,
 )
 from arena.validator.demo import next_race_tick, standings
-from neurons import miner
+from neurons.submission import submit_file
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
 from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
@@ -154,7 +154,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         for name in miner_names:
             clock.advance(datetime.now(UTC) - clock.now())
             console.rule(f"miner {name}: arena miner submit {sources / f'{name}.py'}")
-            exit_codes[name] = _submit(sources / f"{name}.py", name, wallets_dir, root, settings.log_format)
+            exit_codes[name] = _submit(sources / f"{name}.py", wallets[name], chain, console)
 
         # The first tick set the burn-only weights in weights epoch 0 (one epoch per tempo); the race's
         # weights can only follow in a later epoch, so the race tick is at least a tempo away.
@@ -198,14 +198,10 @@ def _tick(validators: Sequence[Validator], what: str, chain: LocalChain, console
                           f"{drawn.seed.block} ({counts})")
 
 
-def _submit(agent: Path, name: str, wallets_dir: Path, root: Path, log_format: str) -> int:
-    """``miner submit`` as a miner runs it: commit on the local chain, signed upload to every validator."""
-    try:
-        miner.submit(agent, wallet_name=name, wallet_hotkey="default", wallet_path=wallets_dir, chain="local",
-                     netuid=None, home=root, timeout=60.0, log_format=log_format)
-    except typer.Exit as exc:
-        return exc.exit_code
-    return 0
+def _submit(agent: Path, wallet: Wallet, chain: LocalChain, console: Console) -> int:
+    """What ``miner submit`` does, with its exit code: commit on the local chain, signed upload to every
+    validator."""
+    return submit_file(console, agent, lambda: (wallet, chain), timeout=60.0)
 
 
 def print_summary(result: DemoResult, console: Console) -> None:

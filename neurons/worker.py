@@ -7,6 +7,7 @@ Entry points and wiring only: the work is in ``trajectories.training``.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import orjson
 import typer
 
+from neurons.options import FixedLogFormatOption, HomeOption
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.settings import HarnessSettings
@@ -31,7 +33,6 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
                        "evaluate checkpoints on held-out problems through the "
                        "validator's sandbox, or build the tiny Qwen3 used on CPU.")
 
-LogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
 DumpOption = Annotated[list[Path], typer.Option("--dump", exists=True, file_okay=False, help=(
     "A directory written by `dump export`; repeat for several days"))]
 CatalogOption = Annotated[Path | None, typer.Option("--catalog", exists=True, file_okay=False, help=(
@@ -42,7 +43,6 @@ ScriptedTeacherOption = Annotated[bool, typer.Option("--scripted-teacher", help=
     "loopback: for CPU runs of the teacher stage without an endpoint"))]
 ResumeOption = Annotated[bool, typer.Option(help=(
     "Continue from what OUT holds (rollouts, the newest checkpoint, finished pipeline stages)"))]
-HomeOption = Annotated[Path | None, typer.Option("--home", help="Data root (default $ARENA_HOME)")]
 
 
 class Serving(StrEnum):
@@ -77,9 +77,9 @@ def _settings(home: Path | None) -> HarnessSettings:
 
 
 def _bundled_catalog(settings: HarnessSettings) -> Path:
-    from neurons.demo import sample_world
+    from shoppingbench.sample_world import configured_sample_world
 
-    return sample_world(settings).catalog_dir
+    return configured_sample_world(settings, progress=sys.stderr.isatty()).catalog_dir
 
 
 @contextmanager
@@ -156,7 +156,7 @@ def train(
     scripted_teacher: ScriptedTeacherOption = False,
     resume: ResumeOption = True,
     home: HomeOption = None,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Run one training stage on the dumps' `train` split; the last line printed is a JSON summary.
 
@@ -183,7 +183,7 @@ def rollouts(
     scripted_teacher: ScriptedTeacherOption = False,
     resume: ResumeOption = True,
     home: HomeOption = None,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Only the rollout phase of a sampling stage, on one process: run it before `accelerate launch`-ing the
     stage's training on several GPUs (which then finds the rollouts complete). Prints the summary as JSON."""
@@ -268,7 +268,7 @@ def pipeline(
                                                 "pipeline's evaluation section says")] = True,
     resume: ResumeOption = True,
     home: HomeOption = None,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Run the whole recipe: each stage starts from the previous stage's model; finished stages (and
     evaluations) are skipped on a rerun. The held-out table per stage, with the best checkpoint, is
@@ -307,7 +307,7 @@ def watch(
     scripted_teacher: ScriptedTeacherOption = False,
     evaluate: Annotated[bool, typer.Option(help="Evaluate each day's model on its held-out problems")] = True,
     home: HomeOption = None,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Watch for new days of arena data and run the pipeline on each (progress in OUT/watch-state.json)."""
     _start(log_format)
@@ -355,7 +355,7 @@ def rewrite(
         "Tool results are cut to this many characters in the teacher's prompt"))] = 2000,
     temperature: Annotated[float, typer.Option(min=0, max=2, help="The teacher's temperature")] = 0.3,
     resume: ResumeOption = True,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Rewrite a dump's successful sub-task attempts into agentic dialogues with a teacher model.
 
@@ -444,7 +444,7 @@ def evaluate(
         "(transformers on loopback, CPU), or auto: vllm where CUDA and vllm are present, else hf"))
     ] = Serving.auto,
     home: HomeOption = None,
-    log_format: LogFormatOption = "console",
+    log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Evaluate a checkpoint on held-out problems through the validator's sandbox, proxy and scorer.
 

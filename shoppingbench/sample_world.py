@@ -3,7 +3,8 @@
 ``ensure_sample_world`` is idempotent and crash-safe: the world's manifest is removed before any file
 changes and written last (atomically), as is the catalog's build record, and a manifest is trusted only
 if it matches every argument and the sha256 of every file, so an interrupted run is redone rather than
-half-used.
+half-used. ``configured_sample_world`` is the one the settings describe: the default catalog of every
+command that is given none.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from shoppingbench.catalog.build import build_catalog, catalog_exists, open_cata
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.settings import HarnessSettings
 from shoppingbench.world import DEFAULT_COUNTS, LLMSettings, write_world
 from shoppingbench.world.writer import (
     DOCUMENTS_FILE,
@@ -97,3 +99,10 @@ def ensure_sample_world(world_dir: Path, *, products: int, seed: int,
             engine.close()
     log.info("sample_world_ready", world_dir=str(world_dir), problems=manifest.problems)
     return world
+
+
+def configured_sample_world(settings: HarnessSettings, *, progress: bool) -> SampleWorld:
+    """The sample world of ``settings`` (its directory under the data root, size, seed and rewording
+    model), generated on first use."""
+    return ensure_sample_world(settings.world_dir(), products=settings.world_products,
+                               seed=settings.world_seed, llm=settings.llm(), progress=progress)

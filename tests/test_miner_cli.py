@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
 from arena.storage import Base
 from arena.suites import FixedSource, PublicSuites, SuiteCache, SuitePlan
-from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, EXIT_REJECTED, app
+from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, app
+from neurons.submission import EXIT_REJECTED
 from shoppingbench.doubles.llm_server import create_app as create_stub_app
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
 from shoppingbench.doubles.scripted_policies import shopping_policy

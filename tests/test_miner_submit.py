@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.chain import AxonInfo, LocalChain
-from neurons.miner import EXIT_CHAIN, EXIT_NOT_DELIVERED, EXIT_REJECTED, app
+from neurons.miner import app
+from neurons.submission import EXIT_CHAIN, EXIT_NOT_DELIVERED, EXIT_REJECTED
 from tests.chain_support import make_wallet, register, running_validator
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,9 +1,9 @@
 """Record one evaluation run in the store as it happens: the run, its agent, its problems, every attempt.
 
-Whoever runs agents (``miner test`` now, the validator later) hands each finished attempt to
-:meth:`RunRecorder.record` the moment the runner yields it, so a crash loses at most the attempt in
-flight. Each attempt is labelled by the structural filter on the way in; failures are stored like any
-other attempt.
+Whoever runs agents (a validator's suite runs, and ``miner test`` through the same code) hands each
+finished attempt to :meth:`RunRecorder.record` the moment the runner yields it, so a crash loses at most
+the attempt in flight. Each attempt is labelled by the structural filter on the way in; failures are
+stored like any other attempt.
 """
 
 from __future__ import annotations

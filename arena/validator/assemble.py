@@ -1,9 +1,9 @@
 """Build a validator from settings: ``validator_catalog`` (the catalog it serves and generates its suites
 over, with the generators of its schedule: ``arena.suites.generators``), ``open_agent_runner`` (what runs
-agents: catalog, inference endpoint, grader, sandbox) and ``open_validator_stack`` (one validator:
-trajectory store, race log, generated suites, submission gate, public API), shared by ``validator run``
-and the local network demo, plus ``open_validator`` for the pieces that differ between a test and a
-deployment."""
+agents: catalog, inference endpoint, grader, sandbox; ``catalog_agent_runner`` over an open catalog, as
+``miner test`` runs them too) and ``open_validator_stack`` (one validator: trajectory store, race log,
+generated suites, submission gate, public API), shared by ``validator run`` and the local network demo,
+plus ``open_validator`` for the pieces that differ between a test and a deployment."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
-from shoppingbench.sample_world import ensure_sample_world
+from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.sandbox.runner import (
     AgentFile,
     InferenceProvider,
@@ -66,9 +66,7 @@ def validator_catalog(settings: ArenaSettings, *, progress: bool = False) -> Pat
                                     f"documents.jsonl.gz --catalog-dir {catalog_dir}`, or unset "
                                     "ARENA_CATALOG_DIR to use the bundled sample world")
         return catalog_dir
-    world = ensure_sample_world(settings.world_dir(), products=settings.world_products,
-                                seed=settings.world_seed, llm=settings.llm(), progress=progress)
-    return world.catalog_dir
+    return configured_sample_world(settings, progress=progress).catalog_dir
 
 
 def first_race_day(settings: ArenaSettings, genesis: datetime) -> date:
@@ -88,17 +86,25 @@ def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: Inference
 
 
 @contextmanager
-def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
-                      inference: InferenceProvider = configured_inference) -> Iterator[RunAgent]:
-    """Agents run over the catalog in the configured sandbox, graded by the production grader, calling the
-    endpoint ``inference`` opens (the configured one; an entry point may inject a test double)."""
-    with ExitStack() as stack:
-        engine = open_catalog(catalog_dir)
-        stack.callback(engine.close)
-        endpoint = stack.enter_context(inference(settings))
+def catalog_agent_runner(settings: ArenaSettings, engine: SearchEngine, *,
+                         inference: InferenceProvider = configured_inference) -> Iterator[RunAgent]:
+    """Agents run over the open catalog ``engine`` in the configured sandbox, graded by the production
+    grader, calling the endpoint ``inference`` opens (the configured one; an entry point may inject a test
+    double) while the block runs."""
+    with inference(settings) as endpoint:
         grader = Grader.from_settings(engine.get_products, settings)
         yield sandbox_runner(engine, grader, inference=endpoint,
                              sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
+
+
+@contextmanager
+def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
+                      inference: InferenceProvider = configured_inference) -> Iterator[RunAgent]:
+    """:func:`catalog_agent_runner` over the catalog in ``catalog_dir``, open while the block runs."""
+    with ExitStack() as stack:
+        engine = open_catalog(catalog_dir)
+        stack.callback(engine.close)
+        yield stack.enter_context(catalog_agent_runner(settings, engine, inference=inference))
 
 
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,

@@ -8,7 +8,7 @@ problems still missing, judges only attempts still without a verdict, and scores
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -64,19 +64,45 @@ def _arena(verdict: StoredVerdict) -> JudgeVerdict:
 
 
 @dataclass(frozen=True)
+class JudgedRun:
+    """Each problem's success and verdict, in suite order, and the structural-filter labels of the attempts
+    the call that judged them ran (not those it found already stored)."""
+
+    problem_ids: tuple[str, ...]
+    successes: tuple[bool, ...]
+    verdicts: tuple[JudgeVerdict, ...]
+    labels: Mapping[str, int]
+
+    def score(self) -> FinalScore:
+        """The suite's final score, with each problem's outcome."""
+        return suite_score(self.successes, self.verdicts, self.problem_ids)
+
+
+@dataclass(frozen=True)
 class SuiteRun:
-    """What one run needs besides the agent: where to record, how to run and how to judge."""
+    """What one run needs besides the agent: where to record, how to run and how to judge. A validator's
+    runs name it (``validator``); a miner's local test does not."""
 
     store: TrajectoryStore
     run_agent: RunAgent
     judge: Judge
-    validator: str
+    validator: str | None
     leak_config: LeakConfig
 
-    def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str,
-              submitted_at: float, suite: Sequence[Problem]) -> FinalScore:
+    def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
+              submitted_at: float | None, suite: Sequence[Problem]) -> FinalScore:
         """Run what is missing of ``suite``, judge what is unjudged, and score the whole suite (with each
         problem's outcome, in suite order)."""
+        result = self.judged(kind=kind, run_id=run_id, suite_name=suite_name, agent=agent, hotkey=hotkey,
+                             submitted_at=submitted_at, suite=suite).score()
+        log.info("suite_run_scored", run_id=run_id, kind=kind, success_rate=result.success_rate,
+                 mean_quality=result.mean_quality, score=result.score, judges=result.judge_label)
+        return result
+
+    def judged(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
+               submitted_at: float | None, suite: Sequence[Problem]) -> JudgedRun:
+        """Run what is missing of ``suite`` and judge what is unjudged: every problem's success and
+        verdict, in suite order."""
         try:
             code: str | None = agent.source.decode("utf-8")
         except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
@@ -108,11 +134,9 @@ class SuiteRun:
         if lost:  # the runner yields every problem or raises; a silent gap must not score as a failure
             raise RuntimeError(f"run {run_id} ended without attempts for {len(lost)} problems: {lost[:3]}")
         recorder.finish()
-        result = suite_score([successes[p.id] for p in suite], [verdicts[p.id] for p in suite],
-                             [p.id for p in suite])
-        log.info("suite_run_scored", run_id=run_id, kind=kind, success_rate=result.success_rate,
-                 mean_quality=result.mean_quality, score=result.score, judges=result.judge_label)
-        return result
+        return JudgedRun(problem_ids=tuple(p.id for p in suite),
+                         successes=tuple(successes[p.id] for p in suite),
+                         verdicts=tuple(verdicts[p.id] for p in suite), labels=dict(recorder.labels))
 
     def _judge(self, record: AttemptRecord) -> JudgeVerdict:
         verdict = self.judge.judge(JudgeInput.from_record(record))
