@@ -57,10 +57,8 @@ from shoppingbench.sandbox.runner import (
     run_suite,
 )
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent
 from trajectories.recorder import RunRecorder
-from trajectories.settings import StoreSettings
 from trajectories.store import AgentEntry, AttemptKey, StoreError, TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
@@ -103,16 +101,16 @@ def generated_seeds(seeds: list[str], count: int) -> list[str]:
     return [f"generated/{seed}" for seed in seeds or [secrets.token_hex(8) for _ in range(count)]]
 
 
-def _generated_suites(catalog_dir: Path, seeds: list[str], day: date) -> dict[str, list[Problem]]:
+def _generated_suites(settings: ArenaSettings, catalog_dir: Path, seeds: list[str],
+                      day: date) -> dict[str, list[Problem]]:
     """One suite of the qualifying size per generator seed, generated as validators generate theirs: by
     the generator their schedule names for ``day``."""
-    settings = ArenaSettings()
     with open_scheduled_sources(catalog_dir, settings.schedule()) as sources:
         source = sources.for_day(day)
         return {seed: source.generate(seed, settings.qualifying_suite_sizes()) for seed in seeds}
 
 
-def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Path], per_category: int,
+def _world(settings: ArenaSettings, catalog: Path | None, suite_files: list[Path], per_category: int,
            seeds: list[str] | None,
            day: date) -> tuple[BM25SearchEngine, list[Problem], dict[str, list[Problem]]]:
     """The catalog engine, the problems to run and the generated suites they come from: one suite per
@@ -121,7 +119,7 @@ def _world(settings: HarnessSettings, catalog: Path | None, suite_files: list[Pa
         if suite_files:
             raise typer.BadParameter("--generated and --practice generate their suites: drop --suite")
         catalog_dir = catalog or sample_world(settings).catalog_dir
-        suites = _generated_suites(catalog_dir, seeds, day)
+        suites = _generated_suites(settings, catalog_dir, seeds, day)
         return open_catalog(catalog_dir), [p for suite in suites.values() for p in suite], suites
     if catalog is None:
         world = sample_world(settings)
@@ -238,7 +236,7 @@ def test(
                                  "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
                                  "inference_base_url": inference_url,
                                  "inference_models": ",".join(models) if models else None}
-    settings = HarnessSettings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level)
     console = Console()
     agent_file = AgentFile.read(agent)
@@ -282,7 +280,7 @@ def test(
     destination = out or results_path(settings, f"miner-test-{agent.stem}")
     destination.parent.mkdir(parents=True, exist_ok=True)
     grader = Grader.from_settings(engine.get_products, settings)
-    judge = ArenaSettings().judge()
+    judge = settings.judge()
     verdicts: dict[str, JudgeVerdict] = {}
     run_id = new_run_id()
     recorder = _recorder(settings, agent_file, suite, run_id, console) if store else None
@@ -361,9 +359,9 @@ def _final_score_table(attempts: list[AttemptRecord], verdicts: dict[str, JudgeV
     return table
 
 
-def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem], run_id: str,
+def _recorder(settings: ArenaSettings, agent: AgentFile, suite: list[Problem], run_id: str,
               console: Console) -> RunRecorder:
-    url = StoreSettings(home=settings.home).url()
+    url = settings.trajectory_store_url()
     try:
         trajectory_store = TrajectoryStore.open(url)
     except (StoreError, OSError, SQLAlchemyError) as exc:
@@ -374,7 +372,7 @@ def _recorder(settings: HarnessSettings, agent: AgentFile, suite: list[Problem],
         code: str | None = agent.source.decode("utf-8")
     except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
         code = None
-    clusters = cluster_problems(suite, ArenaSettings().leak_config())
+    clusters = cluster_problems(suite, settings.leak_config())
     return RunRecorder(trajectory_store, run_id=run_id, kind="local_test", suite="miner-test",
                        agent=AgentEntry(code_hash=agent.sha256, code=code), problems=suite,
                        leak_clusters=clusters.cluster_of)
