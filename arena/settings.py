@@ -1,7 +1,9 @@
-"""Arena configuration: the harness settings plus the judge, suites, race and weights (``ARENA_*``).
+"""Arena configuration: the judge, suites, race and weights (``ARENA_*``) over the harness and the store.
 
-As everywhere: CLI flags override environment variables, which override a ``.env`` file, which
-overrides these defaults. Each ``*_rules``/``*_config`` method hands the pure modules their rules.
+``ArenaSettings`` composes the arena's own settings with the harness section (which declares ``home``)
+and the trajectory store section, flat, so every ``ARENA_*`` name reads as it always has. As everywhere:
+CLI flags override environment variables, which override a ``.env`` file, which overrides these
+defaults. Each ``*_rules``/``*_config`` method hands the pure modules their rules.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from arena.weights import WeightRules
 from shoppingbench.generator import DEFAULT_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
 from shoppingbench.settings import HarnessSettings
+from trajectories.settings import StoreSettings
 
 
-class ArenaSettings(HarnessSettings):
+class ArenaSettings(HarnessSettings, StoreSettings):
     # judge
     judge_base_url: str | None = Field(default=None, description="OpenAI-compatible judge endpoint; "
                                                                  "unset: the offline rules judge")

@@ -18,7 +18,6 @@ from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.dumps.splits import DEFAULT_SALT
 from trajectories.filter import FilterConfig
 from trajectories.labelling import label_stored
-from trajectories.settings import StoreSettings
 from trajectories.store import StoreError, TrajectoryStore
 from trajectories.store.engine import make_engine
 from trajectories.store.migrate import current_revision, upgrade
@@ -83,7 +82,9 @@ def _held_out(path: Path | None) -> frozenset[str]:
 
 
 def _store_url(store_url: str | None) -> str:
-    return store_url or StoreSettings().url()
+    from neurons.settings import ResearchSettings
+
+    return store_url or ResearchSettings().trajectory_store_url()
 
 
 def _open(store_url: str | None) -> TrajectoryStore:

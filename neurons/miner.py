@@ -35,7 +35,6 @@ from shoppingbench.sandbox.backends import SandboxUnavailable
 from shoppingbench.sandbox.runner import AgentFile, configured_inference
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.submission_check import check_agent
-from trajectories.settings import StoreSettings
 from trajectories.store import StoreError, TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
@@ -176,7 +175,7 @@ def _open_store(settings: ArenaSettings, console: Console, record: bool) -> Iter
         with local_test.throwaway_store() as scratch:
             yield scratch
         return
-    url = StoreSettings(home=settings.home).url()
+    url = settings.trajectory_store_url()
     try:
         store = TrajectoryStore.open(url)
     except (StoreError, OSError, SQLAlchemyError) as exc:

@@ -21,7 +21,7 @@ import typer
 from bittensor import Wallet
 from pydantic import Field
 
-from arena.chain import AxonInfo, ChainError, ChainSettings, open_chain
+from arena.chain import AxonInfo, ChainError, ChainSection, open_chain
 from arena.race import SystemClock
 from arena.settings import ArenaSettings
 from arena.suites import ScheduleError
@@ -64,8 +64,9 @@ def parse_schedule(text: str | None) -> Any:
         raise typer.BadParameter(f"not JSON: {exc}", param_hint="--generator-schedule") from None
 
 
-class ValidatorSettings(ArenaSettings, ChainSettings):
-    """Flags > ``ARENA_*`` environment > ``.env`` > defaults."""
+class ValidatorSettings(ArenaSettings, ChainSection):
+    """The validator's root: the arena (harness, store) with the chain section, the wallet, the work loop
+    and the public API. Flags > ``ARENA_*`` environment > ``.env`` > defaults."""
 
     log_format: Literal["console", "json"] = "json"
     wallet_name: str = Field(default="validator", description="bittensor wallet name")

@@ -24,6 +24,7 @@ from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.settings import HarnessSettings
 
 if TYPE_CHECKING:
+    from neurons.settings import ResearchSettings
     from trajectories.training.stage import StageConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
@@ -72,8 +73,10 @@ def _start(log_format: str) -> None:
     _offline()
 
 
-def _settings(home: Path | None) -> HarnessSettings:
-    return HarnessSettings(home=home) if home is not None else HarnessSettings()
+def _settings(home: Path | None) -> ResearchSettings:
+    from neurons.settings import ResearchSettings
+
+    return ResearchSettings(home=home) if home is not None else ResearchSettings()
 
 
 def _bundled_catalog(settings: HarnessSettings) -> Path:
@@ -311,7 +314,6 @@ def watch(
 ) -> None:
     """Watch for new days of arena data and run the pipeline on each (progress in OUT/watch-state.json)."""
     _start(log_format)
-    from trajectories.settings import StoreSettings
     from trajectories.store import TrajectoryStore
     from trajectories.training.watch import Watcher
 
@@ -322,7 +324,7 @@ def watch(
         _run_pipeline(config, dumps, target, catalog=catalog, scripted_teacher=scripted_teacher, resume=True,
                       evaluate=evaluate, settings=settings)
 
-    store = (TrajectoryStore.open(store_url or StoreSettings(home=settings.home).url(), migrate=False)
+    store = (TrajectoryStore.open(store_url or settings.trajectory_store_url(), migrate=False)
              if from_store or store_url else None)
     with store if store is not None else nullcontext(), _stage_errors():
         Watcher(dumps_root=dumps_root, out=out, train=train_day, window_days=window_days, store=store,

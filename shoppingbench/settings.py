@@ -1,12 +1,15 @@
 """Harness configuration: CLI flags override environment (``ARENA_*``) override ``.env`` override defaults.
 
-The defaults need nothing: a sample world under ``~/.shopping-arena``, the tool server on loopback.
+``HarnessSettings`` is the base of every entry point's root settings and the one place ``home`` (the
+data root) is declared. Sections of higher packages (the store, the chain) are mixed into a root beside
+it and reach the data root through :class:`Rooted`. The defaults need nothing: a sample world under
+``~/.shopping-arena``, the tool server on loopback.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -14,7 +17,16 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from shoppingbench.world.llm import LLMSettings
 
 
+class Rooted(Protocol):
+    """What a settings section needs from the root it is mixed into: the data root."""
+
+    @property
+    def root(self) -> Path: ...
+
+
 class HarnessSettings(BaseSettings):
+    """The harness section (worlds, sandbox, inference, logs) with ``home``: the base of every root."""
+
     model_config = SettingsConfigDict(env_prefix="ARENA_", env_file=".env", extra="ignore")
 
     home: Path = Field(default=Path("~/.shopping-arena"), description="Root for catalogs, worlds and results")

@@ -1,22 +1,29 @@
-"""Where the trajectory store lives: ``ARENA_STORE_URL``, else a SQLite file under ``ARENA_HOME``."""
+"""The store section: ``ARENA_STORE_URL``, else a SQLite file under the root's data root (``ARENA_HOME``).
+
+A plain model, mixed into an entry point's root settings beside the harness, which declares ``home``.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Protocol
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field
+
+from shoppingbench.settings import Rooted
 
 
-class StoreSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ARENA_", env_file=".env", extra="ignore")
+class _RootedStore(Rooted, Protocol):
+    store_url: str | None
 
-    home: Path = Field(default=Path("~/.shopping-arena"), description="Data root of the arena")
+
+class StoreSettings(BaseModel):
+    """The store section of a root settings object."""
+
     store_url: str | None = Field(default=None, description=(
         "SQLAlchemy URL of the store, e.g. postgresql+psycopg://user@host:5432/arena. "
         "Default: the embedded SQLite file <home>/trajectories.sqlite3"))
 
-    def url(self) -> str:
+    def trajectory_store_url(self: _RootedStore) -> str:
         if self.store_url:
             return self.store_url
-        return f"sqlite:///{self.home.expanduser() / 'trajectories.sqlite3'}"
+        return f"sqlite:///{self.root / 'trajectories.sqlite3'}"

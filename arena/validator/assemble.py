@@ -45,7 +45,6 @@ from shoppingbench.sandbox.runner import (
     iter_attempts,
 )
 from shoppingbench.search.base import SearchEngine
-from trajectories.settings import StoreSettings
 from trajectories.store import TrajectoryStore
 
 log = structlog.get_logger(__name__)
@@ -155,7 +154,7 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
     ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
     hotkey = str(wallet.hotkey.ss58_address)
     with ExitStack() as stack:
-        store = TrajectoryStore.open(StoreSettings(home=settings.home).url())
+        store = TrajectoryStore.open(settings.trajectory_store_url())
         stack.callback(store.close)
         validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock,
                                    sources=sources, run_agent=run_agent, store=store)
