@@ -1,4 +1,5 @@
-"""Shopper wording: how a request names an item, its constraints, services, prices and vouchers.
+"""Shopper wording shared by the sample world and the race-suite generator: how a request names an item,
+its constraints, services, prices and vouchers.
 
 Every phrase keeps the constrained value verbatim (``black``, ``750ml``, ``stainless steel``), so the
 request states each fact the reward checks and a keyword search built from the request can find the
