@@ -28,10 +28,10 @@ from shoppingbench.generator.writer.lexicon import (
     save_lexicon,
 )
 from shoppingbench.generator.writer.propose import key_refusal, value_refusal
-from shoppingbench.generator.writer.sample import sample_world_lexicon
 from shoppingbench.llm_stub import StubReply, create_app
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.world.catalog import generate_products
+from shoppingbench.world.lexicon import sample_world_lexicon
 from tests.servers import running_server
 
 MODEL = "phrasing-model"
