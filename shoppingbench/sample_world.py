@@ -19,14 +19,8 @@ from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.world import DEFAULT_COUNTS, LLMSettings, write_world
-from shoppingbench.world.writer import (
-    DOCUMENTS_FILE,
-    GENERATOR,
-    MANIFEST_FILE,
-    PROBLEMS_DIR,
-    WorldManifest,
-    sha256_file,
-)
+from shoppingbench.world.writer import DOCUMENTS_FILE, GENERATOR, PROBLEMS_DIR, sha256_file
+from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 
 log = structlog.get_logger(__name__)
 

@@ -24,7 +24,7 @@ from shoppingbench.generator.writer.lexicon import (
     LexiconError,
     load_lexicon,
 )
-from shoppingbench.world.writer import MANIFEST_FILE, WorldManifest
+from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 
 __all__ = ["WRITER_VERSION", "Lexicon", "LexiconError", "LexiconWriter", "lexicon_path", "writer_for_catalog"]
 
