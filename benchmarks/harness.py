@@ -33,7 +33,7 @@ from typing import Any, cast
 import orjson
 
 from shoppingbench.agents import scripted_baseline
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import EvaluationResult, Grader, collect, iter_in_process, new_run_id
 from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.problems.models import CATEGORIES, Problem

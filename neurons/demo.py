@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from shoppingbench.agents.scripted_baseline import agent_main
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import EvaluationResult, evaluate
 from shoppingbench.records import ProxyCall
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world

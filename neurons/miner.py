@@ -42,7 +42,7 @@ from arena.suites.generators import open_scheduled_sources
 from arena.validator.api import EmbargoEntry
 from arena.validator.runs import stored_verdict
 from neurons.demo import first_refusal, results_path, results_table, sample_world
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import Grader, new_run_id
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems

@@ -14,7 +14,7 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from shoppingbench.catalog.build import build_catalog, catalog_exists, open_catalog
+from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalog
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine

@@ -17,9 +17,9 @@ import numpy as np
 import orjson
 import pytest
 
-from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import SERVICES, Product, document_for
 from shoppingbench.catalog.store import ProductStore
+from shoppingbench.catalog_dir import build_catalog
 from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
 from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.fingerprint import CACHE_FILE, hash_store

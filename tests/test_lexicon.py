@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from neurons.cli import app
-from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import Product, document_for
+from shoppingbench.catalog_dir import build_catalog
 from shoppingbench.generator.writer import LexiconError, LexiconWriter, lexicon_path, writer_for_catalog
 from shoppingbench.generator.writer.lexicon import (
     LEXICON_FILE,

@@ -31,7 +31,7 @@ from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
-from shoppingbench.catalog.build import catalog_exists, open_catalog
+from shoppingbench.catalog_dir import catalog_exists, open_catalog
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig

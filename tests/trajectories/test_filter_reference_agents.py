@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import Grader
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.llm_stub.server import create_app

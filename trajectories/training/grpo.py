@@ -28,7 +28,7 @@ from transformers import PreTrainedTokenizerBase
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer, RewardFunc
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.settings import HarnessSettings

@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, model_validator
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import Grader
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from shoppingbench.catalog.build import BUILD_RECORD
+from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.generator.request import RequestWriter
 from shoppingbench.generator.writer.compose import WRITER_VERSION, LexiconWriter
 from shoppingbench.generator.writer.lexicon import (
