@@ -34,7 +34,7 @@ import orjson
 
 from shoppingbench.agents import scripted_baseline
 from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.evaluation import EvaluationResult, Grader, collect, iter_in_process, new_run_id
+from shoppingbench.evaluation import EvaluationResult, collect, iter_in_process, new_run_id
 from shoppingbench.llm_stub.server import StubReply, create_app
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.proxy import InferenceConfig
@@ -43,6 +43,7 @@ from shoppingbench.sandbox.backends import BackendName
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.server import create_app as create_tool_app

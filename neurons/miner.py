@@ -43,7 +43,7 @@ from arena.validator.api import EmbargoEntry
 from arena.validator.runs import stored_verdict
 from neurons.demo import first_refusal, results_path, results_table, sample_world
 from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.evaluation import Grader, new_run_id
+from shoppingbench.evaluation import new_run_id
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError, load_problems
 from shoppingbench.problems.models import Problem
@@ -56,6 +56,7 @@ from shoppingbench.sandbox.runner import (
     run_inference,
     run_suite,
 )
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.submission_check import CheckReport, check_agent

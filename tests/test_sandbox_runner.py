@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from shoppingbench.agent_sdk import COMPAT_DIR
-from shoppingbench.evaluation import Grader, iter_in_process
+from shoppingbench.evaluation import iter_in_process
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.llm_stub.server import create_app
 from shoppingbench.problems.models import Problem, public_id
@@ -30,6 +30,7 @@ from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
 from shoppingbench.sandbox.uids import lease_uids
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import (

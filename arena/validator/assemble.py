@@ -32,12 +32,12 @@ from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
 from shoppingbench.catalog_dir import catalog_exists, open_catalog
-from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts, run_inference
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from trajectories.settings import StoreSettings
 from trajectories.store import TrajectoryStore

@@ -18,7 +18,6 @@ import httpx
 import pytest
 from peft import AutoPeftModelForCausalLM
 
-from shoppingbench.evaluation import Grader
 from shoppingbench.llm_stub import create_app as create_stub_app
 from shoppingbench.llm_stub.policies import shopping_policy
 from shoppingbench.proxy.budgets import InferenceBudgets
@@ -27,6 +26,7 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.serving import running_server
