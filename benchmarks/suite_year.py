@@ -35,7 +35,7 @@ from arena.settings import ArenaSettings
 from arena.storage import Base
 from arena.suites.clusters import text_links
 from arena.suites.generators import open_scheduled_sources
-from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out
+from arena.suites.held_out import HeldOutSuite, compromised, generate_held_out
 from arena.suites.public import (
     PublicSuites,
     RaceSeed,
