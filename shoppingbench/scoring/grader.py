@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
+from shoppingbench.scoring.answer import as_steps
 from shoppingbench.scoring.attempt import AttemptScore, ProductLookup, score_attempt
-from shoppingbench.scoring.dialogue import as_steps
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder, TitleEmbedder
 from shoppingbench.scoring.profiles import ScoringProfile, get_profile
 from shoppingbench.scoring.verified import check_answer

@@ -49,7 +49,7 @@ from shoppingbench.dialogue import ToolCall, create_dialogue_step
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.scoring import AttemptScore, score_attempt
-from shoppingbench.scoring.dialogue import tool_calls
+from shoppingbench.scoring.answer import tool_calls
 from shoppingbench.scoring.grader import Grader
 from trajectories.training.evaluate import Hallucinations, count_unseen_ids, named_product_ids
 
