@@ -35,8 +35,9 @@ import orjson
 
 from arena.suites.clusters import LeakConfig, cluster_problems
 from shoppingbench.catalog.models import Product
+from shoppingbench.problems import wording
 from shoppingbench.problems.models import Category, Problem, RewardTarget, Voucher
-from shoppingbench.world import generate_products, queries
+from shoppingbench.world import generate_products
 from shoppingbench.world.vocabulary import LEAF_BY_PATH
 
 PRICE_SHARE = 0.7
@@ -84,7 +85,7 @@ def disguise(query: str, rng: random.Random) -> str:
     text = _OPENER.sub("", request.strip().rstrip(".?!"))
     pieces = [p for p in _SPLIT.split(text) if p.strip()]
     rng.shuffle(pieces)
-    text = queries.join_clauses(pieces, rng)
+    text = wording.join_clauses(pieces, rng)
     for pattern, alternatives in _REWORDINGS:
         if rng.random() < 0.7:
             text = re.sub(pattern, rng.choice(alternatives), text, flags=re.IGNORECASE)
@@ -127,29 +128,29 @@ def _item(product: Product, rng: random.Random) -> tuple[str, RewardTarget, froz
             option = product.sku_options[rng.choice(sorted(product.sku_options))]
             key = rng.choice(sorted(option))
             reward["sku_options"] = [{key: option[key]}]
-            clauses.append(queries.sku_phrase(key, option[key], rng))
+            clauses.append(wording.sku_phrase(key, option[key], rng))
             facts.append(option[key])
         elif kind == "service":
             service = rng.choice(product.service)
             reward["service"] = [service]
-            clauses.append(queries.service_phrase(service, rng))
+            clauses.append(wording.service_phrase(service, rng))
             facts.append(service)
         elif kind == "price":
             high = math.ceil(product.price * rng.uniform(1.05, 1.6))
             reward["price"] = [{"less than": [None, float(high)]}]
-            clauses.append(queries.price_phrase("less than", None, high, rng))
+            clauses.append(wording.price_phrase("less than", None, high, rng))
             facts.append(f"price<{high}")
         else:
             key = kind.removeprefix("attr:")
             value = rng.choice(product.attributes[key])
             attributes.append({key: [value]})
-            clauses.append(queries.attribute_phrase(key, value, rng))
+            clauses.append(wording.attribute_phrase(key, value, rng))
             facts.append(value)
     if attributes:
         reward["attributes"] = attributes
-    phrase = queries.article(" ".join(noun))
+    phrase = wording.article(" ".join(noun))
     if clauses:
-        phrase += " " + queries.join_clauses(clauses, rng)
+        phrase += " " + wording.join_clauses(clauses, rng)
     return phrase, RewardTarget.model_validate(reward), frozenset(" ".join(facts).split())
 
 
@@ -166,12 +167,12 @@ def _request(category: Category, products: Sequence[Product],
     phrases = [phrase for phrase, _, _ in items]
     voucher = None
     if category == "product":
-        query = queries.product_query(phrases[0], rng)
+        query = wording.product_query(phrases[0], rng)
     elif category == "shop":
-        query = queries.shop_query(phrases, rng)
+        query = wording.shop_query(phrases, rng)
     else:
         voucher = _voucher(sum(p.price for p in products), rng)
-        query = f"{queries.voucher_items(phrases, rng)}\n\n{queries.voucher_rules(voucher)}"
+        query = f"{wording.voucher_items(phrases, rng)}\n\n{wording.voucher_rules(voucher)}"
     problem = Problem(category=category, query=query, targets=[t for _, t, _ in items], voucher=voucher)
     facts = (category, frozenset(f for _, _, f in items), voucher.model_dump_json() if voucher else None)
     return problem, facts

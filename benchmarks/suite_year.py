@@ -35,7 +35,7 @@ from arena.settings import ArenaSettings
 from arena.storage import Base
 from arena.suites.clusters import text_links
 from arena.suites.generators import open_scheduled_sources
-from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out
+from arena.suites.held_out import HeldOutSuite, compromised, generate_held_out
 from arena.suites.public import (
     PublicSuites,
     RaceSeed,
@@ -45,6 +45,7 @@ from arena.suites.public import (
     practice_week,
     targets_of,
 )
+from benchmarks.sample_catalogs import DEFAULT_CACHE, catalog_dir
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Problem
 
@@ -162,8 +163,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="Where benchmark catalogs are kept")
     args = parser.parse_args(argv)
     configure_logging("console", "WARNING")
-    from benchmarks.suites import DEFAULT_CACHE, catalog_dir
-
     directory = catalog_dir(args.products, 0, args.cache or DEFAULT_CACHE)
     with open_scheduled_sources(directory, ArenaSettings().schedule()) as sources:
         report = simulate_year(sources, days=args.days, per_category=args.per_category)

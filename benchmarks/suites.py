@@ -35,19 +35,18 @@ from typing import Any
 import orjson
 
 from arena.suites import FixedSource
+from benchmarks.sample_catalogs import DEFAULT_CACHE, catalog_dir
 from benchmarks.suite_year import simulate_year
 from shoppingbench.generator import DEFAULT_VERSION, VERSIONS, ProblemGenerator
 from shoppingbench.generator.request import GeneratedProblem
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck, as_sampled
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
-from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder
 from shoppingbench.search.base import MAX_PAGE, PAGE_SIZE, FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 
 PER_CATEGORY: dict[Category, int] = {"product": 20, "shop": 20, "voucher": 20}
-DEFAULT_CACHE = Path.home() / ".cache" / "shopping-arena" / "bench-worlds"
 
 
 def _say(message: str) -> None:
@@ -71,16 +70,6 @@ def independently_solvable(engine: BM25SearchEngine, generated: GeneratedProblem
     sampled = as_sampled(generated.problem, engine.get_products)
     check = SolvabilityCheck(_Paged(engine), engine.get_products, rewards)
     return sampled is not None and check.solvable(sampled, generated.search_terms)
-
-
-def catalog_dir(products: int, seed: int, cache: Path) -> Path:
-    """The sample-world catalog of ``products`` products (built on first use, then reused)."""
-    started = time.perf_counter()
-    world = ensure_sample_world(cache / f"sample-{products}-seed{seed}", products=products, seed=seed,
-                                counts={}, progress=True)
-    _say(f"catalog of {products:,} products ready in {time.perf_counter() - started:.1f}s: "
-         f"{world.catalog_dir}")
-    return world.catalog_dir
 
 
 def _targets(suite: Sequence[Problem]) -> set[str]:

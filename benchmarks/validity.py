@@ -37,7 +37,7 @@ import orjson
 
 from benchmarks.validity_metrics import wording_figures
 from benchmarks.validity_run import AGENTS, run_agents, sampler_shape, twins
-from shoppingbench.catalog.build import build_catalog, catalog_exists, open_catalog
+from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalog
 from shoppingbench.generator.writer import lexicon_path
 from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
 from shoppingbench.generator.writer.lexicon import load_lexicon, save_lexicon

@@ -17,7 +17,7 @@ from benchmarks import validity_parser
 from benchmarks.validity_metrics import wording_figures
 from shoppingbench.agents import scripted_baseline
 from shoppingbench.catalog.models import Product
-from shoppingbench.evaluation import AgentMain, Grader, collect, iter_in_process, new_run_id
+from shoppingbench.evaluation import AgentMain, collect, iter_in_process, new_run_id
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.request import ItemRequest, RequestWriter
@@ -25,6 +25,7 @@ from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.server import create_app as create_tool_app

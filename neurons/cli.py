@@ -147,8 +147,8 @@ def catalog_import(
     truncated gzip, a plain file cut mid-line) fails with exit code 2; more bad lines than --max-bad
     (default 0) fail with exit code 3. Either way the previous catalog stays in place.
     """
-    from shoppingbench.catalog.build import TooManyBadLines, build_catalog
     from shoppingbench.catalog.importer import CatalogImportError
+    from shoppingbench.catalog_dir import TooManyBadLines, build_catalog
 
     _settings(log_format=log_format)
     try:
@@ -222,7 +222,7 @@ def tools_serve(
     log_format: LogFormatOption = None,
 ) -> None:
     """Serve find_product, view_product_information and get_product_raw over HTTP (docs at /docs)."""
-    from shoppingbench.catalog.build import open_catalog
+    from shoppingbench.catalog_dir import open_catalog
     from shoppingbench.tools.server import serve_tools
 
     settings = _settings(log_format=log_format)

@@ -14,7 +14,7 @@ import orjson
 from rich.console import Console
 
 from shoppingbench.agents.scripted_baseline import agent_main
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.evaluation import EvaluationResult, evaluate
 from shoppingbench.results import results_path, results_table
 from shoppingbench.sample_world import configured_sample_world

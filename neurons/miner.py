@@ -25,7 +25,7 @@ from arena.validator import local_test
 from arena.validator.miner_status import print_reports, validator_reports
 from neurons import options
 from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import ProblemFileError

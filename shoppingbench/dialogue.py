@@ -1,13 +1,9 @@
-"""The dialogue step an agent returns for each turn: its typed model for host code, and a builder.
+"""Typed models of the dialogue step an agent returns for each turn, and a builder from typed tool calls.
 
-Shape (the agent contract): ``{"completion": {"reasoning_content", "content", "message": {"think"?,
-"tool_call"?: [{name, parameters, tool_call_id, result}], "response"?}}, "extra_info": {"step",
-"query", "timestamp"}}``. ``content`` holds the tagged text the format score reads:
-``<think>..</think>``, ``<tool_call>[{"name", "parameters"}, ..]</tool_call>``, ``<response>..</response>``.
-
-Agents build steps with the SDK (``shoppingbench.agent_sdk.create_dialogue_step``, the reference
-arena's signature); the helpers here are the same code for host-side callers that hold typed
-:class:`ToolCall` models.
+The step's shape (the agent contract) and its builder are owned by :mod:`shoppingbench.agent_sdk.steps`,
+which ships into the sandbox on its own; these pydantic models describe and validate that shape for host
+code (training, rewriting, tests), and :func:`create_dialogue_step` here calls the SDK's builder for
+callers that hold typed :class:`ToolCall` models.
 """
 
 from __future__ import annotations
@@ -17,10 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.agent_sdk.steps import create_dialogue_step as _sdk_create_dialogue_step
-from shoppingbench.agent_sdk.steps import format_content
 
-__all__ = ["Completion", "DialogueStep", "StepInfo", "StepMessage", "ToolCall", "create_dialogue_step",
-           "format_content"]
+__all__ = ["Completion", "DialogueStep", "StepInfo", "StepMessage", "ToolCall", "create_dialogue_step"]
 
 
 class ToolCall(BaseModel):

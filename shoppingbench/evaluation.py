@@ -1,9 +1,9 @@
-"""Grading attempts into records, and running an agent over a suite in-process.
+"""Running an agent over a suite in-process, and collecting a stream of attempt records into a result.
 
-:class:`Grader` is the one path from "what an agent did" to an :class:`AttemptRecord`: the sandboxed
-runner (``shoppingbench.sandbox``) and the in-process evaluator below both use it, so a dialogue gets
-the same score and record whichever ran it. :func:`collect` turns a stream of records into the
-suite's result, with a progress bar and a per-attempt callback for callers that persist each one.
+Every record is made by :class:`shoppingbench.scoring.grader.Grader`, the one path the sandboxed runner
+(``shoppingbench.sandbox``) also takes, so a dialogue gets the same score and record whichever ran it.
+:func:`collect` turns a stream of records into the suite's result, with a progress bar and a
+per-attempt callback for callers that persist each one.
 
 The in-process evaluator trusts the agent (it runs in this process): it exists for the bundled
 reference agents and for debugging. It has no per-problem timeout, since a thread cannot be stopped;
@@ -18,7 +18,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -26,74 +25,14 @@ from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from shoppingbench.problems.models import Problem
-from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
-from shoppingbench.scoring import (
-    AttemptScore,
-    CachedEmbedder,
-    MiniLMEmbedder,
-    ProductLookup,
-    ScoringProfile,
-    SuiteScore,
-    TitleEmbedder,
-    aggregate,
-    get_profile,
-    score_attempt,
-)
-from shoppingbench.scoring.dialogue import as_steps
-from shoppingbench.settings import HarnessSettings
-from shoppingbench.verified import check_answer
+from shoppingbench.records import AttemptFailure, AttemptRecord
+from shoppingbench.scoring import ProductLookup, ScoringProfile, SuiteScore, TitleEmbedder, aggregate
+from shoppingbench.scoring.grader import Grader
 
 log = structlog.get_logger(__name__)
 
 AgentMain = Callable[[dict[str, Any]], list[dict[str, Any]]]
 OnAttempt = Callable[[AttemptRecord], None]
-
-
-@dataclass(frozen=True)
-class Grader:
-    """Scores attempts with the one scorer and wraps them into records."""
-
-    products: ProductLookup
-    embedder: TitleEmbedder
-    profile: ScoringProfile
-
-    @classmethod
-    def from_settings(cls, products: ProductLookup, settings: HarnessSettings) -> Grader:
-        """The production grader: MiniLM title vectors cached under the data root, the configured profile."""
-        return cls(products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
-                   get_profile(settings.scoring_profile))
-
-    def record(self, *, run_id: str, agent_hash: str, problem: Problem, steps: object,
-               failure: AttemptFailure | None, started_at: float, finished_at: float,
-               proxy_log: Sequence[ProxyCall] | None = None, stderr_tail: str = "",
-               agent_ms: float | None = None) -> AttemptRecord:
-        """The record of one attempt. A failed attempt scores 0 everywhere with the failure's reason.
-
-        ``proxy_log`` is the attempt's verified proxy log; with one (every sandboxed run: miner test,
-        validator, worker) the arena's verified-answer rule applies (``shoppingbench.verified``): an
-        answer with an id no tool returned fails as ``unverified_answer``, scored 0, with the reference
-        scorer's grades kept in ``reference_score``. Without one (trusted in-process runs) it cannot apply.
-        """
-        reference: AttemptScore | None = None
-        verified: bool | None = None
-        if failure is not None:
-            score = AttemptScore.failure(problem, failure.reason, self.profile)
-            recorded: list[Any] = []
-        else:
-            score = score_attempt(problem, steps, self.products, self.embedder, self.profile)
-            recorded = list(as_steps(steps))  # exactly what the scorer read as steps
-            if proxy_log is not None:
-                check = check_answer(score.answer, proxy_log)
-                verified = check.verified
-                if not verified:
-                    failure, reference = check.failure(), score
-                    score = AttemptScore.failure(problem, failure.reason, self.profile).model_copy(
-                        update={"answer": reference.answer})
-        return AttemptRecord(run_id=run_id, problem_id=problem.id, category=problem.category,
-                             query=problem.query, agent_hash=agent_hash, steps=recorded,
-                             proxy_log=list(proxy_log or ()), score=score, reference_score=reference,
-                             answer_verified=verified, failure=failure, started_at=started_at,
-                             finished_at=finished_at, stderr_tail=stderr_tail, agent_ms=agent_ms)
 
 
 class EvaluationResult(BaseModel):

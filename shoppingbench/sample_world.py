@@ -15,20 +15,14 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from shoppingbench.catalog.build import build_catalog, catalog_exists, open_catalog
+from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalog
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.world import DEFAULT_COUNTS, LLMSettings, write_world
-from shoppingbench.world.writer import (
-    DOCUMENTS_FILE,
-    GENERATOR,
-    MANIFEST_FILE,
-    PROBLEMS_DIR,
-    WorldManifest,
-    sha256_file,
-)
+from shoppingbench.world.writer import DOCUMENTS_FILE, GENERATOR, PROBLEMS_DIR, sha256_file
+from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 
 log = structlog.get_logger(__name__)
 

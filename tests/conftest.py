@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings
 from sqlalchemy.exc import OperationalError
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
 from shoppingbench.search.engine import BM25SearchEngine
 from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database

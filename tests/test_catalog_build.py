@@ -12,8 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from shoppingbench.catalog import build as build_module
-from shoppingbench.catalog.build import (
+from shoppingbench import catalog_dir as build_module
+from shoppingbench.catalog.importer import CatalogImportError
+from shoppingbench.catalog.store import ProductStore
+from shoppingbench.catalog_dir import (
     BUILD_RECORD,
     PARTIAL_STORE_FILE,
     STORE_FILE,
@@ -22,8 +24,6 @@ from shoppingbench.catalog.build import (
     catalog_exists,
     open_catalog,
 )
-from shoppingbench.catalog.importer import CatalogImportError
-from shoppingbench.catalog.store import ProductStore
 from shoppingbench.files import write_file_atomically
 from shoppingbench.search.base import FindProductQuery
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from shoppingbench.agents import react_llm, tool_calling_llm
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.echo import ECHO_THRESHOLD, MAX_MEASURED_CHARS, echo_shares, echoed_calls

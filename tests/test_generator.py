@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shoppingbench.catalog.build import build_catalog, open_catalog
+from shoppingbench.catalog_dir import build_catalog, open_catalog
 from shoppingbench.generator import (
     DEFAULT_VERSION,
     KNOWN_VERSIONS,

@@ -17,9 +17,9 @@ import numpy as np
 import orjson
 import pytest
 
-from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import SERVICES, Product, document_for
 from shoppingbench.catalog.store import ProductStore
+from shoppingbench.catalog_dir import build_catalog
 from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
 from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.fingerprint import CACHE_FILE, hash_store
@@ -27,6 +27,7 @@ from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorCo
 from shoppingbench.generator.sbgen1.describe import constraint_kinds
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.problems.solvability import reachable, request_keywords, target_filters
+from shoppingbench.problems.wording import SERVICE_PHRASES, number
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.scoring import PRODUCTION_STRICT, fits_budget, score_attempt
 from shoppingbench.scoring.budget import exact
@@ -35,7 +36,6 @@ from shoppingbench.scoring.rules import attribute_pairs, sku_attr_hits
 from shoppingbench.search.base import FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import build_index
-from shoppingbench.world.queries import SERVICE_PHRASES, number
 from tests.test_scoring_support import answered
 
 VERSION = "sbgen-1"

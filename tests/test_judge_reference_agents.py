@@ -15,7 +15,7 @@ import pytest
 
 from arena.judge import JudgeInput, judge_offline
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.proxy import InferenceConfig, ProxyServer

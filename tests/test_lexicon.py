@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from neurons.cli import app
-from shoppingbench.catalog.build import build_catalog
 from shoppingbench.catalog.models import Product, document_for
+from shoppingbench.catalog_dir import build_catalog
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator.writer import LexiconError, LexiconWriter, lexicon_path, writer_for_catalog
 from shoppingbench.generator.writer.lexicon import (
@@ -29,9 +29,9 @@ from shoppingbench.generator.writer.lexicon import (
     save_lexicon,
 )
 from shoppingbench.generator.writer.propose import key_refusal, value_refusal
-from shoppingbench.generator.writer.sample import sample_world_lexicon
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.world.catalog import generate_products
+from shoppingbench.world.lexicon import sample_world_lexicon
 from tests.servers import running_server
 
 MODEL = "phrasing-model"

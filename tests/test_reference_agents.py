@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from shoppingbench.agent_sdk import COMPAT_DIR, parse_model_output
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task, tool_calling_llm
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import count_tokens
 from shoppingbench.doubles.llm_server import create_app as create_stub_app
 from shoppingbench.doubles.scripted_policies import shopping_policy

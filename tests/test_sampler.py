@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from shoppingbench.catalog.build import build_catalog, open_catalog
 from shoppingbench.catalog.models import Product
+from shoppingbench.catalog_dir import build_catalog, open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.draws import HashDraws

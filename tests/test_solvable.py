@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shoppingbench.catalog.build import build_catalog, open_catalog
 from shoppingbench.catalog.models import Product
+from shoppingbench.catalog_dir import build_catalog, open_catalog
 from shoppingbench.generator.request import ItemRequest
 from shoppingbench.generator.sampler import SampledProblem
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck

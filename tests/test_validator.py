@@ -58,7 +58,7 @@ from arena.validator.api import create_app as create_api
 from arena.validator.runs import RunAgent, defender_run_id
 from neurons import validator as validator_cli
 from shoppingbench.agents import react_llm, scripted_baseline
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.generator import ProblemGenerator

@@ -28,7 +28,7 @@ from benchmarks.validity_parser import (
     take_services,
 )
 from benchmarks.validity_run import twin_of
-from shoppingbench.catalog.build import BUILD_RECORD
+from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld

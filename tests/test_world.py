@@ -21,9 +21,9 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from structlog.testing import capture_logs
 
-from shoppingbench.catalog.build import build_catalog, open_catalog
 from shoppingbench.catalog.models import SERVICES, CatalogDocument, Product, build_contents, document_for
 from shoppingbench.catalog.store import ProductStore
+from shoppingbench.catalog_dir import build_catalog, open_catalog
 from shoppingbench.problems.models import Problem, RewardTarget
 from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.search.base import MAX_PAGE, FindProductQuery, PriceRange

@@ -17,9 +17,9 @@ from shoppingbench.generator.writer import LexiconWriter
 from shoppingbench.generator.writer.build import fallback_lexicon, scan
 from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, load_lexicon, load_phrasing
 from shoppingbench.generator.writer.rules import clean_value, longest_title_run, varied_value
+from shoppingbench.problems import wording
 from shoppingbench.problems.models import Category, Problem, RewardTarget
 from shoppingbench.problems.terms import price_condition, stated_target
-from shoppingbench.world import queries
 from shoppingbench.world.catalog import generate_products
 
 SAMPLE_PROBLEMS = Path(__file__).resolve().parent / "fixtures" / "samples"
@@ -163,10 +163,10 @@ def test_services_prices_and_the_voucher_text(real_writer: LexiconWriter) -> Non
                 assert any(p in items_text for p in phrasing.services[service]), (service, items_text)
             for condition in request.target.price_conditions():
                 for bound in (condition.low, condition.high):
-                    assert bound is None or queries.number(bound) in item.phrase
+                    assert bound is None or wording.number(bound) in item.phrase
         if problem.voucher is not None:
-            assert rules == queries.voucher_rules(problem.voucher)
-            budget = queries.number(problem.voucher.budget)
+            assert rules == wording.voucher_rules(problem.voucher)
+            budget = wording.number(problem.voucher.budget)
             assert rules.startswith(f"My budget is only `{budget}`, but I have a voucher with the following")
         else:
             assert not rules and items_text == written.query

@@ -9,7 +9,7 @@ from arena.suites.clusters import (
     request_facts,
     text_links,
 )
-from arena.suites.heldout import HeldOutSuite, compromised, generate_held_out
+from arena.suites.held_out import HeldOutSuite, compromised, generate_held_out
 from arena.suites.ledger import (
     Exposure,
     ExposureLedger,

@@ -30,8 +30,8 @@ from datasketch import MinHash, MinHashLSH
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoppingbench.problems.models import Problem
+from shoppingbench.problems.wording import number
 from shoppingbench.search.analysis import analyze
-from shoppingbench.world.queries import number
 
 _MINHASH_SEED: Final = 20261122
 

@@ -30,7 +30,7 @@ from arena.suites.schedule import (
     ScheduleError,
     require_known_versions,
 )
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.generator import KNOWN_VERSIONS, ProblemGenerator, catalog_fingerprint, get_version
 from shoppingbench.generator.generator import catalog_title_embedder
 from shoppingbench.generator.request import RequestWriter

@@ -31,8 +31,7 @@ from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
-from shoppingbench.catalog.build import catalog_exists, open_catalog
-from shoppingbench.evaluation import Grader
+from shoppingbench.catalog_dir import catalog_exists, open_catalog
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
@@ -44,6 +43,7 @@ from shoppingbench.sandbox.runner import (
     configured_inference,
     iter_attempts,
 )
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from trajectories.store import TrajectoryStore
 

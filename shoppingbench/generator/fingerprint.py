@@ -18,7 +18,7 @@ from typing import Final
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from shoppingbench.catalog.build import BUILD_RECORD, STORE_FILE, catalog_exists
+from shoppingbench.catalog_dir import BUILD_RECORD, STORE_FILE, catalog_exists
 from shoppingbench.files import write_file_atomically
 
 FINGERPRINT_SCHEME: Final = "sbfp-1"

@@ -19,7 +19,7 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.request import GeneratedProblem, RequestWriter

@@ -26,7 +26,7 @@ from typing import Final
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoppingbench.evaluation import EvaluationResult, Grader, OnAttempt, collect, new_run_id
+from shoppingbench.evaluation import EvaluationResult, OnAttempt, collect, new_run_id
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
@@ -42,6 +42,7 @@ from shoppingbench.sandbox.backends import (
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.slot import Slot
 from shoppingbench.sandbox.uids import lease_uids
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.settings import HarnessSettings
 

@@ -4,9 +4,9 @@
 attempt scores into the success rate and its companions.
 """
 
+from shoppingbench.scoring.answer import extract_answer, length_score
 from shoppingbench.scoring.attempt import AttemptScore, ProductLookup, score_attempt
 from shoppingbench.scoring.budget import fits_budget, price_after_voucher
-from shoppingbench.scoring.dialogue import extract_answer, length_score
 from shoppingbench.scoring.embedder import (
     MINILM_MODEL_NAME,
     CachedEmbedder,

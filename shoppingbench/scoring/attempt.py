@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.models import Category, Problem
+from shoppingbench.scoring.answer import extract_answer, length_score
 from shoppingbench.scoring.budget import fits_budget
-from shoppingbench.scoring.dialogue import extract_answer, length_score
 from shoppingbench.scoring.embedder import TitleEmbedder
 from shoppingbench.scoring.format import format_score
 from shoppingbench.scoring.profiles import PRODUCTION_STRICT, ScoringProfile

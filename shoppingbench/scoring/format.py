@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import orjson
 
-from shoppingbench.scoring.dialogue import as_steps
+from shoppingbench.scoring.answer import as_steps
 
 ROLES: Final = ("think", "tool_call", "response")
 MISSING_TIMESTAMP_CREDIT: Final = 0.5

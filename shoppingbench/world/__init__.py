@@ -15,13 +15,12 @@ from shoppingbench.world.problems import (
     request_keywords,
     target_filters,
 )
-from shoppingbench.world.writer import WorldManifest, write_world
+from shoppingbench.world.writer import write_world
 
 __all__ = [
     "DEFAULT_COUNTS",
     "LLMSettings",
     "ProductFinder",
-    "WorldManifest",
     "generate_problems",
     "generate_products",
     "paraphrase_queries",

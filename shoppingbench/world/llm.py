@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.models import Problem
+from shoppingbench.problems.wording import number
 from shoppingbench.world.problems import request_keywords
-from shoppingbench.world.queries import number
 
 log = structlog.get_logger(__name__)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from shoppingbench.catalog.models import Product, build_contents
+from shoppingbench.problems import wording
 from shoppingbench.problems.models import CATEGORIES, Category, Problem, RewardTarget, Voucher
 from shoppingbench.problems.solvability import (
     ProductFinder,
@@ -27,7 +28,6 @@ from shoppingbench.problems.solvability import (
     target_filters,
 )
 from shoppingbench.problems.terms import make_voucher, price_condition, stated_target
-from shoppingbench.world import queries
 from shoppingbench.world.vocabulary import LEAF_BY_PATH
 
 DEFAULT_COUNTS: Final[Mapping[str, int]] = {"product": 200, "shop": 100, "voucher": 100}
@@ -84,13 +84,13 @@ def _describe(product: Product, rng: random.Random, detail: int, constraints: tu
             if key == "color_family" and rng.random() < 0.5:
                 prefix.append(sku[key])
             else:
-                clauses.append(queries.sku_phrase(key, sku[key], rng))
+                clauses.append(wording.sku_phrase(key, sku[key], rng))
     attributes: list[dict[str, list[str]]] = []
     for key in sorted(product.attributes):
         if f"attr:{key}" in chosen:
             value = rng.choice(product.attributes[key])
             attributes.append({key: [value]})
-            clauses.append(queries.attribute_phrase(key, value, rng))
+            clauses.append(wording.attribute_phrase(key, value, rng))
     stated_brand = any("brand" in a for a in attributes)
     brand_odds = 0.35 + 0.3 * detail
     if product.brand and not stated_brand and product.brand in contents and rng.random() < brand_odds:
@@ -106,15 +106,15 @@ def _describe(product: Product, rng: random.Random, detail: int, constraints: tu
     if "service" in chosen:
         services = rng.sample(product.service, 2 if len(product.service) > 1 and rng.random() < 0.2 else 1)
         services.sort(key=product.service.index)
-        clauses += [queries.service_phrase(s, rng) for s in services]
+        clauses += [wording.service_phrase(s, rng) for s in services]
     prices: list[dict[str, list[float | None]]] = []
     if "price" in chosen:
         condition = price_condition(product.price, rng)
         prices.append(condition)
         relation, (low, high) = next(iter(condition.items()))
-        clauses.append(queries.price_phrase(relation, low, high, rng))
+        clauses.append(wording.price_phrase(relation, low, high, rng))
 
-    phrase = queries.item_phrase(" ".join([*prefix, product_type]), clauses, rng, price_last=bool(prices))
+    phrase = wording.item_phrase(" ".join([*prefix, product_type]), clauses, rng, price_last=bool(prices))
     target = stated_target(product, sku=sku, attributes=attributes, services=services, prices=prices)
     return _Item(product=product, target=target, phrase=phrase)
 
@@ -181,11 +181,11 @@ class _Builder:
     def _query(self, category: Category, items: Sequence[_Item], voucher: Voucher | None) -> str:
         phrases = [item.phrase for item in items]
         if category == "product":
-            return queries.product_query(phrases[0], self.rng)
+            return wording.product_query(phrases[0], self.rng)
         if category == "shop":
-            return queries.shop_query(phrases, self.rng)
+            return wording.shop_query(phrases, self.rng)
         assert voucher is not None
-        return f"{queries.voucher_items(phrases, self.rng)}\n\n{queries.voucher_rules(voucher)}"
+        return f"{wording.voucher_items(phrases, self.rng)}\n\n{wording.voucher_rules(voucher)}"
 
     def _voucher(self, picks: Sequence[Product], shop_id: str | None) -> Voucher | None:
         """A voucher the targets can use, with a budget that only fits after the discount (or ``None``)."""

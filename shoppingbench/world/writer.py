@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, ConfigDict
 
 from shoppingbench.catalog.models import Product, document_for
 from shoppingbench.files import write_file_atomically
@@ -25,31 +24,15 @@ from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.world.catalog import generate_products
 from shoppingbench.world.llm import LLMSettings, paraphrase_queries
 from shoppingbench.world.problems import DEFAULT_COUNTS, ProductFinder, generate_problems
+from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 
 DOCUMENTS_FILE = "documents.jsonl.gz"
 PROBLEMS_DIR = "problems"
-MANIFEST_FILE = "manifest.json"
 GENERATOR = "shoppingbench.world/2"
 """Bumped whenever the same arguments would produce different bytes."""
 
 EngineFactory = Callable[[Path], ProductFinder]
 """Builds a search engine over the written ``documents.jsonl.gz`` (e.g. import + index it)."""
-
-
-class WorldManifest(BaseModel):
-    """What was written and how to recognise it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    generator: str
-    seed: int
-    products: int
-    requested: dict[str, int]
-    problems: dict[str, int]
-    files: dict[str, str]
-    """Path relative to the world directory -> sha256 hex digest."""
-    paraphrased_by: str | None = None
-    """The LLM that reworded the queries, if any (then the bytes are no longer reproducible)."""
 
 
 def sha256_file(path: Path) -> str:

@@ -40,7 +40,7 @@ BOMBER = '''
 import sys
 from pathlib import Path
 
-from shoppingbench.catalog.build import open_catalog
+from shoppingbench.catalog_dir import open_catalog
 from tests.sandbox_support import HOSTILE_AGENTS, TIGHT, problem, run_agent
 
 engine = open_catalog(Path(sys.argv[1]))

@@ -18,8 +18,8 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
+from shoppingbench.scoring.verified import UNVERIFIED_ANSWER, returned_ids
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.verified import UNVERIFIED_ANSWER, returned_ids
 from tests.adversarial.support import ROOMY, inference, react_with
 from tests.sandbox_support import run_agent
 from trajectories.dumps.export import DumpWindow, ExportOptions, export_dump

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rich.progress import Progress
 
 from shoppingbench.records import ProxyCall
-from shoppingbench.verified import UNVERIFIED_ANSWER
+from shoppingbench.scoring.verified import UNVERIFIED_ANSWER
 from trajectories.rewrite.prompt import Discard, check_rewrite, teacher_messages
 from trajectories.rewrite.teacher import Teacher, TeacherUnavailable
 from trajectories.rewrite.verified import verified_calls

@@ -28,9 +28,9 @@ from transformers import PreTrainedTokenizerBase
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer, RewardFunc
 
-from shoppingbench.catalog.build import open_catalog
-from shoppingbench.evaluation import Grader
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.problems.models import Problem
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.settings import HarnessSettings
 from trajectories.training import stage
 from trajectories.training.environment import (

@@ -24,10 +24,10 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, model_validator
 
-from shoppingbench.catalog.build import open_catalog
-from shoppingbench.evaluation import Grader
+from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
+from shoppingbench.scoring.grader import Grader
 from shoppingbench.settings import HarnessSettings
 from trajectories.training.evaluate import DEFAULT_AGENT
 from trajectories.training.problems import dump_problems

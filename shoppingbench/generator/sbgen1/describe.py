@@ -18,11 +18,11 @@ from shoppingbench.catalog.models import SERVICES, Product, build_contents
 from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.sbgen1.config import GeneratorConfig
 from shoppingbench.generator.sbgen1.wording import attribute_clause, detail_clause, sku_clause
+from shoppingbench.problems import wording
 from shoppingbench.problems.models import RewardTarget
 from shoppingbench.problems.solvability import WORD
 from shoppingbench.problems.terms import price_condition, stated_target
 from shoppingbench.search.analysis import analyze
-from shoppingbench.world import queries
 
 Rarity = Callable[[str], float]
 """How distinctive a word is in the catalog (higher is rarer), e.g. its inverse document frequency."""
@@ -228,15 +228,15 @@ def describe(product: Product, rng: HashDraws, *, detail: int, constraints: tupl
         offered = services(product)
         stated_services = rng.sample(offered, 2 if len(offered) > 1 and rng.random() < 0.2 else 1)
         stated_services.sort(key=offered.index)
-        clauses += [queries.service_phrase(s, rng) for s in stated_services]
+        clauses += [wording.service_phrase(s, rng) for s in stated_services]
     prices: list[dict[str, list[float | None]]] = []
     if "price" in chosen:
         condition = price_condition(product.price, rng, low_factor=config.price_low_factor,
                                     high_factor=config.price_high_factor)
         prices.append(condition)
         relation, (low, high) = next(iter(condition.items()))
-        clauses.append(queries.price_phrase(relation, low, high, rng))
+        clauses.append(wording.price_phrase(relation, low, high, rng))
 
-    phrase = queries.item_phrase(" ".join([*prefix, *span]), clauses, rng, price_last=bool(prices))
+    phrase = wording.item_phrase(" ".join([*prefix, *span]), clauses, rng, price_last=bool(prices))
     target = stated_target(product, sku=sku, attributes=attributes, services=stated_services, prices=prices)
     return Item(product=product, target=target, phrase=phrase)

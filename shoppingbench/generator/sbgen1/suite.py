@@ -19,11 +19,11 @@ from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
 from shoppingbench.generator.sbgen1.describe import Item, describable, describe, item_kind
 from shoppingbench.generator.sbgen1.wording import product_query
+from shoppingbench.problems import wording
 from shoppingbench.problems.models import Category, Problem, Voucher
 from shoppingbench.problems.solvability import items_solvable
 from shoppingbench.problems.terms import make_voucher
 from shoppingbench.scoring.budget import exact, fits_budget
-from shoppingbench.world import queries
 
 _DRAWS_PER_TARGET = 8
 """Ranks tried for one target before the candidate gives up (used/excluded products are skipped)."""
@@ -158,6 +158,6 @@ class SuiteDraw:
         if category == "product":
             return product_query(phrases[0], rng)
         if category == "shop":
-            return queries.shop_query(phrases, rng)
+            return wording.shop_query(phrases, rng)
         assert voucher is not None
-        return f"{queries.voucher_items(phrases, rng)}\n\n{queries.voucher_rules(voucher)}"
+        return f"{wording.voucher_items(phrases, rng)}\n\n{wording.voucher_rules(voucher)}"

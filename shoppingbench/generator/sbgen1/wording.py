@@ -1,6 +1,6 @@
 """Shopper wording for any catalog: openers, constraint clauses for unknown keys, distinguishing details.
 
-The sample world's templates (``shoppingbench.world.queries``) cover its own sku and attribute keys;
+The shared templates (``shoppingbench.problems.wording``) cover its own sku and attribute keys;
 a real catalog has keys nobody listed, so those get generic wording that still states the value
 verbatim ("with storage size 256gb"). Every choice is a draw from the caller's ``Draws``.
 """
@@ -11,8 +11,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from shoppingbench.problems import wording
 from shoppingbench.problems.terms import Draws
-from shoppingbench.world import queries
 
 PRODUCT_OPENERS: Final = (
     "Looking for {item}.", "I need {item}.", "Can you find {item}?", "Show me {item}.",
@@ -46,14 +46,14 @@ def key_text(key: str) -> str:
 
 
 def sku_clause(key: str, value: str, rng: Draws) -> str:
-    if key in queries.SKU_PHRASES or value.startswith(("with ", "for ")):
-        return queries.sku_phrase(key, value, rng)
+    if key in wording.SKU_PHRASES or value.startswith(("with ", "for ")):
+        return wording.sku_phrase(key, value, rng)
     return rng.choice(GENERIC_VALUE_PHRASES).format(k=key_text(key), v=value)
 
 
 def attribute_clause(key: str, value: str, rng: Draws) -> str:
-    if key in queries.ATTRIBUTE_PHRASES:
-        return queries.attribute_phrase(key, value, rng)
+    if key in wording.ATTRIBUTE_PHRASES:
+        return wording.attribute_phrase(key, value, rng)
     return rng.choice(GENERIC_VALUE_PHRASES).format(k=key_text(key), v=value)
 
 

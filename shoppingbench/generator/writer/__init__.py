@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from shoppingbench.catalog.build import BUILD_RECORD
+from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.generator.request import RequestWriter
 from shoppingbench.generator.writer.compose import WRITER_VERSION, LexiconWriter
 from shoppingbench.generator.writer.lexicon import (
@@ -24,7 +24,7 @@ from shoppingbench.generator.writer.lexicon import (
     LexiconError,
     load_lexicon,
 )
-from shoppingbench.world.writer import MANIFEST_FILE, WorldManifest
+from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 
 __all__ = ["WRITER_VERSION", "Lexicon", "LexiconError", "LexiconWriter", "lexicon_path", "writer_for_catalog"]
 

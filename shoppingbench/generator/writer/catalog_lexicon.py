@@ -13,8 +13,8 @@ import structlog
 from pydantic import BaseModel
 from rich.progress import track
 
-from shoppingbench.catalog.build import STORE_FILE
 from shoppingbench.catalog.store import ProductStore
+from shoppingbench.catalog_dir import STORE_FILE
 from shoppingbench.generator.writer.build import extended, fallback_lexicon, scan
 from shoppingbench.generator.writer.lexicon import LEXICON_FILE, load_lexicon, load_phrasing, save_lexicon
 from shoppingbench.generator.writer.propose import ModelSettings, ProposalReport, with_model_phrasings

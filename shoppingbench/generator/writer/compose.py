@@ -26,6 +26,7 @@ from shoppingbench.generator.writer.rules import (
     plural,
     varied_value,
 )
+from shoppingbench.problems import wording
 from shoppingbench.problems.models import (
     Category,
     PriceRelation,
@@ -34,7 +35,6 @@ from shoppingbench.problems.models import (
     parse_price_condition,
 )
 from shoppingbench.problems.terms import Draws
-from shoppingbench.world import queries
 
 WRITER_VERSION: Final = "lexicon-writer-3"
 """Bumped whenever the code would word the same lexicon and draws differently."""
@@ -83,7 +83,7 @@ class _Draft:
     @property
     def named(self) -> str:
         """The name as said: "a crop top", "some pants", or a plural without article ("crop tops")."""
-        return plural(self.name) if self.plural else queries.article(self.name)
+        return plural(self.name) if self.plural else wording.article(self.name)
 
     @property
     def phrase(self) -> str:
@@ -122,10 +122,10 @@ class LexiconWriter:
         query = self._frame(category, drafts, rng)
         if shared:
             phrasing = self.lexicon.phrasing
-            services = queries.join_clauses([rng.choice(phrasing.services[s]) for s in shared], rng)
+            services = wording.join_clauses([rng.choice(phrasing.services[s]) for s in shared], rng)
             query += " " + rng.choice(phrasing.frames.shared_services).format(services=services)
         if voucher is not None:
-            query += "\n\n" + queries.voucher_rules(voucher)
+            query += "\n\n" + wording.voucher_rules(voucher)
         return WrittenRequest(query=query, items=tuple(draft.written for draft in drafts))
 
     def write_item(self, item: ItemRequest, rng: Draws) -> WrittenItem:
@@ -223,7 +223,7 @@ class LexiconWriter:
         plural = countable and rng.random() < _PLURAL_ODDS
         ordered = _attached((*clauses, *tail), plural or kind.endswith("s"))
         return _Draft(kind=kind, name=" ".join([*prefix, kind]), clauses=ordered,
-                      joined=queries.join_clauses(ordered, rng), search_terms="", plural=plural)
+                      joined=wording.join_clauses(ordered, rng), search_terms="", plural=plural)
 
     def _goes_first(self, statement: _Statement, rng: Draws) -> bool:
         return (statement.key.role in self.lexicon.phrasing.prefix_roles
@@ -235,14 +235,14 @@ class LexiconWriter:
         measured = any(c.isdigit() for c in statement.value)  # "7 days", "220v": say what they measure
         if words and (measured or rng.random() < _KEYED_ODDS):
             return rng.choice(phrasing.keyed_clauses).format(
-                v=statement.value, av=queries.article(statement.value), k=rng.choice(words))
+                v=statement.value, av=wording.article(statement.value), k=rng.choice(words))
         templates = _fitting(phrasing.clauses[statement.key.role], statement.value)
         return rng.choice(templates).format(v=statement.value)
 
     def _price(self, raw: Mapping[PriceRelation, list[float | None]], rng: Draws) -> str:
         condition = parse_price_condition(raw)
         template = rng.choice(self.lexicon.phrasing.prices[condition.relation])
-        low, high = queries.number(condition.low or 0), queries.number(condition.high or 0)
+        low, high = wording.number(condition.low or 0), wording.number(condition.high or 0)
         return template.format(low=low, high=high, cur=rng.choice(self.lexicon.phrasing.currencies))
 
     def _frame(self, category: Category, drafts: Sequence[_Draft], rng: Draws) -> str:
@@ -292,7 +292,7 @@ class LexiconWriter:
         """The items named first, then one sentence of requirements per item, as real requests often
         are ("Find a shop offering both X and Y. For the X, look for one with ...")."""
         frames = self.lexicon.phrasing.frames
-        names = _both(queries.join_clauses([draft.named for draft in drafts], rng), len(drafts), rng)
+        names = _both(wording.join_clauses([draft.named for draft in drafts], rng), len(drafts), rng)
         intro = frames.detached_shop if category == "shop" else frames.detached_voucher
         sentences = [_capitalised(rng.choice(intro).format(items=names))]
         kinds = [draft.kind for draft in drafts]
@@ -301,7 +301,7 @@ class LexiconWriter:
                 continue
             ordinal = frames.ordinals[index].lower()
             ref = draft.kind if kinds.count(draft.kind) == 1 else f"{ordinal} {draft.kind}"
-            clauses = queries.join_clauses(list(draft.clauses), rng)
+            clauses = wording.join_clauses(list(draft.clauses), rng)
             sentence = rng.choice(frames.detached_item).format(ref=ref, clauses=clauses)
             sentences.append(_capitalised(sentence))
         return " ".join(sentences)

@@ -1,4 +1,5 @@
-"""A catalog directory: the product store plus the search index built from it.
+"""A catalog directory: the product store plus the search index built from it (above ``catalog/`` and
+``search/``, which it ties together).
 
 Layout: ``<dir>/products.sqlite3`` (details, source of truth), ``<dir>/index/`` (BM25 postings and
 filter columns) and ``<dir>/catalog.json`` (the last build's report).

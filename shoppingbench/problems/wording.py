@@ -1,9 +1,11 @@
-"""Shopper wording: how a request names an item, its constraints, services, prices and vouchers.
+"""Shopper wording shared by the sample world and the race-suite generator: how a request names an item,
+its constraints, services, prices and vouchers.
 
 Every phrase keeps the constrained value verbatim (``black``, ``750ml``, ``stainless steel``), so the
 request states each fact the reward checks and a keyword search built from the request can find the
 item. Template choice is driven by the caller's draws (``random.Random`` or the generator's hash-derived
-draws) so problems stay deterministic.
+draws) so problems stay deterministic. The replayed generator sbgen-1 words its requests with these
+templates too, so changing one changes the bytes of that version's suites (its tests pin them).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The lexicon shipped for the bundled sample world, and the command that rebuilds it.
 
-    python -m shoppingbench.generator.writer.sample
+    python -m shoppingbench.world.lexicon
 
-writes ``sample_world_lexicon.json`` beside this module: the deterministic build (no model) over the
-first :data:`SAMPLE_LEXICON_PRODUCTS` products of the sample world's seed-0 generator. The sample
+writes the generator writer's ``sample_world_lexicon.json`` (package data beside
+:mod:`shoppingbench.generator.writer.lexicon`): the deterministic build (no model) over the first
+:data:`SAMPLE_LEXICON_PRODUCTS` products of the sample world's seed-0 generator. The sample
 world's vocabulary is fixed, so these products already use every kind, key and value a larger world
 of any seed has; a test checks the shipped file is exactly what this command writes.
 """

@@ -1,8 +1,9 @@
 """Reading the agent's answer and ending out of untrusted dialogue steps (SPEC 2).
 
-Steps come from miner code: anything may be missing, of the wrong type or not a dict at all. Every
-accessor here returns "nothing" for such junk instead of raising, so one bad step never crashes the
-scorer; it just contributes no answer.
+The steps' shape is the agent contract of :mod:`shoppingbench.agent_sdk.steps`. They come from miner
+code: anything may be missing, of the wrong type or not a dict at all. Every accessor here returns
+"nothing" for such junk instead of raising, so one bad step never crashes the scorer; it just
+contributes no answer.
 """
 
 from __future__ import annotations
