@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -93,16 +94,28 @@ def iter_in_process(agent: AgentMain, suite: Sequence[Problem], grader: Grader, 
                     workers: int = 4, agent_hash: str | None = None) -> Iterator[AttemptRecord]:
     """Run ``agent`` in threads on every problem and yield each record as it finishes.
 
-    A scoring error (e.g. the catalog is down) aborts the run at once rather than grading the rest
-    against a broken catalog.
+    A scoring error (e.g. the catalog is down) aborts the run: no problem starts after it (whatever the
+    threads' timing), and the error is raised rather than the rest graded against a broken catalog.
     """
     digest = _source_hash(agent) if agent_hash is None else agent_hash
+    failed = threading.Event()
+
+    def attempt(problem: Problem) -> AttemptRecord | None:
+        if failed.is_set():
+            return None
+        try:
+            return _in_process_attempt(agent, problem, grader, run_id, digest)
+        except BaseException:
+            failed.set()
+            raise
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures: list[Future[AttemptRecord]] = [
-            pool.submit(_in_process_attempt, agent, p, grader, run_id, digest) for p in suite]
+        futures: list[Future[AttemptRecord | None]] = [pool.submit(attempt, p) for p in suite]
         try:
             for future in as_completed(futures):
-                yield future.result()
+                record = future.result()
+                if record is not None:
+                    yield record
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
