@@ -36,6 +36,7 @@ from shoppingbench.agents import scripted_baseline
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.evaluation import EvaluationResult, collect, iter_in_process, new_run_id
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
@@ -43,7 +44,6 @@ from shoppingbench.sandbox.backends import BackendName
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.server import create_app as create_tool_app

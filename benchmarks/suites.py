@@ -38,8 +38,8 @@ from arena.suites import FixedSource
 from benchmarks.sample_catalogs import DEFAULT_CACHE, catalog_dir
 from benchmarks.suite_year import simulate_year
 from shoppingbench.generator import DEFAULT_VERSION, VERSIONS, ProblemGenerator
-from shoppingbench.generator.request import GeneratedProblem
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck, as_sampled
+from shoppingbench.generator.writer.request import GeneratedProblem
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder

@@ -19,13 +19,13 @@ from shoppingbench.agents import scripted_baseline
 from shoppingbench.catalog.models import Product
 from shoppingbench.evaluation import AgentMain, collect, iter_in_process, new_run_id
 from shoppingbench.generator import ProblemGenerator
-from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.request import ItemRequest, RequestWriter
 from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator.writer.request import ItemRequest, RequestWriter
+from shoppingbench.grading.grader import Grader
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.server import create_app as create_tool_app

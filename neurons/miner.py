@@ -2,7 +2,7 @@
 run will (``arena.validator.local_test``: the validator's own suite run, kind ``local_test``);
 ``miner submit AGENT.py`` commits and uploads it to every validator with a permit
 (``arena.submissions.client``); ``miner status`` asks those validators what became of the hotkey's agents
-(``arena.validator.miner_status``). Entry points and wiring only.
+(``arena.validator.api.miner_status``). Entry points and wiring only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from arena.chain import Chain, ChainError, ChainSettings, open_chain
 from arena.settings import ArenaSettings
 from arena.validator import local_test
-from arena.validator.miner_status import print_reports, validator_reports
+from arena.validator.api.miner_status import print_reports, validator_reports
 from neurons import options
 from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
 from shoppingbench.catalog_dir import open_catalog

@@ -32,12 +32,11 @@ from arena.chain import AxonInfo, LocalChain
 from arena.race import ManualClock
 from arena.race.events import QualifyingFinished
 from arena.settings import ArenaSettings
+from arena.stack import ValidatorStack, open_validator_stack
 from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
     Validator,
-    ValidatorStack,
     open_agent_runner,
-    open_validator_stack,
 )
 from arena.validator.demo import next_race_tick, standings
 from neurons.submission import submit_file

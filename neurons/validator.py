@@ -24,12 +24,11 @@ from pydantic import Field
 from arena.chain import AxonInfo, ChainError, ChainSection, open_chain
 from arena.race import SystemClock
 from arena.settings import ArenaSettings
+from arena.stack import ValidatorStack, open_validator_stack
 from arena.suites import ScheduleError
 from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
-    ValidatorStack,
     open_agent_runner,
-    open_validator_stack,
     require_registration,
     validator_catalog,
 )

@@ -1,6 +1,6 @@
 """Running an agent over a suite in-process, and collecting a stream of attempt records into a result.
 
-Every record is made by :class:`shoppingbench.scoring.grader.Grader`, the one path the sandboxed runner
+Every record is made by :class:`shoppingbench.grading.grader.Grader`, the one path the sandboxed runner
 (``shoppingbench.sandbox``) also takes, so a dialogue gets the same score and record whichever ran it.
 :func:`collect` turns a stream of records into the suite's result, with a progress bar and a
 per-attempt callback for callers that persist each one.
@@ -25,10 +25,10 @@ import structlog
 from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptFailure, AttemptRecord
 from shoppingbench.scoring import ProductLookup, ScoringProfile, SuiteScore, TitleEmbedder, aggregate
-from shoppingbench.scoring.grader import Grader
 
 log = structlog.get_logger(__name__)
 

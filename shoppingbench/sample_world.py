@@ -19,8 +19,8 @@ from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalo
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.settings import HarnessSettings
-from shoppingbench.world import DEFAULT_COUNTS, LLMSettings, write_world
+from shoppingbench.settings import HarnessSettings, LLMSettings
+from shoppingbench.world import DEFAULT_COUNTS, write_world
 from shoppingbench.world.writer import DOCUMENTS_FILE, GENERATOR, PROBLEMS_DIR, sha256_file
 from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from shoppingbench.world.llm import LLMSettings
 
 
 class Rooted(Protocol):
@@ -22,6 +20,18 @@ class Rooted(Protocol):
 
     @property
     def root(self) -> Path: ...
+
+
+class LLMSettings(BaseModel):
+    """An OpenAI-compatible chat endpoint."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str
+    api_key: SecretStr = SecretStr("not-needed")
+    model: str
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    timeout_seconds: float = Field(default=30.0, gt=0)
 
 
 class HarnessSettings(BaseSettings):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem, RewardTarget
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.records import AttemptRecord
@@ -20,7 +21,6 @@ from shoppingbench.sandbox.backends import BackendName
 from shoppingbench.sandbox.limits import MiB, SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
 from shoppingbench.scoring import ORIGINAL
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from tests.test_scoring_support import FakeEmbedder
 

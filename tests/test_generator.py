@@ -21,10 +21,15 @@ from shoppingbench.generator import (
     ProblemGenerator,
     catalog_fingerprint,
 )
-from shoppingbench.generator.request import GeneratedProblem, ItemRequest, RequestWriter, WrittenRequest
 from shoppingbench.generator.sbgen1.config import GeneratorConfig as Sbgen1Config
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck, as_sampled
 from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator.writer.request import (
+    GeneratedProblem,
+    ItemRequest,
+    RequestWriter,
+    WrittenRequest,
+)
 from shoppingbench.problems.models import CATEGORIES, Category, Problem, Voucher
 from shoppingbench.problems.terms import Draws
 from shoppingbench.sample_world import SampleWorld

@@ -21,10 +21,10 @@ from shoppingbench.catalog.models import SERVICES, Product, document_for
 from shoppingbench.catalog.store import ProductStore
 from shoppingbench.catalog_dir import build_catalog
 from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
-from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.fingerprint import CACHE_FILE, hash_store
 from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
 from shoppingbench.generator.sbgen1.describe import constraint_kinds
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.problems.solvability import reachable, request_keywords, target_filters
 from shoppingbench.problems.wording import SERVICE_PHRASES, number

@@ -15,9 +15,7 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.catalog_dir import build_catalog, open_catalog
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
-from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.sampler import (
     SampledProblem,
     draw_product,
@@ -26,7 +24,9 @@ from shoppingbench.generator.sampler import (
     sample_problem,
     sample_voucher,
 )
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category
+from shoppingbench.search.catalog_view import CatalogView
 from tests.test_generator_sbgen1 import imported_products, write_documents
 
 CONFIG = GeneratorConfig()

@@ -20,6 +20,7 @@ from shoppingbench.agent_sdk import COMPAT_DIR
 from shoppingbench.doubles.llm_server import create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.evaluation import iter_in_process
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem, public_id
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import AttemptRecord
@@ -30,7 +31,6 @@ from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
 from shoppingbench.sandbox.uids import lease_uids
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import (

@@ -15,9 +15,9 @@ import pytest
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.catalog_dir import build_catalog, open_catalog
-from shoppingbench.generator.request import ItemRequest
 from shoppingbench.generator.sampler import SampledProblem
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck
+from shoppingbench.generator.writer.request import ItemRequest
 from shoppingbench.problems.models import Voucher
 from shoppingbench.problems.terms import stated_target
 from shoppingbench.scoring.embedder import TitleEmbedder, Vectors

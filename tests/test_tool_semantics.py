@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shoppingbench.scoring.grader import Grader
+from shoppingbench.grading.grader import Grader
 from shoppingbench.search.base import FindProductQuery, PriceRange
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings

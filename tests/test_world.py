@@ -29,8 +29,8 @@ from shoppingbench.sample_world import ensure_sample_world
 from shoppingbench.search.base import MAX_PAGE, FindProductQuery, PriceRange
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import build_index
+from shoppingbench.settings import LLMSettings
 from shoppingbench.world import (
-    LLMSettings,
     generate_problems,
     generate_products,
     paraphrase_queries,

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.catalog.models import Product
-from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.request import ItemRequest, WrittenRequest
 from shoppingbench.generator.writer import LexiconWriter
 from shoppingbench.generator.writer.build import fallback_lexicon, scan
 from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, load_lexicon, load_phrasing
+from shoppingbench.generator.writer.request import ItemRequest, WrittenRequest
 from shoppingbench.generator.writer.rules import clean_value, longest_title_run, varied_value
 from shoppingbench.problems import wording
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category, Problem, RewardTarget
 from shoppingbench.problems.terms import price_condition, stated_target
 from shoppingbench.world.catalog import generate_products

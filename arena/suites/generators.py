@@ -33,9 +33,9 @@ from arena.suites.schedule import (
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.generator import KNOWN_VERSIONS, ProblemGenerator, catalog_fingerprint, get_version
 from shoppingbench.generator.generator import catalog_title_embedder
-from shoppingbench.generator.request import RequestWriter
 from shoppingbench.generator.writer import LexiconError, LexiconWriter, writer_for_catalog
 from shoppingbench.generator.writer.lexicon import load_lexicon
+from shoppingbench.generator.writer.request import RequestWriter
 
 LEXICON_FILE: Final = "lexicon.json"
 LEXICON_ARCHIVE: Final = "lexicons"

@@ -1,37 +1,32 @@
 """Build a validator from settings: ``validator_catalog`` (the catalog it serves and generates its suites
 over, with the generators of its schedule: ``arena.suites.generators``), ``open_agent_runner`` (what runs
 agents: catalog, inference endpoint, grader, sandbox; ``catalog_agent_runner`` over an open catalog, as
-``miner test`` runs them too) and ``open_validator_stack`` (one validator: trajectory store, race log,
-generated suites, submission gate, public API), shared by ``validator run`` and the local network demo,
-plus ``open_validator`` for the pieces that differ between a test and a deployment."""
+``miner test`` runs them too) and ``open_validator`` (one validator: trajectory store, race log,
+generated suites), which ``arena.stack`` joins to its submission gate and public API."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import structlog
 from bittensor import Wallet
-from fastapi import FastAPI
-from prometheus_client import CollectorRegistry
 
 from arena.chain import Chain, ChainError
 from arena.judge import Judge
 from arena.race import Clock, RaceEngine, SqlEventStore, race_slot
 from arena.settings import ArenaSettings
 from arena.storage import open_database
-from arena.submissions import SubmissionGate
 from arena.submissions.store import FileStore
 from arena.suites import SqlExposureLedger
 from arena.suites.public import PublicSuites, SourceSchedule, SuiteCache
-from arena.validator.api import ArenaView, TickMetrics, create_app
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
 from shoppingbench.catalog_dir import catalog_exists, open_catalog
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
@@ -43,7 +38,6 @@ from shoppingbench.sandbox.runner import (
     configured_inference,
     iter_attempts,
 )
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from trajectories.store import TrajectoryStore
 
@@ -136,34 +130,3 @@ def require_registration(chain: Chain, hotkey: str) -> None:
         log.warning("validator_without_permit", uid=neuron.uid, hotkey=hotkey,
                     hint="the chain refuses weights without a validator permit: stake to this hotkey; "
                          "the validator still ingests, races and serves its API meanwhile")
-
-
-@dataclass(frozen=True)
-class ValidatorStack:
-    """One validator and its public API (with ``POST /submissions``) and the loop's metrics."""
-
-    validator: Validator
-    api: FastAPI
-    metrics: TickMetrics
-
-
-@contextmanager
-def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
-                         sources: SourceSchedule, run_agent: RunAgent) -> Iterator[ValidatorStack]:
-    """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
-    ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
-    hotkey = str(wallet.hotkey.ss58_address)
-    with ExitStack() as stack:
-        store = TrajectoryStore.open(settings.trajectory_store_url())
-        stack.callback(store.close)
-        validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock,
-                                   sources=sources, run_agent=run_agent, store=store)
-        stack.callback(validator.arena_db.dispose)
-        gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
-                              files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
-                              known_product_ids=validator.known_answers,
-                              clock_skew_s=settings.submission_clock_skew_s)
-        registry = CollectorRegistry()
-        view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
-        api = create_app(view, gate=gate, registry=registry)
-        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry))

@@ -20,13 +20,13 @@ from typing import Final
 from pydantic import BaseModel
 
 from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.fingerprint import catalog_fingerprint
-from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.versions import DEFAULT_VERSION, Generation, get_version
 from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator.writer.request import GeneratedProblem, RequestWriter
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder, TitleEmbedder
+from shoppingbench.search.catalog_view import CatalogView
 from shoppingbench.search.engine import BM25SearchEngine
 
 TITLE_CACHE_FILE: Final = "generator-titles.sqlite"

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from shoppingbench.catalog.models import SERVICES, Product
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
-from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.request import ItemRequest
+from shoppingbench.generator.writer.request import ItemRequest
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category, Voucher
 from shoppingbench.problems.terms import PriceConditionJSON, stated_target
+from shoppingbench.search.catalog_view import CatalogView
 
 PRICE_MODES: Final = ("less than", "greater than", "between")
 """The price modes in the order the reference tries them."""

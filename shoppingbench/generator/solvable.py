@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from shoppingbench.catalog.models import Product
-from shoppingbench.generator.request import ItemRequest
 from shoppingbench.generator.sampler import SampledProblem
+from shoppingbench.generator.writer.request import ItemRequest
 from shoppingbench.problems.models import Problem
 from shoppingbench.problems.solvability import ProductFinder, listed, target_filters
 from shoppingbench.scoring.budget import fits_budget

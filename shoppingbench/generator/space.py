@@ -21,10 +21,10 @@ from __future__ import annotations
 import statistics
 
 from shoppingbench.catalog.models import SERVICES, Product
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.sampler import statable
 from shoppingbench.problems.models import Category
+from shoppingbench.search.catalog_view import CatalogView
 
 
 def constraint_sets(product: Product, config: GeneratorConfig, *, with_price: bool) -> int:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
-from shoppingbench.generator.draws import HashDraws
-from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.sampler import sample_problem
 from shoppingbench.generator.solvable import SolvabilityCheck
+from shoppingbench.generator.writer.request import GeneratedProblem, RequestWriter
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category, Problem
+from shoppingbench.search.catalog_view import CatalogView
 
 VERSION: Final = "sbgen-2"
 

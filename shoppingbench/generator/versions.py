@@ -23,16 +23,16 @@ from pydantic import BaseModel
 
 from shoppingbench.generator import space as sbgen2_space
 from shoppingbench.generator import suite as sbgen2_suite
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.config import GeneratorConfig
-from shoppingbench.generator.request import GeneratedProblem, RequestWriter
 from shoppingbench.generator.sbgen1 import config as sbgen1_config
 from shoppingbench.generator.sbgen1 import space as sbgen1_space
 from shoppingbench.generator.sbgen1 import suite as sbgen1_suite
 from shoppingbench.generator.solvable import RewardCheck, SolvabilityCheck
+from shoppingbench.generator.writer.request import GeneratedProblem, RequestWriter
 from shoppingbench.problems.models import Category
 from shoppingbench.problems.solvability import request_keywords
 from shoppingbench.scoring.embedder import TitleEmbedder
+from shoppingbench.search.catalog_view import CatalogView
 
 DEFAULT_VERSION: Final = sbgen2_suite.VERSION
 

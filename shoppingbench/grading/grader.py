@@ -3,7 +3,7 @@
 The sandboxed runner (``shoppingbench.sandbox``), the in-process evaluator (``shoppingbench.evaluation``),
 the validator and the training worker all grade through :class:`Grader`, so a dialogue gets the same
 score and record whichever ran it: the reference scorer, then the verified-answer rule
-(:mod:`shoppingbench.scoring.verified`) when the attempt ran behind the verified proxy.
+(:mod:`shoppingbench.grading.verified`) when the attempt ran behind the verified proxy.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from shoppingbench.grading.verified import check_answer
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
 from shoppingbench.scoring.answer import as_steps
 from shoppingbench.scoring.attempt import AttemptScore, ProductLookup, score_attempt
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder, TitleEmbedder
 from shoppingbench.scoring.profiles import ScoringProfile, get_profile
-from shoppingbench.scoring.verified import check_answer
 
 if TYPE_CHECKING:  # an annotation only: the settings tree sits above scoring
     from shoppingbench.settings import HarnessSettings
@@ -45,7 +45,7 @@ class Grader:
         """The record of one attempt. A failed attempt scores 0 everywhere with the failure's reason.
 
         ``proxy_log`` is the attempt's verified proxy log; with one (every sandboxed run: miner test,
-        validator, worker) the arena's verified-answer rule applies (``shoppingbench.scoring.verified``): an
+        validator, worker) the arena's verified-answer rule applies (``shoppingbench.grading.verified``): an
         answer with an id no tool returned fails as ``unverified_answer``, scored 0, with the reference
         scorer's grades kept in ``reference_score``. Without one (trusted in-process runs) it cannot apply.
         """

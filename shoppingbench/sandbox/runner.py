@@ -27,6 +27,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.evaluation import EvaluationResult, OnAttempt, collect, new_run_id
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
@@ -42,7 +43,6 @@ from shoppingbench.sandbox.backends import (
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.slot import Slot
 from shoppingbench.sandbox.uids import lease_uids
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.settings import HarnessSettings
 

@@ -6,7 +6,7 @@ voucher requests from it, ``write_world`` writes both in the ShoppingBench file 
 """
 
 from shoppingbench.world.catalog import generate_products
-from shoppingbench.world.llm import LLMSettings, paraphrase_queries
+from shoppingbench.world.llm import paraphrase_queries
 from shoppingbench.world.problems import (
     DEFAULT_COUNTS,
     ProductFinder,
@@ -19,7 +19,6 @@ from shoppingbench.world.writer import write_world
 
 __all__ = [
     "DEFAULT_COUNTS",
-    "LLMSettings",
     "ProductFinder",
     "generate_problems",
     "generate_products",

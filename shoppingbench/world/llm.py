@@ -17,11 +17,11 @@ from typing import Final
 
 import openai
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.models import Problem
 from shoppingbench.problems.wording import number
+from shoppingbench.settings import LLMSettings
 from shoppingbench.world.problems import request_keywords
 
 log = structlog.get_logger(__name__)
@@ -40,18 +40,6 @@ _SERVICE_WORDS: Final[dict[str, tuple[str, ...]]] = {
     "COD": ("cash on delivery", "cod", "on delivery"),
     "flashsale": ("flash",),
 }
-
-
-class LLMSettings(BaseModel):
-    """An OpenAI-compatible chat endpoint."""
-
-    model_config = ConfigDict(frozen=True)
-
-    base_url: str
-    api_key: SecretStr = SecretStr("not-needed")
-    model: str
-    temperature: float = Field(default=0.7, ge=0, le=2)
-    timeout_seconds: float = Field(default=30.0, gt=0)
 
 
 def _contains(text: str, phrase: str) -> bool:

@@ -21,8 +21,9 @@ import orjson
 from shoppingbench.catalog.models import Product, document_for
 from shoppingbench.files import write_file_atomically
 from shoppingbench.problems.models import CATEGORIES
+from shoppingbench.settings import LLMSettings
 from shoppingbench.world.catalog import generate_products
-from shoppingbench.world.llm import LLMSettings, paraphrase_queries
+from shoppingbench.world.llm import paraphrase_queries
 from shoppingbench.world.problems import DEFAULT_COUNTS, ProductFinder, generate_problems
 from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from shoppingbench.grading.verified import UNVERIFIED_ANSWER, returned_ids
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
-from shoppingbench.scoring.verified import UNVERIFIED_ANSWER, returned_ids
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.adversarial.support import ROOMY, inference, react_with
 from tests.sandbox_support import run_agent

@@ -12,8 +12,8 @@ import pytest
 from transformers import AutoTokenizer
 from transformers.utils.chat_template_utils import get_json_schema
 
+from shoppingbench.grading.grader import Grader
 from shoppingbench.sample_world import SampleWorld
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import PAGE_SIZE, FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings

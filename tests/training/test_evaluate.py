@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from neurons.worker import app
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem, RewardTarget, Voucher
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.records import AttemptRecord
@@ -23,7 +24,6 @@ from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.sandbox_support import SLOT_UIDS, UID_BASE, leftover_processes
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump

@@ -23,9 +23,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.chat_template_utils import qwen3_training_chat_template
 
 from shoppingbench.dialogue import ToolCall, create_dialogue_step
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.sample_world import SampleWorld
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from trajectories.training.conversations import Conversation

@@ -12,11 +12,11 @@ import pytest
 from trl.trainer.utils import get_callable_name
 
 from shoppingbench.dialogue import ToolCall, create_dialogue_step
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptFailure, AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.scoring import PRODUCTION_STRICT, AttemptScore, CachedEmbedder, MiniLMEmbedder
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from trajectories.training.rewards import (
     Episode,

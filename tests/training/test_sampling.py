@@ -20,13 +20,13 @@ from peft import AutoPeftModelForCausalLM
 
 from shoppingbench.doubles.llm_server import create_app as create_stub_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
+from shoppingbench.grading.grader import Grader
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.serving import running_server

@@ -13,12 +13,12 @@ import pytest
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
+from shoppingbench.grading.grader import Grader
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
 from shoppingbench.scoring import ORIGINAL
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE

@@ -31,8 +31,8 @@ import structlog
 from pydantic import BaseModel, Field, ValidationError
 from rich.progress import Progress
 
+from shoppingbench.grading.verified import UNVERIFIED_ANSWER
 from shoppingbench.records import ProxyCall
-from shoppingbench.scoring.verified import UNVERIFIED_ANSWER
 from trajectories.rewrite.prompt import Discard, check_rewrite, teacher_messages
 from trajectories.rewrite.teacher import Teacher, TeacherUnavailable
 from trajectories.rewrite.verified import verified_calls

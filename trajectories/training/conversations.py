@@ -6,7 +6,7 @@ prompt and tool schemas of ``tools.py``, the user's query, then per step one ass
 one ``tool`` message per call that returned a result. Steps are untrusted agent output, which is why
 only attempts the structural filter labelled ``agentic`` (their calls were verified against the proxy
 log) are taken by default, and never one whose answer failed the arena's verified-answer rule
-(``unverified_answer``, ``shoppingbench.scoring.verified``); a row whose steps do not parse is skipped and
+(``unverified_answer``, ``shoppingbench.grading.verified``); a row whose steps do not parse is skipped and
 counted, never fatal.
 
 With ``include_rewritten`` the side datasets ``worker rewrite`` writes next to each dump
@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.dialogue import DialogueStep
+from shoppingbench.grading.verified import UNVERIFIED_ANSWER
 from shoppingbench.records import AttemptRecord
-from shoppingbench.scoring.verified import UNVERIFIED_ANSWER
 from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)

@@ -33,7 +33,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixi
 from trl.trainer.dpo_config import DPOConfig
 from trl.trainer.dpo_trainer import DataCollatorForPreference, DPOTrainer
 
-from shoppingbench.scoring.verified import UNVERIFIED_ANSWER
+from shoppingbench.grading.verified import UNVERIFIED_ANSWER
 from trajectories.filter import label_attempt
 from trajectories.training import stage
 from trajectories.training.conversations import (

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine, SortOrder, split_product_ids
 from shoppingbench.tools import semantics
 from shoppingbench.tools.semantics import RawArgument, ToolRefusal

@@ -20,12 +20,12 @@ from rich.table import Table
 
 import shoppingbench.agents
 from shoppingbench.dialogue import DialogueStep
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.records import AttemptRecord, ProxyCall
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.tools.serving import running_server
 from trajectories.training.passk import pass_at_k

@@ -29,8 +29,8 @@ from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer, RewardFunc
 
 from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.settings import HarnessSettings
 from trajectories.training import stage
 from trajectories.training.environment import (

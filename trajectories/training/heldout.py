@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.settings import HarnessSettings
 from trajectories.training import evaluate as evaluation
 from trajectories.training.backends import served_checkpoint

@@ -46,11 +46,11 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoppingbench.dialogue import ToolCall, create_dialogue_step
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.scoring import AttemptScore, score_attempt
 from shoppingbench.scoring.answer import tool_calls
-from shoppingbench.scoring.grader import Grader
 from trajectories.training.evaluate import Hallucinations, count_unseen_ids, named_product_ids
 
 LogMetric = Callable[[str, float], None]

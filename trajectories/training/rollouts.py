@@ -30,12 +30,12 @@ import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.search.base import SearchEngine
 from trajectories.filter import label_attempt
 from trajectories.training.backends import served_checkpoint

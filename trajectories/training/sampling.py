@@ -25,9 +25,9 @@ import structlog
 from pydantic import BaseModel, model_validator
 
 from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.grading.grader import Grader
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
-from shoppingbench.scoring.grader import Grader
 from shoppingbench.settings import HarnessSettings
 from trajectories.training.evaluate import DEFAULT_AGENT
 from trajectories.training.problems import dump_problems

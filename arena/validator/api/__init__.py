@@ -6,8 +6,8 @@ a server-rendered leaderboard, ``/metrics`` (Prometheus) and ``/health``; plus t
 """
 
 from arena.validator.api.app import create_app
-from arena.validator.api.models import EmbargoEntry
-from arena.validator.api.monitoring import TickMetrics
-from arena.validator.api.view import ArenaView
+from arena.validator.api.views.models import EmbargoEntry
+from arena.validator.api.views.monitoring import TickMetrics
+from arena.validator.api.views.view import ArenaView
 
 __all__ = ["ArenaView", "EmbargoEntry", "TickMetrics", "create_app"]

@@ -6,7 +6,6 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
-from arena.validator.api.monitoring import StateCollector
 from arena.validator.api.routes import (
     code,
     embargo,
@@ -19,7 +18,8 @@ from arena.validator.api.routes import (
     submissions,
     winner,
 )
-from arena.validator.api.view import ArenaView
+from arena.validator.api.views.monitoring import StateCollector
+from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
            embargo.router, qualifying.router, code.router, leaderboard.router)

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from arena.chain import Neuron
 from arena.race.state import CompletedRace, RunningRace, Submission
-from arena.validator.api import EmbargoEntry
+from arena.validator.api.views.models import EmbargoEntry
 
 
 class AgentStatus(BaseModel):

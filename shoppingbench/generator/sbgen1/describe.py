@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from shoppingbench.catalog.models import SERVICES, Product, build_contents
-from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.sbgen1.config import GeneratorConfig
 from shoppingbench.generator.sbgen1.wording import attribute_clause, detail_clause, sku_clause
 from shoppingbench.problems import wording
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import RewardTarget
 from shoppingbench.problems.solvability import WORD
 from shoppingbench.problems.terms import price_condition, stated_target

@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 from shoppingbench.catalog.models import Product
-from shoppingbench.generator.catalog_view import CatalogView
 from shoppingbench.generator.sbgen1.config import GeneratorConfig
 from shoppingbench.generator.sbgen1.describe import (
     attribute_values,
@@ -35,6 +34,7 @@ from shoppingbench.generator.sbgen1.describe import (
 )
 from shoppingbench.generator.sbgen1.wording import PRODUCT_OPENERS
 from shoppingbench.problems.models import Category
+from shoppingbench.search.catalog_view import CatalogView
 
 _PRICE_FORMS = 2
 """A price is always statable as "less than" and "between" ("greater than" needs a bound of 1+)."""

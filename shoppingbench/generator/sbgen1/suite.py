@@ -14,16 +14,16 @@ from collections.abc import Set as AbstractSet
 from fractions import Fraction
 
 from shoppingbench.catalog.models import Product
-from shoppingbench.generator.catalog_view import CatalogView
-from shoppingbench.generator.draws import HashDraws
 from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
 from shoppingbench.generator.sbgen1.describe import Item, describable, describe, item_kind
 from shoppingbench.generator.sbgen1.wording import product_query
 from shoppingbench.problems import wording
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category, Problem, Voucher
 from shoppingbench.problems.solvability import items_solvable
 from shoppingbench.problems.terms import make_voucher
 from shoppingbench.scoring.budget import exact, fits_budget
+from shoppingbench.search.catalog_view import CatalogView
 
 _DRAWS_PER_TARGET = 8
 """Ranks tried for one target before the candidate gives up (used/excluded products are skipped)."""

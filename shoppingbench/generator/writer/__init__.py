@@ -15,7 +15,6 @@ import orjson
 from pydantic import ValidationError
 
 from shoppingbench.catalog_dir import BUILD_RECORD
-from shoppingbench.generator.request import RequestWriter
 from shoppingbench.generator.writer.compose import WRITER_VERSION, LexiconWriter
 from shoppingbench.generator.writer.lexicon import (
     LEXICON_FILE,
@@ -24,6 +23,7 @@ from shoppingbench.generator.writer.lexicon import (
     LexiconError,
     load_lexicon,
 )
+from shoppingbench.generator.writer.request import RequestWriter
 from shoppingbench.world_manifest import MANIFEST_FILE, WorldManifest
 
 __all__ = ["WRITER_VERSION", "Lexicon", "LexiconError", "LexiconWriter", "lexicon_path", "writer_for_catalog"]

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from shoppingbench.generator.request import ItemRequest, WrittenItem, WrittenRequest
 from shoppingbench.generator.writer.lexicon import Frames, KeyPhrasing, Lexicon, Role, lexicon_sha256
+from shoppingbench.generator.writer.request import ItemRequest, WrittenItem, WrittenRequest
 from shoppingbench.generator.writer.rules import (
     choose_kind,
     clean_value,

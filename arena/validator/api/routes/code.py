@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import PlainTextResponse
 
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.view import ViewDep
 
 router = APIRouter()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from arena.validator.api.models import EmbargoEntry, embargo_entry
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.models import EmbargoEntry, embargo_entry
+from arena.validator.api.views.view import ViewDep
 
 router = APIRouter()
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.view import ViewDep
 
 router = APIRouter()
 

@@ -6,8 +6,8 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from arena.validator.api.models import by_submission_time, reigning_winner
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.models import by_submission_time, reigning_winner
+from arena.validator.api.views.view import ViewDep
 
 PAGES = Environment(loader=PackageLoader("arena.validator.api"),
                     autoescape=select_autoescape(default=True, default_for_string=True))

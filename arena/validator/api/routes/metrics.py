@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from arena.validator.api.view import RegistryDep
+from arena.validator.api.views.view import RegistryDep
 
 router = APIRouter()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
 
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.view import ViewDep
 from arena.validator.runs import qualifying_suite_name
 from trajectories.store import ProblemEntry
 

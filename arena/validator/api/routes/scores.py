@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.view import ViewDep
 from trajectories.store import CategoryScore, RunKind
 
 SCORED_RUNS: tuple[RunKind, ...] = ("qualifying", "race")

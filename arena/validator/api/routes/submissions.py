@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from arena.race.state import Submission
-from arena.validator.api.models import by_submission_time
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.models import by_submission_time
+from arena.validator.api.views.view import ViewDep
 
 router = APIRouter()
 

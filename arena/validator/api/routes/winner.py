@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from arena.validator.api.models import WinnerView, reigning_winner
-from arena.validator.api.view import ViewDep
+from arena.validator.api.views.models import WinnerView, reigning_winner
+from arena.validator.api.views.view import ViewDep
 
 router = APIRouter()
 

@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from arena.race.state import SubmissionStatus
-from arena.validator.api.view import ArenaView
+from arena.validator.api.views.view import ArenaView
 from arena.validator.service import TickReport
 
 

@@ -1,0 +1,55 @@
+"""One validator with its public face: the validator ``arena.validator.assemble`` opens, its submission
+gate and its public API (``arena.validator.api``), as ``validator run`` and the local network demo serve
+them. Above both the service and its API, so neither imports the other's assembly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from bittensor import Wallet
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+
+from arena.chain import Chain
+from arena.race import Clock
+from arena.settings import ArenaSettings
+from arena.submissions import SubmissionGate
+from arena.suites.public import SourceSchedule
+from arena.validator.api import ArenaView, TickMetrics, create_app
+from arena.validator.assemble import agent_files_dir, open_validator
+from arena.validator.runs import RunAgent
+from arena.validator.service import Validator
+from trajectories.store import TrajectoryStore
+
+
+@dataclass(frozen=True)
+class ValidatorStack:
+    """One validator and its public API (with ``POST /submissions``) and the loop's metrics."""
+
+    validator: Validator
+    api: FastAPI
+    metrics: TickMetrics
+
+
+@contextmanager
+def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
+                         sources: SourceSchedule, run_agent: RunAgent) -> Iterator[ValidatorStack]:
+    """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
+    ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
+    hotkey = str(wallet.hotkey.ss58_address)
+    with ExitStack() as stack:
+        store = TrajectoryStore.open(settings.trajectory_store_url())
+        stack.callback(store.close)
+        validator = open_validator(settings=settings, chain=chain, wallet=wallet, clock=clock,
+                                   sources=sources, run_agent=run_agent, store=store)
+        stack.callback(validator.arena_db.dispose)
+        gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
+                              files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
+                              known_product_ids=validator.known_answers,
+                              clock_skew_s=settings.submission_clock_skew_s)
+        registry = CollectorRegistry()
+        view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
+        api = create_app(view, gate=gate, registry=registry)
+        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry))
