@@ -26,7 +26,7 @@ WalletPathOption = Annotated[Path, typer.Option("--wallet-path", file_okay=False
 ChainOption = Annotated[str | None, typer.Option(
     "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
                     "(default $ARENA_CHAIN, local)")]
-NetuidOption = Annotated[int | None, typer.Option("--netuid", min=0,
+NetuidOption = Annotated[int | None, typer.Option("--netuid", min=0, max=65_535,
                                                   help="Subnet (default $ARENA_NETUID, 1)")]
 
 AgentArgument = Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,

@@ -33,6 +33,7 @@ from arena.validator import (
     validator_catalog,
 )
 from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
+from neurons import options
 from shoppingbench.doubles.scripted_inference import scripted_inference
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import DEFAULT_NAME
@@ -124,9 +125,9 @@ def _commands() -> None:
 
 @app.command("run")
 def run(
-    home: Annotated[Path | None, typer.Option(help="Arena home: databases, agents (ARENA_HOME)")] = None,
-    chain: Annotated[str | None, typer.Option(help="local, finney, test, ws(s):// (ARENA_CHAIN)")] = None,
-    netuid: Annotated[int | None, typer.Option(min=0, max=65_535, help="The subnet (ARENA_NETUID)")] = None,
+    home: options.HomeOption = None,
+    chain: options.ChainOption = None,
+    netuid: options.NetuidOption = None,
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="Catalog directory from `arena catalog import` that suites are generated over and "
                           "agents search (ARENA_CATALOG_DIR; default: the bundled sample world)")] = None,
@@ -187,8 +188,7 @@ def run(
 
 @app.command("held-out")
 def held_out(
-    home: Annotated[Path | None, typer.Option(
-        help="Arena home: databases, held-out suites (ARENA_HOME)")] = None,
+    home: options.HomeOption = None,
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="The validator's catalog (ARENA_CATALOG_DIR; default: the bundled sample world)",
     )] = None,
