@@ -1,7 +1,7 @@
-"""The README's main job on embedded defaults: sample world -> tool server -> baseline -> scores.
+"""``arena demo``: the harness alone on embedded defaults: sample world -> tool server -> baseline -> scores.
 
-Later issues grow this into the local network demo (chain, validators, miners); today it shows the
-benchmark harness end to end with the scripted baseline agent.
+The whole arena (chain, validators, miners) is ``arena network-demo``; this shows the harness end to end
+with the scripted baseline agent.
 """
 
 from __future__ import annotations
