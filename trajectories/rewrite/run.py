@@ -28,16 +28,20 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from rich.progress import Progress
 
-from shoppingbench.records import ProxyCall
 from shoppingbench.verified import UNVERIFIED_ANSWER
+from trajectories.dumps.reader import (
+    REWRITTEN_DIR,
+    dump_files,
+    parse_proxy_log_json,
+    parse_steps_json,
+    read_rows,
+)
 from trajectories.rewrite.prompt import Discard, check_rewrite, teacher_messages
 from trajectories.rewrite.teacher import Teacher, TeacherUnavailable
 from trajectories.rewrite.verified import verified_calls
-from trajectories.store.blobs import expand_proxy_log
-from trajectories.training.conversations import REWRITTEN_DIR, dump_files, parse_steps_json
 
 log = structlog.get_logger(__name__)
 
@@ -74,9 +78,7 @@ def rewrite_id(attempt_id: str) -> str:
 
 
 def _rows(dump: Path) -> Iterator[dict[str, Any]]:
-    for path in dump_files([dump]):
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=64, columns=_READ):
-            yield from batch.to_pylist()
+    return read_rows(dump_files([dump]), _READ, batch_size=64)
 
 
 def _not_candidate(row: dict[str, Any], held_out: frozenset[str]) -> str | None:
@@ -93,19 +95,11 @@ def _not_candidate(row: dict[str, Any], held_out: frozenset[str]) -> str | None:
     return None
 
 
-def _proxy_log(text: str | None) -> list[ProxyCall] | None:
-    try:
-        entries = expand_proxy_log(orjson.loads(text or "null"))
-        return [ProxyCall.model_validate(entry) for entry in entries] if isinstance(entries, list) else None
-    except (orjson.JSONDecodeError, ValidationError, TypeError, RecursionError):
-        return None
-
-
 def _decide(row: dict[str, Any], teacher: Teacher, max_result_chars: int) -> dict[str, Any]:
     """One candidate's outcome as its progress line."""
     outcome: dict[str, Any] = {"attempt_id": row["attempt_id"]}
     steps = parse_steps_json(row["steps_json"])
-    proxy_log = _proxy_log(row["proxy_log_json"])
+    proxy_log = parse_proxy_log_json(row["proxy_log_json"])
     if not steps or proxy_log is None:
         return outcome | {"status": "skipped", "reason": "unreadable_record"}
     calls = verified_calls(proxy_log, steps, row["answer"] or [])

@@ -7,7 +7,7 @@ one ``tool`` message per call that returned a result. Steps are untrusted agent 
 only attempts the structural filter labelled ``agentic`` (their calls were verified against the proxy
 log) are taken by default, and never one whose answer failed the arena's verified-answer rule
 (``unverified_answer``, ``shoppingbench.verified``); a row whose steps do not parse is skipped and
-counted, never fatal.
+counted, never fatal. Dump files, rows and steps are read through :mod:`trajectories.dumps.reader`.
 
 With ``include_rewritten`` the side datasets ``worker rewrite`` writes next to each dump
 (``DUMP/rewritten/``: successful sub-task attempts whose verified tool calls and results a teacher gave
@@ -24,26 +24,23 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-import pyarrow.parquet as pq
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.dialogue import DialogueStep
 from shoppingbench.records import AttemptRecord
 from shoppingbench.verified import UNVERIFIED_ANSWER
+from trajectories.dumps.reader import dump_files, parse_steps, parse_steps_json, read_rows, rewritten_files
 from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)
 
-REWRITTEN_DIR = "rewritten"
-"""Where ``worker rewrite`` puts a dump's rewritten rows by default (``DUMP/rewritten/data/*.parquet``)."""
 _COLUMNS = ["attempt_id", "split", "problem_id", "category", "query", "leak_cluster", "success", "rule",
             "judge_quality", "filter_label", "failure_kind", "steps_json"]
 
@@ -105,30 +102,6 @@ class GradedSelection:
     held_out_clusters: frozenset[str]
 
 
-def read_held_out_clusters(path: Path) -> frozenset[str]:
-    """Cluster ids one per line, ``#`` comments (the format of ``dump export --held-out-clusters``)."""
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return frozenset(line for line in lines if line)
-
-
-def dump_files(dumps: Iterable[Path]) -> list[Path]:
-    files: list[Path] = []
-    for dump in dumps:
-        found = sorted((dump / "data").glob("*.parquet"))
-        if not found:
-            raise FileNotFoundError(
-                f"{dump} holds no data/*.parquet: pass a directory written by `dump export`")
-        files.extend(found)
-    return files
-
-
-def _rows(files: list[Path]) -> Iterator[dict[str, Any]]:
-    for path in files:
-        parquet = pq.ParquetFile(path)
-        for batch in parquet.iter_batches(batch_size=256, columns=_COLUMNS):
-            yield from batch.to_pylist()
-
-
 def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int) -> list[dict[str, Any]]:
     """The Qwen3 conversation of one attempt (see the module docstring)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
@@ -152,11 +125,6 @@ def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int
     return messages
 
 
-def rewritten_files(dumps: Iterable[Path]) -> list[Path]:
-    """The rewritten rows' files of the dumps that have them (``DUMP/rewritten/data/*.parquet``)."""
-    return [path for dump in dumps for path in sorted((dump / REWRITTEN_DIR / "data").glob("*.parquet"))]
-
-
 def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
             rewritten: bool = False) -> str | None:
     """Why ``row`` may not be trained on, or None."""
@@ -176,24 +144,6 @@ def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
                                                or row["judge_quality"] < data.min_judge_quality):
         return "judge_quality_below_minimum"
     return None
-
-
-def parse_steps(raw: Any) -> list[DialogueStep] | None:
-    """Untrusted recorded steps as ``DialogueStep``s, or None when they are not a list of such steps."""
-    if not isinstance(raw, list):
-        return None
-    try:
-        return [DialogueStep.model_validate(step) for step in raw]
-    except (ValidationError, TypeError, ValueError, RecursionError):
-        return None
-
-
-def parse_steps_json(text: str | None) -> list[DialogueStep] | None:
-    """A dump row's ``steps_json`` as ``DialogueStep``s, or None when it is not JSON of such steps."""
-    try:
-        return parse_steps(orjson.loads(text or "null"))
-    except (orjson.JSONDecodeError, RecursionError):
-        return None
 
 
 def _graded(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
@@ -220,17 +170,18 @@ def select_graded(dumps: Iterable[Path], data: DataFilter | None = None, *,
     dumps = list(dumps)
     files = dump_files(dumps)
     held_out = held_out_clusters | frozenset(
-        row["leak_cluster"] for row in _rows(files) if row["split"] == "held_out" and row["leak_cluster"])
+        row["leak_cluster"] for row in read_rows(files, _COLUMNS)
+        if row["split"] == "held_out" and row["leak_cluster"])
     kept: list[GradedConversation] = []
     dropped: Counter[str] = Counter()
-    for row in _rows(files):
+    for row in read_rows(files, _COLUMNS):
         result = _graded(row, data, held_out)
         if isinstance(result, str):
             dropped[result] += 1
         else:
             kept.append(result)
     rewritten = rewritten_files(dumps) if data.include_rewritten else []
-    for row in _rows(rewritten):
+    for row in read_rows(rewritten, _COLUMNS):
         result = _graded(row, data, held_out, rewritten=True)
         if isinstance(result, str):
             dropped[f"rewritten:{result}"] += 1

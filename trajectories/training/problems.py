@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from shoppingbench.problems.models import Problem
+from trajectories.dumps.reader import split_files
 
 log = structlog.get_logger(__name__)
 
@@ -35,17 +36,11 @@ class DumpProblems:
     skipped: Counter[str]
 
 
-def _split_files(dump: Path, split: str) -> list[Path]:
-    if not (dump / "data").is_dir():
-        raise FileNotFoundError(f"{dump} holds no data/ directory: pass a directory written by `dump export`")
-    return sorted((dump / "data").glob(f"{split}-*.parquet"))
-
-
 def held_out_clusters_of(dumps: Sequence[Path]) -> frozenset[str]:
     """Every cluster that appears in a ``held_out`` row of any of ``dumps``."""
     clusters: set[str] = set()
     for dump in dumps:
-        for path in _split_files(dump, "held_out"):
+        for path in split_files(dump, "held_out"):
             table = pq.read_table(path, columns=["leak_cluster"])
             clusters.update(c for c in table.column("leak_cluster").to_pylist() if c)
     return frozenset(clusters)
@@ -58,7 +53,7 @@ def dump_problems(dumps: Sequence[Path], split: str = "train", *,
     problems: dict[str, Problem] = {}
     clusters: dict[str, str] = {}
     skipped: Counter[str] = Counter()
-    files = [path for dump in dumps for path in _split_files(dump, split)]
+    files = [path for dump in dumps for path in split_files(dump, split)]
     if not files:
         raise FileNotFoundError(f"no data/{split}-*.parquet in {', '.join(map(str, dumps))}: "
                                 f"the dumps hold no {split} split")

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.trainer_utils import get_last_checkpoint
 
-from trajectories.training.conversations import read_held_out_clusters
+from trajectories.dumps.reader import read_held_out_clusters
 from trajectories.training.tiny import save_tiny_model
 
 log = structlog.get_logger(__name__)
