@@ -1,5 +1,6 @@
-"""PNG plots of a checkpoint: reward/loss per training step, or success/rule per held-out problem; and
-the per-stage held-out figures of a pipeline (the study's table as a figure).
+"""PNG plots of a checkpoint: reward/loss per training step, or success/rule per held-out problem.
+
+The per-stage figure of a pipeline is drawn beside its table (:mod:`stage_table`) with :func:`save_figure`.
 
 Uses matplotlib's object API (``Figure``), never ``pyplot``: no global state, no GUI backend needed.
 """
@@ -8,14 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.figure import Figure
 
 from trajectories.training.evaluate import ProblemResult
-
-if TYPE_CHECKING:
-    from trajectories.training.stage_table import StageTable
 
 PLOTTED_PREFIXES = ("reward", "rewards/", "loss", "eval_loss")
 """Trainer log keys worth a curve: GRPO logs ``reward`` (and ``rewards/<func>/mean``), SFT/DPO ``loss``."""
@@ -63,7 +61,7 @@ def plot_history(log_history: list[dict[str, Any]], out: Path, title: str) -> Pa
     axes.set_xlabel("training step")
     axes.set_title(title)
     axes.legend()
-    return _save(figure, out)
+    return save_figure(figure, out)
 
 
 def plot_problems(problems: list[ProblemResult], out: Path, title: str) -> Path:
@@ -80,40 +78,12 @@ def plot_problems(problems: list[ProblemResult], out: Path, title: str) -> Path:
     axes.set_ylim(0, 1.05)
     axes.set_title(title)
     axes.legend()
-    return _save(figure, out)
+    return save_figure(figure, out)
 
 
-def _save(figure: Figure, out: Path) -> Path:
+def save_figure(figure: Figure, out: Path) -> Path:
+    """Write ``figure`` as a PNG to ``out`` (its directory made as needed)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(out, format="png")
     return out
-
-
-def plot_stages(table: StageTable, out: Path, title: str) -> Path:
-    """The study's figure: pass@1 per category, pass@1 and pass@k over all problems (left) and the step
-    hallucination rate (right) per stage, in pipeline order; rows without figures are left empty."""
-    rows = table.rows
-    positions = list(range(len(rows)))
-    labels = [row.stage if row.carried_from is None else f"{row.stage}\n(= {row.carried_from})"
-              for row in rows]
-    figure = Figure(figsize=(max(8.0, 1.4 * len(rows) + 3), 4.5), dpi=100)
-    scores, hallucinations = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1.4]})
-    k = "k" if table.k is None else str(table.k)
-    series = [(f"pass@1 {name}", [row.pass_at_1.get(name) for row in rows], ":") for name in table.categories]
-    series.append(("pass@1 all", [row.pass_at_1.get("all") for row in rows], "-"))
-    series.append((f"pass@{k} all", [row.pass_at_k for row in rows], "--"))
-    for label, values, style in series:
-        points = [(p, v) for p, v in zip(positions, values, strict=True) if v is not None]
-        scores.plot([p for p, _ in points], [v for _, v in points], linestyle=style, marker="o", label=label)
-    scores.set_xticks(positions, labels, fontsize=8)
-    scores.set_ylim(0, 1.05)
-    scores.set_ylabel("share of held-out problems")
-    scores.legend(fontsize=7)
-    scores.set_title(title, fontsize=9)
-    rates = [row.step_hallucination_rate or 0.0 for row in rows]
-    hallucinations.bar(positions, rates, color="tab:red")
-    hallucinations.set_xticks(positions, [row.stage for row in rows], rotation=90, fontsize=8)
-    hallucinations.set_ylim(0, max([*rates, 0.05]) * 1.1)
-    hallucinations.set_title("steps naming an unseen product id", fontsize=9)
-    return _save(figure, out)

@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajectories.training.evaluate import ALL, EvaluationReport
+from trajectories.training.plots import save_figure
 
 TABLE_JSON = "stages.json"
 TABLE_MARKDOWN = "stages.md"
@@ -154,10 +156,37 @@ def markdown(table: StageTable, *, title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_stages(table: StageTable, out: Path, title: str) -> Path:
+    """The study's figure: pass@1 per category, pass@1 and pass@k over all problems (left) and the step
+    hallucination rate (right) per stage, in pipeline order; rows without figures are left empty."""
+    rows = table.rows
+    positions = list(range(len(rows)))
+    labels = [row.stage if row.carried_from is None else f"{row.stage}\n(= {row.carried_from})"
+              for row in rows]
+    figure = Figure(figsize=(max(8.0, 1.4 * len(rows) + 3), 4.5), dpi=100)
+    scores, hallucinations = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1.4]})
+    k = "k" if table.k is None else str(table.k)
+    series = [(f"pass@1 {name}", [row.pass_at_1.get(name) for row in rows], ":") for name in table.categories]
+    series.append(("pass@1 all", [row.pass_at_1.get("all") for row in rows], "-"))
+    series.append((f"pass@{k} all", [row.pass_at_k for row in rows], "--"))
+    for label, values, style in series:
+        points = [(p, v) for p, v in zip(positions, values, strict=True) if v is not None]
+        scores.plot([p for p, _ in points], [v for _, v in points], linestyle=style, marker="o", label=label)
+    scores.set_xticks(positions, labels, fontsize=8)
+    scores.set_ylim(0, 1.05)
+    scores.set_ylabel("share of held-out problems")
+    scores.legend(fontsize=7)
+    scores.set_title(title, fontsize=9)
+    rates = [row.step_hallucination_rate or 0.0 for row in rows]
+    hallucinations.bar(positions, rates, color="tab:red")
+    hallucinations.set_xticks(positions, [row.stage for row in rows], rotation=90, fontsize=8)
+    hallucinations.set_ylim(0, max([*rates, 0.05]) * 1.1)
+    hallucinations.set_title("steps naming an unseen product id", fontsize=9)
+    return save_figure(figure, out)
+
+
 def write_table(rows: Sequence[StageRow], out: Path, *, title: str | None = None) -> StageTable:
     """``stages.json``, ``stages.md`` and (when a row was measured) ``stages.png`` in ``out``."""
-    from trajectories.training.plots import plot_stages
-
     table = build_table(rows)
     out.mkdir(parents=True, exist_ok=True)
     (out / TABLE_JSON).write_text(table.model_dump_json(indent=2), encoding="utf-8")
