@@ -207,8 +207,8 @@ def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: i
     import structlog
 
     from shoppingbench.problems.loaders import load_problems
+    from trajectories.training.data.problems import dump_problems
     from trajectories.training.heldout import evaluate_checkpoint
-    from trajectories.training.problems import dump_problems
 
     suite = latest_held_out(settings.root / HELD_OUT_DIR)
 

@@ -22,6 +22,8 @@ from tests.training.conftest import HELD_OUT_CLUSTER, WORLD_HELD_OUT_CLUSTER
 from trajectories.store import ProblemEntry
 from trajectories.synthetic import make_attempt
 from trajectories.training import stage
+from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
+from trajectories.training.data.tokens import render_messages
 from trajectories.training.dpo import (
     PAIR_COLUMNS,
     AssistantMaskCollator,
@@ -34,9 +36,7 @@ from trajectories.training.dpo import (
     run_dpo,
     trainer_arguments,
 )
-from trajectories.training.dpo_pairs import PairFilter, PreferencePair, select_pairs
 from trajectories.training.sample import write_sample_dump
-from trajectories.training.tokens import render_messages
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 UNCAPPED = PairFilter(max_pairs_per_problem=100, max_tool_chars=400)

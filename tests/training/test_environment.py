@@ -18,6 +18,7 @@ from shoppingbench.search.base import PAGE_SIZE, FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.semantics import MAX_VIEW_IDS
+from trajectories.training.data.tools import TOOL_SCHEMAS
 from trajectories.training.environment import (
     ShoppingContext,
     ShoppingEnvironment,
@@ -26,7 +27,6 @@ from trajectories.training.environment import (
     tool_methods,
 )
 from trajectories.training.rewards import EpisodeCall
-from trajectories.training.tools import TOOL_SCHEMAS
 
 TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
 QUERY = "plush toy"

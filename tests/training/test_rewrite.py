@@ -35,7 +35,7 @@ from trajectories.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
 from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer
 from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
 from trajectories.rewrite.verified import VerifiedCall, verified_calls
-from trajectories.training.conversations import DataFilter, select_conversations
+from trajectories.training.data.conversations import DataFilter, select_conversations
 from trajectories.training.sft import SFTStageConfig, run_sft
 from trajectories.training.stage import NothingToTrain
 

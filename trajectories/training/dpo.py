@@ -36,18 +36,18 @@ from trl.trainer.dpo_trainer import DataCollatorForPreference, DPOTrainer
 from shoppingbench.verified import UNVERIFIED_ANSWER
 from trajectories.filter import label_attempt
 from trajectories.training import stage
-from trajectories.training.conversations import (
+from trajectories.training.data.conversations import (
     Conversation,
     DataFilter,
     GradedConversation,
     record_conversation,
     select_graded,
 )
-from trajectories.training.dpo_pairs import PairFilter, PreferencePair, select_pairs
-from trajectories.training.problems import dump_problems
+from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
+from trajectories.training.data.problems import dump_problems
+from trajectories.training.data.tokens import RenderedMessages, render_messages
 from trajectories.training.rollouts import read_attempts
 from trajectories.training.stage import StageConfig, StageResult
-from trajectories.training.tokens import RenderedMessages, render_messages
 
 log = structlog.get_logger(__name__)
 

@@ -28,8 +28,8 @@ from shoppingbench.records import AttemptRecord, ProxyCall
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.tools.serving import running_server
+from trajectories.training.data.problems import dump_problems
 from trajectories.training.passk import pass_at_k
-from trajectories.training.problems import dump_problems
 
 log = structlog.get_logger(__name__)
 

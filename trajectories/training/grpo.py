@@ -33,11 +33,12 @@ from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.settings import HarnessSettings
 from trajectories.training import stage
+from trajectories.training.data.problems import dump_problems
+from trajectories.training.data.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 from trajectories.training.environment import (
     ShoppingContext,
     environment_factory,
 )
-from trajectories.training.problems import dump_problems
 from trajectories.training.rewards import (
     RewardSettings,
     ToolStep,
@@ -48,7 +49,6 @@ from trajectories.training.rewards import (
 )
 from trajectories.training.rollouts import read_attempts
 from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
-from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)
 

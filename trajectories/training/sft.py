@@ -18,9 +18,9 @@ from trl.trainer.sft_config import SFTConfig
 from trl.trainer.sft_trainer import SFTTrainer
 
 from trajectories.training import stage
-from trajectories.training.conversations import Conversation, DataFilter, select_conversations
+from trajectories.training.data.conversations import Conversation, DataFilter, select_conversations
+from trajectories.training.data.tokens import build_dataset
 from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
-from trajectories.training.tokens import build_dataset
 
 log = structlog.get_logger(__name__)
 

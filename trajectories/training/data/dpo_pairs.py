@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajectories.training.conversations import Conversation, GradedConversation
+from trajectories.training.data.conversations import Conversation, GradedConversation
 
 Role = Literal["chosen", "rejected"]
 

@@ -19,7 +19,7 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 from trl.chat_template_utils import qwen3_training_chat_template
 
-from trajectories.training.conversations import Conversation
+from trajectories.training.data.conversations import Conversation
 
 IGNORE_INDEX = -100
 

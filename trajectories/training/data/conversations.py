@@ -37,7 +37,7 @@ from shoppingbench.dialogue import DialogueStep
 from shoppingbench.records import AttemptRecord
 from shoppingbench.verified import UNVERIFIED_ANSWER
 from trajectories.dumps.reader import dump_files, parse_steps, parse_steps_json, read_rows, rewritten_files
-from trajectories.training.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
+from trajectories.training.data.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
 log = structlog.get_logger(__name__)
 
