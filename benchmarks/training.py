@@ -93,8 +93,8 @@ def main() -> None:
 
     from shoppingbench.sample_world import ensure_sample_world
     from shoppingbench.settings import HarnessSettings
-    from trajectories.training.sample import write_world_dump
-    from trajectories.training.tiny import save_tiny_model
+    from trajectories.training.dev.sample import write_world_dump
+    from trajectories.training.dev.tiny import save_tiny_model
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-training-") as scratch:
@@ -123,7 +123,7 @@ def _time_rewrite(root: Path) -> dict[str, Any]:
     from trajectories.rewrite.run import rewrite_dump
     from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
     from trajectories.rewrite.teacher import EndpointTeacher
-    from trajectories.training.sample import write_sample_dump
+    from trajectories.training.dev.sample import write_sample_dump
 
     dump = write_sample_dump(root / "rewrite-dump", problems=12, styles=("react", "sub_task"))
     wall = time.perf_counter()

@@ -403,7 +403,7 @@ def tiny_model(
 ) -> None:
     """Write the tiny Qwen3 (real Qwen3 vocabulary, 2 layers, hidden 64) for CPU runs."""
     _start("console")
-    from trajectories.training.tiny import save_tiny_model
+    from trajectories.training.dev.tiny import save_tiny_model
 
     typer.echo(str(save_tiny_model(out, seed)))
 

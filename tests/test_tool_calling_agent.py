@@ -33,7 +33,7 @@ from shoppingbench.tools.serving import running_server
 from tests.test_reference_agents import MODEL, Run, Services, run_suite
 from trajectories.training.data.conversations import DataFilter, steps_to_messages
 from trajectories.training.data.tokens import render_messages
-from trajectories.training.tiny import qwen3_tokenizer
+from trajectories.training.dev.tiny import qwen3_tokenizer
 
 Policy = Callable[[dict[str, Any]], StubReply]
 

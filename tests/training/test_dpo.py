@@ -24,6 +24,7 @@ from trajectories.synthetic import make_attempt
 from trajectories.training import stage
 from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
 from trajectories.training.data.tokens import render_messages
+from trajectories.training.dev.sample import write_sample_dump
 from trajectories.training.dpo import (
     PAIR_COLUMNS,
     AssistantMaskCollator,
@@ -36,7 +37,6 @@ from trajectories.training.dpo import (
     run_dpo,
     trainer_arguments,
 )
-from trajectories.training.sample import write_sample_dump
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 UNCAPPED = PairFilter(max_pairs_per_problem=100, max_tool_chars=400)

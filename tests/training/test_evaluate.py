@@ -29,6 +29,7 @@ from tests.sandbox_support import SLOT_UIDS, UID_BASE, leftover_processes
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.store import ProblemEntry, TrajectoryStore
 from trajectories.synthetic import synthetic_day
+from trajectories.training.dev.sample import SAMPLE_DAY
 from trajectories.training.evaluate import (
     ALL,
     REACT_AGENT,
@@ -40,7 +41,6 @@ from trajectories.training.evaluate import (
 )
 from trajectories.training.passk import pass_at_k
 from trajectories.training.registry import ModelRegistry, manifest_sha256
-from trajectories.training.sample import SAMPLE_DAY
 
 K = 2
 MAX_TOKENS = 16

@@ -20,8 +20,8 @@ from neurons.worker import app
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
+from trajectories.training.dev.sample import write_world_dump
 from trajectories.training.registry import ModelRegistry
-from trajectories.training.sample import write_world_dump
 from trajectories.training.stage_table import TABLE_JSON, TABLE_MARKDOWN, TABLE_PLOT, StageTable
 
 PIPELINE = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "pipeline_study_tiny.yaml"

@@ -26,7 +26,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from transformers.trainer_utils import get_last_checkpoint
 
 from trajectories.dumps.reader import read_held_out_clusters
-from trajectories.training.tiny import save_tiny_model
+from trajectories.training.dev.tiny import save_tiny_model
 
 log = structlog.get_logger(__name__)
 
