@@ -46,7 +46,7 @@ HomeOption = Annotated[Path | None, typer.Option("--home", help="Data root (defa
 
 
 class Serving(StrEnum):
-    """How `worker evaluate` serves a saved model (trajectories.training.backends)."""
+    """How `worker evaluate` serves a saved model (trajectories.training.serving.backends)."""
 
     auto = "auto"
     hf = "hf"

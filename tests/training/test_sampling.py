@@ -42,8 +42,8 @@ from trajectories.training.rollouts import (
     rollout_meta,
 )
 from trajectories.training.sampling import SamplingStageConfig, run_sampling_stage
+from trajectories.training.serving.vllm_server import VllmError, running_vllm
 from trajectories.training.stage import NothingToTrain, StageResult
-from trajectories.training.vllm_server import VllmError, running_vllm
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 TEACHER = "teacher"

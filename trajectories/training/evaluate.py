@@ -214,7 +214,7 @@ def local_inference(model_dir: Path, *, temperature: float, max_tokens: int, ser
                     budgets: InferenceBudgets | None = None) -> Iterator[InferenceConfig]:
     """Serve ``model_dir`` on loopback (:mod:`serving`) for as long as the block runs; yield the proxy's
     inference config pointing at it, with ``served_name`` (default the directory name) the only model."""
-    from trajectories.training.serving import LocalModel, ServingConfig, create_app
+    from trajectories.training.serving.hf_server import LocalModel, ServingConfig, create_app
 
     name = served_name or model_dir.resolve().name
     config = ServingConfig(served_name=name, temperature=temperature, max_tokens_cap=max_tokens)

@@ -19,10 +19,10 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
 from trajectories.training import evaluate as evaluation
-from trajectories.training.backends import served_checkpoint
 from trajectories.training.plots import find_log_history, history_series, plot_history, plot_problems
 from trajectories.training.registry import CheckpointEntry, ModelRegistry, manifest_sha256
-from trajectories.training.vllm_server import ServingBackend
+from trajectories.training.serving.backends import served_checkpoint
+from trajectories.training.serving.vllm_server import ServingBackend
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
 from trajectories.filter import label_attempt
-from trajectories.training.backends import served_checkpoint
 from trajectories.training.data.conversations import Conversation, record_conversation
+from trajectories.training.serving.backends import served_checkpoint
 
 log = structlog.get_logger(__name__)
 

@@ -16,7 +16,12 @@ from pathlib import Path
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from trajectories.training.evaluate import local_inference
-from trajectories.training.vllm_server import ServingBackend, choose_backend, merged_model, running_vllm
+from trajectories.training.serving.vllm_server import (
+    ServingBackend,
+    choose_backend,
+    merged_model,
+    running_vllm,
+)
 
 
 @contextmanager
