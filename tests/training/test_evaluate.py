@@ -37,10 +37,10 @@ from trajectories.training.evaluate import (
     count_hallucinations,
     evaluate,
     held_out_problems,
-    local_inference,
 )
 from trajectories.training.passk import pass_at_k
 from trajectories.training.registry import ModelRegistry, manifest_sha256
+from trajectories.training.serving.backends import local_inference
 
 K = 2
 MAX_TOKENS = 16

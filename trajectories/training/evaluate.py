@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,10 @@ import shoppingbench.agents
 from shoppingbench.dialogue import DialogueStep
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
-from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.records import AttemptRecord, ProxyCall
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
-from shoppingbench.tools.serving import running_server
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.passk import pass_at_k
 
@@ -207,20 +204,6 @@ def evaluate(agent: AgentFile, problems: Sequence[Problem], engine: SearchEngine
                  successes=sum(1 for r in result.attempts if r.score.success))
     report = summarise(problems, records, k, model=model, agent_hash=agent.sha256, run_ids=run_ids)
     return report, records
-
-
-@contextmanager
-def local_inference(model_dir: Path, *, temperature: float, max_tokens: int, served_name: str | None = None,
-                    budgets: InferenceBudgets | None = None) -> Iterator[InferenceConfig]:
-    """Serve ``model_dir`` on loopback (:mod:`serving`) for as long as the block runs; yield the proxy's
-    inference config pointing at it, with ``served_name`` (default the directory name) the only model."""
-    from trajectories.training.serving.hf_server import LocalModel, ServingConfig, create_app
-
-    name = served_name or model_dir.resolve().name
-    config = ServingConfig(served_name=name, temperature=temperature, max_tokens_cap=max_tokens)
-    with running_server(create_app(LocalModel.load(model_dir), config)) as url:
-        yield InferenceConfig(base_url=f"{url}/v1", models=[name], max_tokens=max_tokens,
-                              budgets=budgets or InferenceBudgets())
 
 
 def held_out_problems(dump: Path) -> list[Problem]:

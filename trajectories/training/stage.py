@@ -22,19 +22,17 @@ import torch
 import yaml
 from peft import LoraConfig
 from pydantic import BaseModel, ConfigDict, Field
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from transformers.trainer_utils import get_last_checkpoint
 
 from trajectories.dumps.reader import read_held_out_clusters
 from trajectories.training.dev.tiny import save_tiny_model
+from trajectories.training.serving.checkpoints import load_causal_lm
 
 log = structlog.get_logger(__name__)
 
 TINY_MODEL = "tiny"
 """``model: tiny`` builds the tiny CPU Qwen3 of ``tiny.py`` (into ``OUT/base``) instead of loading one."""
-
-ADAPTER_CONFIG = "adapter_config.json"
-
 
 class NothingToTrain(ValueError):
     """The stage's data selection left nothing to train on; the message says what was dropped and why."""
@@ -119,21 +117,6 @@ def model_source(model: str, out: Path) -> str | Path:
     if not (base / "config.json").exists():
         save_tiny_model(base)
     return base
-
-
-def load_causal_lm(source: str | Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Model and tokenizer from an id or directory; a directory holding a PEFT adapter is loaded with its
-    base model and merged, so the next stage (or the server) starts from the trained weights."""
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    if isinstance(source, Path) and (source / ADAPTER_CONFIG).exists():
-        from peft import AutoPeftModelForCausalLM
-
-        # PEFT loads an adapter for inference, every weight frozen: after the merge they are the model's own
-        model = AutoPeftModelForCausalLM.from_pretrained(source, dtype="auto").merge_and_unload()
-        model.requires_grad_(True)
-    else:
-        model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
-    return model, tokenizer
 
 
 def load_stage_model(config: StageConfig, out: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:

@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from trajectories.training.stage import ADAPTER_CONFIG, load_causal_lm
+from trajectories.training.serving.checkpoints import ADAPTER_CONFIG, load_causal_lm
 
 log = structlog.get_logger(__name__)
 

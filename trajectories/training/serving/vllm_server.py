@@ -30,7 +30,7 @@ from typing import Literal
 import httpx
 import structlog
 
-from trajectories.training.stage import ADAPTER_CONFIG, load_causal_lm
+from trajectories.training.serving.checkpoints import ADAPTER_CONFIG, load_causal_lm
 
 log = structlog.get_logger(__name__)
 
