@@ -179,9 +179,9 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
 def _evaluate_stages(model: Path, root: Path, dump: Path, catalog: Path, settings: Any) -> dict[str, Any]:
     """The per-stage table of the study: the base model, then each stage's ``final`` (stages that trained),
     on the dump's held-out problems, k=2, through the sandbox and the registry, as the pipeline does."""
-    from trajectories.training.evaluate import held_out_problems
-    from trajectories.training.heldout import evaluate_checkpoint
-    from trajectories.training.stage_table import evaluated_row, write_table
+    from trajectories.training.evaluation.evaluate import held_out_problems
+    from trajectories.training.evaluation.held_out import evaluate_checkpoint
+    from trajectories.training.evaluation.stage_table import evaluated_row, write_table
 
     problems = held_out_problems(dump)[:3]
     models = [("base", model), *((name, root / name / "final") for name in STAGES

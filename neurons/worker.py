@@ -208,7 +208,7 @@ def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: i
 
     from shoppingbench.problems.loaders import load_problems
     from trajectories.training.data.problems import dump_problems
-    from trajectories.training.heldout import evaluate_checkpoint
+    from trajectories.training.evaluation.held_out import evaluate_checkpoint
 
     suite = latest_held_out(settings.root / HELD_OUT_DIR)
 
@@ -275,7 +275,7 @@ def pipeline(
     written to OUT/stages.md (and .json, .png) and printed; the last line printed is the JSON list of
     stage summaries."""
     _start(log_format)
-    from trajectories.training.stage_table import TABLE_MARKDOWN
+    from trajectories.training.evaluation.stage_table import TABLE_MARKDOWN
 
     settings = _settings(home)
     with _stage_errors():
@@ -457,8 +457,8 @@ def evaluate(
     from rich.console import Console
 
     from shoppingbench.problems.loaders import ProblemFileError, load_problems
-    from trajectories.training import evaluate as evaluation
-    from trajectories.training.heldout import evaluate_checkpoint
+    from trajectories.training.evaluation import evaluate as evaluation
+    from trajectories.training.evaluation.held_out import evaluate_checkpoint
 
     if problems is not None and dump is not None:
         raise typer.BadParameter("give --problems FILE or --dump DIR, not both")

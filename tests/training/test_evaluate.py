@@ -30,7 +30,7 @@ from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.store import ProblemEntry, TrajectoryStore
 from trajectories.synthetic import synthetic_day
 from trajectories.training.dev.sample import SAMPLE_DAY
-from trajectories.training.evaluate import (
+from trajectories.training.evaluation.evaluate import (
     ALL,
     REACT_AGENT,
     EvaluationReport,
@@ -38,8 +38,8 @@ from trajectories.training.evaluate import (
     evaluate,
     held_out_problems,
 )
-from trajectories.training.passk import pass_at_k
-from trajectories.training.registry import ModelRegistry, manifest_sha256
+from trajectories.training.evaluation.passk import pass_at_k
+from trajectories.training.evaluation.registry import ModelRegistry, manifest_sha256
 from trajectories.training.serving.backends import local_inference
 
 K = 2

@@ -33,7 +33,7 @@ from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
 from tests.training.conftest import WORLD_HELD_OUT_CLUSTER
 from trajectories.training.data.problems import dump_problems
-from trajectories.training.evaluate import DEFAULT_AGENT
+from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
 from trajectories.training.rollouts import (
     ATTEMPTS_FILE,
     RolloutMeta,

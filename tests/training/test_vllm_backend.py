@@ -14,7 +14,7 @@ import pytest
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.settings import HarnessSettings
 from tests.sandbox_support import UID_BASE
-from trajectories.training.heldout import evaluate_checkpoint
+from trajectories.training.evaluation.held_out import evaluate_checkpoint
 from trajectories.training.rollouts import ServingSettings
 from trajectories.training.serving import vllm_server
 from trajectories.training.serving.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable

@@ -229,7 +229,7 @@ def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resu
     With ``evaluate``: the base model first when ``evaluation.base``, then each stage's model as
     ``evaluation.after`` says; a model already evaluated in this run is not evaluated again (a stage skipped
     as empty carries its row). The table of every row is written to ``OUT/stages.*``."""
-    from trajectories.training import stage_table
+    from trajectories.training.evaluation import stage_table
 
     summaries: list[dict[str, Any]] = []
     rows: list[stage_table.StageRow] = []

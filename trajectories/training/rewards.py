@@ -51,7 +51,7 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.scoring import AttemptScore, score_attempt
 from shoppingbench.scoring.dialogue import tool_calls
-from trajectories.training.evaluate import Hallucinations, count_unseen_ids, named_product_ids
+from trajectories.training.evaluation.evaluate import Hallucinations, count_unseen_ids, named_product_ids
 
 LogMetric = Callable[[str, float], None]
 

@@ -30,7 +30,7 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
 from trajectories.training.data.problems import dump_problems
-from trajectories.training.evaluate import DEFAULT_AGENT
+from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
 from trajectories.training.rollouts import (
     ATTEMPTS_FILE,
     RolloutSelection,

@@ -13,7 +13,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from trajectories.training.evaluate import ProblemResult
+from trajectories.training.evaluation.evaluate import ProblemResult
 
 PLOTTED_PREFIXES = ("reward", "rewards/", "loss", "eval_loss")
 """Trainer log keys worth a curve: GRPO logs ``reward`` (and ``rewards/<func>/mean``), SFT/DPO ``loss``."""

@@ -26,7 +26,7 @@ from shoppingbench.records import AttemptRecord, ProxyCall
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
 from trajectories.training.data.problems import dump_problems
-from trajectories.training.passk import pass_at_k
+from trajectories.training.evaluation.passk import pass_at_k
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,7 @@
 """The study's table: the base model and every pipeline stage's checkpoint on the same held-out problems.
 
 One :class:`StageRow` per row (``base``, then each stage as the pipeline ran it), read from the stage's
-evaluation summary (``heldout.HeldOutRun.summary``) and the ``results.json`` it points to: pass@1 per
+evaluation summary (``held_out.HeldOutRun.summary``) and the ``results.json`` it points to: pass@1 per
 category and over all problems, pass@k, the hallucination rates, the registry row. A stage skipped as
 empty passed its model on unchanged; its row is marked ``skipped`` and carries the row of the model it
 passed on (that model is not evaluated twice). :func:`best_row` names the best checkpoint by
@@ -18,8 +18,8 @@ from typing import Any, Literal
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajectories.training.evaluate import ALL, EvaluationReport
-from trajectories.training.plots import save_figure
+from trajectories.training.evaluation.evaluate import ALL, EvaluationReport
+from trajectories.training.evaluation.plots import save_figure
 
 TABLE_JSON = "stages.json"
 TABLE_MARKDOWN = "stages.md"

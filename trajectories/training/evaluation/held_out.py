@@ -18,9 +18,14 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
-from trajectories.training import evaluate as evaluation
-from trajectories.training.plots import find_log_history, history_series, plot_history, plot_problems
-from trajectories.training.registry import CheckpointEntry, ModelRegistry, manifest_sha256
+from trajectories.training.evaluation import evaluate as evaluation
+from trajectories.training.evaluation.plots import (
+    find_log_history,
+    history_series,
+    plot_history,
+    plot_problems,
+)
+from trajectories.training.evaluation.registry import CheckpointEntry, ModelRegistry, manifest_sha256
 from trajectories.training.serving.backends import served_checkpoint
 from trajectories.training.serving.vllm_server import ServingBackend
 
