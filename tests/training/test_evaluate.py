@@ -34,10 +34,10 @@ from trajectories.training.evaluation.evaluate import (
     ALL,
     REACT_AGENT,
     EvaluationReport,
-    count_hallucinations,
     evaluate,
     held_out_problems,
 )
+from trajectories.training.evaluation.hallucinations import count_hallucinations
 from trajectories.training.evaluation.passk import pass_at_k
 from trajectories.training.evaluation.registry import ModelRegistry, manifest_sha256
 from trajectories.training.serving.backends import local_inference
