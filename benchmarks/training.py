@@ -64,7 +64,7 @@ def _trained(result: Any) -> dict[str, Any]:
 
 def _rolled(attempts_file: Path, seconds: float) -> dict[str, Any]:
     """Rollout figures from the stage's attempts: how many, and how fast the model generated."""
-    from trajectories.training.rollouts import read_attempts
+    from trajectories.training.stages.rollouts import read_attempts
 
     records = read_attempts(attempts_file)
     generated = sum(c.completion_tokens or 0 for r in records for c in r.proxy_log if c.kind == "inference")
@@ -143,7 +143,7 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
         with_catalog,
         with_teacher_endpoint,
     )
-    from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
+    from trajectories.training.stages.sampling import SamplingStageConfig, sample_stage_data
 
     produced: dict[str, Path] = {}
     with run_inference(settings, scripted=True) as teacher:

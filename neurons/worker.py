@@ -22,7 +22,7 @@ from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.settings import HarnessSettings
 
 if TYPE_CHECKING:
-    from trajectories.training.stage import StageConfig
+    from trajectories.training.stages.stage import StageConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Post-training worker: fine-tune a model on the arena's daily trajectory dumps "
@@ -113,7 +113,7 @@ def _adjusted(config: StageConfig, *, catalog: Path | None, teacher_url: str | N
 def _stage_errors() -> Iterator[None]:
     """Clear exits for what a stage refuses: nothing to train on (4), no sandbox here (3), a bad file (2)."""
     from shoppingbench.sandbox.backends import SandboxUnavailable
-    from trajectories.training.stage import NothingToTrain
+    from trajectories.training.stages.stage import NothingToTrain
 
     try:
         yield
@@ -188,7 +188,7 @@ def rollouts(
     """Only the rollout phase of a sampling stage, on one process: run it before `accelerate launch`-ing the
     stage's training on several GPUs (which then finds the rollouts complete). Prints the summary as JSON."""
     _start(log_format)
-    from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
+    from trajectories.training.stages.sampling import SamplingStageConfig, sample_stage_data
 
     settings = _settings(home)
     with _stage_config(config, stage=None, catalog=catalog, scripted_teacher=scripted_teacher,

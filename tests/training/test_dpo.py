@@ -21,11 +21,11 @@ from shoppingbench.sample_world import SampleWorld
 from tests.training.conftest import HELD_OUT_CLUSTER, WORLD_HELD_OUT_CLUSTER
 from trajectories.store import ProblemEntry
 from trajectories.synthetic import make_attempt
-from trajectories.training import stage
 from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
 from trajectories.training.data.tokens import render_messages
 from trajectories.training.dev.sample import write_sample_dump
-from trajectories.training.dpo import (
+from trajectories.training.stages import stage
+from trajectories.training.stages.dpo import (
     PAIR_COLUMNS,
     AssistantMaskCollator,
     DPOStageConfig,

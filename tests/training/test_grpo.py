@@ -32,8 +32,8 @@ from trajectories.training.data.conversations import Conversation
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tokens import IGNORE_INDEX, tokenize_conversation
 from trajectories.training.data.tools import SYSTEM_PROMPT
-from trajectories.training.environment import ShoppingContext, ShoppingEnvironment, tool_methods
-from trajectories.training.grpo import (
+from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment, tool_methods
+from trajectories.training.stages.grpo import (
     GRPOStageConfig,
     ShoppingGRPOTrainer,
     grpo_dataset,
@@ -43,8 +43,8 @@ from trajectories.training.grpo import (
     run_grpo,
     trainer_arguments,
 )
-from trajectories.training.rewards import ToolStep, parse_plan
-from trajectories.training.stage import NothingToTrain
+from trajectories.training.stages.rewards import ToolStep, parse_plan
+from trajectories.training.stages.stage import NothingToTrain
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 FIT_STEPS = 100

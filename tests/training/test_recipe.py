@@ -23,7 +23,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.dev.sample import write_world_dump
 from trajectories.training.evaluation.registry import ModelRegistry
-from trajectories.training.rollouts import read_attempts
+from trajectories.training.stages.rollouts import read_attempts
 
 PIPELINE = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "pipeline_tiny.yaml"
 

@@ -36,8 +36,8 @@ from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_a
 from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
 from trajectories.rewrite.verified import VerifiedCall, verified_calls
 from trajectories.training.data.conversations import DataFilter, select_conversations
-from trajectories.training.sft import SFTStageConfig, run_sft
-from trajectories.training.stage import NothingToTrain
+from trajectories.training.stages.sft import SFTStageConfig, run_sft
+from trajectories.training.stages.stage import NothingToTrain
 
 
 @pytest.fixture

@@ -34,16 +34,16 @@ from tests.sandbox_support import UID_BASE
 from tests.training.conftest import WORLD_HELD_OUT_CLUSTER
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
-from trajectories.training.rollouts import (
+from trajectories.training.serving.vllm_server import VllmError, running_vllm
+from trajectories.training.stages.rollouts import (
     ATTEMPTS_FILE,
     RolloutMeta,
     collect_rollouts,
     read_attempts,
     rollout_meta,
 )
-from trajectories.training.sampling import SamplingStageConfig, run_sampling_stage
-from trajectories.training.serving.vllm_server import VllmError, running_vllm
-from trajectories.training.stage import NothingToTrain, StageResult
+from trajectories.training.stages.sampling import SamplingStageConfig, run_sampling_stage
+from trajectories.training.stages.stage import NothingToTrain, StageResult
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 TEACHER = "teacher"

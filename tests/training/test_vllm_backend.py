@@ -15,10 +15,10 @@ from shoppingbench.sample_world import SampleWorld
 from shoppingbench.settings import HarnessSettings
 from tests.sandbox_support import UID_BASE
 from trajectories.training.evaluation.held_out import evaluate_checkpoint
-from trajectories.training.rollouts import ServingSettings
 from trajectories.training.serving import vllm_server
 from trajectories.training.serving.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable
-from trajectories.training.stage import for_installed_transformers
+from trajectories.training.stages.rollouts import ServingSettings
+from trajectories.training.stages.stage import for_installed_transformers
 
 REPO = Path(__file__).parents[2]
 

@@ -31,7 +31,7 @@ from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_con
 from shoppingbench.settings import HarnessSettings
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
-from trajectories.training.rollouts import (
+from trajectories.training.stages.rollouts import (
     ATTEMPTS_FILE,
     RolloutSelection,
     RolloutSettings,
@@ -41,8 +41,8 @@ from trajectories.training.rollouts import (
     rollouts_complete,
     served_model,
 )
-from trajectories.training.sft import train_sft
-from trajectories.training.stage import NothingToTrain, StageConfig, StageResult, model_source
+from trajectories.training.stages.sft import train_sft
+from trajectories.training.stages.stage import NothingToTrain, StageConfig, StageResult, model_source
 
 log = structlog.get_logger(__name__)
 

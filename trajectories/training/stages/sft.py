@@ -17,10 +17,10 @@ from pydantic import Field
 from trl.trainer.sft_config import SFTConfig
 from trl.trainer.sft_trainer import SFTTrainer
 
-from trajectories.training import stage
 from trajectories.training.data.conversations import Conversation, DataFilter, select_conversations
 from trajectories.training.data.tokens import build_dataset
-from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
+from trajectories.training.stages import stage
+from trajectories.training.stages.stage import NothingToTrain, StageConfig, StageResult
 
 log = structlog.get_logger(__name__)
 

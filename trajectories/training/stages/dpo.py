@@ -35,7 +35,6 @@ from trl.trainer.dpo_trainer import DataCollatorForPreference, DPOTrainer
 
 from shoppingbench.verified import UNVERIFIED_ANSWER
 from trajectories.filter import label_attempt
-from trajectories.training import stage
 from trajectories.training.data.conversations import (
     Conversation,
     DataFilter,
@@ -46,8 +45,9 @@ from trajectories.training.data.conversations import (
 from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tokens import RenderedMessages, render_messages
-from trajectories.training.rollouts import read_attempts
-from trajectories.training.stage import StageConfig, StageResult
+from trajectories.training.stages import stage
+from trajectories.training.stages.rollouts import read_attempts
+from trajectories.training.stages.stage import StageConfig, StageResult
 
 log = structlog.get_logger(__name__)
 

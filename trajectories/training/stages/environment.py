@@ -34,7 +34,7 @@ from shoppingbench.search.base import SearchEngine, SortOrder, split_product_ids
 from shoppingbench.tools import semantics
 from shoppingbench.tools.semantics import RawArgument, ToolRefusal
 from trajectories.training.data.tools import TOOL_SCHEMAS
-from trajectories.training.rewards import Episode, EpisodeCall
+from trajectories.training.stages.rewards import Episode, EpisodeCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 

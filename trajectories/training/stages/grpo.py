@@ -32,14 +32,14 @@ from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.settings import HarnessSettings
-from trajectories.training import stage
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
-from trajectories.training.environment import (
+from trajectories.training.stages import stage
+from trajectories.training.stages.environment import (
     ShoppingContext,
     environment_factory,
 )
-from trajectories.training.rewards import (
+from trajectories.training.stages.rewards import (
     RewardSettings,
     ToolStep,
     attempt_plan,
@@ -47,8 +47,8 @@ from trajectories.training.rewards import (
     plan_json,
     reward_functions,
 )
-from trajectories.training.rollouts import read_attempts
-from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
+from trajectories.training.stages.rollouts import read_attempts
+from trajectories.training.stages.stage import NothingToTrain, StageConfig, StageResult
 
 log = structlog.get_logger(__name__)
 
