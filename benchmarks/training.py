@@ -120,10 +120,10 @@ def main() -> None:
 def _time_rewrite(root: Path) -> dict[str, Any]:
     """``worker rewrite`` with the scripted teacher over a sample dump with sub-task attempts."""
     from shoppingbench.tools.serving import running_server
-    from trajectories.rewrite.run import rewrite_dump
-    from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
-    from trajectories.rewrite.teacher import EndpointTeacher
     from trajectories.training.dev.sample import write_sample_dump
+    from trajectories.training.rewrite.run import rewrite_dump
+    from trajectories.training.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
+    from trajectories.training.rewrite.teacher import EndpointTeacher
 
     dump = write_sample_dump(root / "rewrite-dump", problems=12, styles=("react", "sub_task"))
     wall = time.perf_counter()

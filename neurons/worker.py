@@ -372,9 +372,9 @@ def rewrite(
 
     from shoppingbench.tools.serving import running_server
     from trajectories.dumps.reader import read_held_out_clusters
-    from trajectories.rewrite.run import rewrite_dump
-    from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
-    from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
+    from trajectories.training.rewrite.run import rewrite_dump
+    from trajectories.training.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
+    from trajectories.training.rewrite.teacher import EndpointTeacher, TeacherAuthError
 
     if scripted_teacher == bool(teacher_url or teacher_model):
         raise typer.BadParameter("give --teacher-url with --teacher-model, or --scripted-teacher")

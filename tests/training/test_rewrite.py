@@ -30,12 +30,12 @@ from shoppingbench.records import ProxyCall
 from shoppingbench.tools.serving import running_server
 from tests.training.conftest import HELD_OUT_CLUSTER
 from tests.training.test_sft import TINY_CONFIG
-from trajectories.rewrite.prompt import Discard, check_rewrite, read_data_block, teacher_messages
-from trajectories.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
-from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer
-from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
-from trajectories.rewrite.verified import VerifiedCall, verified_calls
 from trajectories.training.data.conversations import DataFilter, select_conversations
+from trajectories.training.rewrite.prompt import Discard, check_rewrite, read_data_block, teacher_messages
+from trajectories.training.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
+from trajectories.training.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer
+from trajectories.training.rewrite.teacher import EndpointTeacher, TeacherAuthError
+from trajectories.training.rewrite.verified import VerifiedCall, verified_calls
 from trajectories.training.stages.sft import SFTStageConfig, run_sft
 from trajectories.training.stages.stage import NothingToTrain
 

@@ -11,9 +11,9 @@ counted, never fatal. Dump files, rows and steps are read through :mod:`trajecto
 
 With ``include_rewritten`` the side datasets ``worker rewrite`` writes next to each dump
 (``DUMP/rewritten/``: successful sub-task attempts whose verified tool calls and results a teacher gave
-model-driven reasoning, :mod:`trajectories.rewrite`) are read too, under the same guard and thresholds
-but for the label (their calls were checked against the proxy log when rewritten) and the judge's
-quality (it scored the original's reasoning, which the rewrite replaces).
+model-driven reasoning, :mod:`trajectories.training.rewrite`) are read too, under the same guard and
+thresholds but for the label (their calls were checked against the proxy log when rewritten) and the
+judge's quality (it scored the original's reasoning, which the rewrite replaces).
 
 Leak-cluster guard: only rows of the ``train`` split are read, and a row is dropped when its cluster is
 in the explicit held-out list or appears in a ``held_out`` row of any dump read, so a cluster placed

@@ -3,7 +3,7 @@
 It mimics what ``worker rewrite`` needs from a real teacher endpoint (a hosted model behind a gateway,
 or vLLM): ``GET /v1/models`` and ``POST /v1/chat/completions`` in the OpenAI shape, so the command uses
 it through the real ``openai`` client. Instead of a model it reads the JSON block of the prompt
-(:func:`trajectories.rewrite.prompt.read_data_block`) and writes one step per verified call whose
+(:func:`trajectories.training.rewrite.prompt.read_data_block`) and writes one step per verified call whose
 reasoning cites what earlier results showed (ids, titles, prices) and why the call comes next, a
 comparison of two candidates before the recommendation. It measures the rewrite plumbing, not a model.
 
@@ -22,7 +22,7 @@ import orjson
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict
 
-from trajectories.rewrite.prompt import read_data_block
+from trajectories.training.rewrite.prompt import read_data_block
 
 SCRIPTED_TEACHER_MODEL: Final = "scripted-rewriter"
 Mode = Literal["faithful", "change_call", "change_result", "reorder", "drop_call", "junk", "inject",

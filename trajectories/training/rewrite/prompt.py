@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.agent_sdk.steps import create_dialogue_step
-from trajectories.rewrite.verified import VerifiedCall, canonical_json
+from trajectories.training.rewrite.verified import VerifiedCall, canonical_json
 
 DATA_BEGIN: Final = "<<<VERIFIED_TRAJECTORY_JSON"
 DATA_END: Final = "VERIFIED_TRAJECTORY_JSON>>>"

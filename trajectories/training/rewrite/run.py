@@ -39,9 +39,9 @@ from trajectories.dumps.reader import (
     parse_steps_json,
     read_rows,
 )
-from trajectories.rewrite.prompt import Discard, check_rewrite, teacher_messages
-from trajectories.rewrite.teacher import Teacher, TeacherUnavailable
-from trajectories.rewrite.verified import verified_calls
+from trajectories.training.rewrite.prompt import Discard, check_rewrite, teacher_messages
+from trajectories.training.rewrite.teacher import Teacher, TeacherUnavailable
+from trajectories.training.rewrite.verified import verified_calls
 
 log = structlog.get_logger(__name__)
 
