@@ -35,7 +35,7 @@ from trajectories.training.rewrite.prompt import Discard, check_rewrite, read_da
 from trajectories.training.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
 from trajectories.training.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer
 from trajectories.training.rewrite.teacher import EndpointTeacher, TeacherAuthError
-from trajectories.training.rewrite.verified import VerifiedCall, verified_calls
+from trajectories.training.rewrite.vouched_calls import VerifiedCall, verified_calls
 from trajectories.training.stages.sft import SFTStageConfig, run_sft
 from trajectories.training.stages.stage import NothingToTrain
 

@@ -1,7 +1,7 @@
 """What the teacher is asked, and how its untrusted answer is checked.
 
-The teacher gets the shopper's query and the verified calls with their results (:mod:`verified`) as a JSON
-block between :data:`DATA_BEGIN` and :data:`DATA_END`, and answers with JSON::
+The teacher gets the shopper's query and the verified calls with their results (:mod:`vouched_calls`) as
+a JSON block between :data:`DATA_BEGIN` and :data:`DATA_END`, and answers with JSON::
 
     {"steps": [{"think": "...", "tool_calls": [{"name": "...", "arguments": {...}}], "response": "..."}]}
 
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.agent_sdk.steps import create_dialogue_step
-from trajectories.training.rewrite.verified import VerifiedCall, canonical_json
+from trajectories.training.rewrite.vouched_calls import VerifiedCall, canonical_json
 
 DATA_BEGIN: Final = "<<<VERIFIED_TRAJECTORY_JSON"
 DATA_END: Final = "VERIFIED_TRAJECTORY_JSON>>>"

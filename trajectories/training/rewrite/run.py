@@ -3,7 +3,7 @@ written as a side dataset next to the dump (default ``DUMP/rewritten/``).
 
 Candidates are the dump's ``train`` rows under SFT's leak-cluster guard (a cluster held out anywhere in
 the dump, or listed, is never read) that the structural filter labelled ``sub_task``, that succeeded and
-whose answer passed the arena's verified-answer rule. Their verified calls (:mod:`verified`) go to the
+whose answer passed the arena's verified-answer rule. Their verified calls (:mod:`vouched_calls`) go to the
 teacher; an answer that changes, adds, drops or reorders a call or states another result, that is not
 JSON, or that smuggles tags, is discarded and counted by reason (:mod:`prompt`).
 
@@ -41,7 +41,7 @@ from trajectories.dumps.reader import (
 )
 from trajectories.training.rewrite.prompt import Discard, check_rewrite, teacher_messages
 from trajectories.training.rewrite.teacher import Teacher, TeacherUnavailable
-from trajectories.training.rewrite.verified import verified_calls
+from trajectories.training.rewrite.vouched_calls import verified_calls
 
 log = structlog.get_logger(__name__)
 
