@@ -120,9 +120,9 @@ def main() -> None:
 def _time_rewrite(root: Path) -> dict[str, Any]:
     """``worker rewrite`` with the scripted teacher over a sample dump with sub-task attempts."""
     from shoppingbench.tools.serving import running_server
+    from trajectories.doubles.scripted_teacher import SCRIPTED_TEACHER_MODEL, create_app
     from trajectories.training.dev.sample import write_sample_dump
     from trajectories.training.rewrite.run import rewrite_dump
-    from trajectories.training.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
     from trajectories.training.rewrite.teacher import EndpointTeacher
 
     dump = write_sample_dump(root / "rewrite-dump", problems=12, styles=("react", "sub_task"))

@@ -371,9 +371,9 @@ def rewrite(
     from pydantic import SecretStr
 
     from shoppingbench.tools.serving import running_server
+    from trajectories.doubles.scripted_teacher import SCRIPTED_TEACHER_MODEL, create_app
     from trajectories.dumps.reader import read_held_out_clusters
     from trajectories.training.rewrite.run import rewrite_dump
-    from trajectories.training.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
     from trajectories.training.rewrite.teacher import EndpointTeacher, TeacherAuthError
 
     if scripted_teacher == bool(teacher_url or teacher_model):

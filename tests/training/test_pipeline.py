@@ -16,9 +16,9 @@ import yaml
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.settings import HarnessSettings
 from tests.sandbox_support import UID_BASE
+from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import ExportOptions, SplitRule
 from trajectories.store import TrajectoryStore
-from trajectories.synthetic import synthetic_day
 from trajectories.training.pipeline import (
     PipelineConfig,
     chain_stage,

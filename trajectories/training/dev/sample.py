@@ -18,10 +18,10 @@ from pathlib import Path
 
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
+from trajectories.doubles.synthetic import Style, SyntheticDay, make_agents, make_attempt, synthetic_day
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.store import ProblemEntry, TrajectoryStore
 from trajectories.store.entries import AgentEntry
-from trajectories.synthetic import Style, SyntheticDay, make_agents, make_attempt, synthetic_day
 
 SAMPLE_DAY = date(2026, 11, 21)
 

@@ -3,6 +3,6 @@ reasoning that drives each of an attempt's verified tool calls, which stay exact
 
 :mod:`vouched_calls` reads the calls and results a dump row's verified proxy log vouches for, :mod:`prompt`
 asks the teacher and checks its untrusted answer, :mod:`teacher` talks to an OpenAI-compatible endpoint,
-:mod:`scripted` is the CPU test double of a teacher, and :mod:`run` rewrites a dump into a side dataset
-that SFT reads with ``data.include_rewritten``.
+and :mod:`run` rewrites a dump into a side dataset that SFT reads with ``data.include_rewritten``. The CPU
+test double of a teacher is :mod:`trajectories.doubles.scripted_teacher`.
 """
