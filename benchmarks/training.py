@@ -143,7 +143,8 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
         with_catalog,
         with_teacher_endpoint,
     )
-    from trajectories.training.stages.sampling import SamplingStageConfig, sample_stage_data
+    from trajectories.training.stages.sampling import sample_stage_data
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     produced: dict[str, Path] = {}
     with run_inference(settings, scripted=True) as teacher:

@@ -188,7 +188,8 @@ def rollouts(
     """Only the rollout phase of a sampling stage, on one process: run it before `accelerate launch`-ing the
     stage's training on several GPUs (which then finds the rollouts complete). Prints the summary as JSON."""
     _start(log_format)
-    from trajectories.training.stages.sampling import SamplingStageConfig, sample_stage_data
+    from trajectories.training.stages.sampling import sample_stage_data
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     settings = _settings(home)
     with _stage_config(config, stage=None, catalog=catalog, scripted_teacher=scripted_teacher,

@@ -34,7 +34,6 @@ from trajectories.training.data.tokens import IGNORE_INDEX, tokenize_conversatio
 from trajectories.training.data.tools import SYSTEM_PROMPT
 from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment, tool_methods
 from trajectories.training.stages.grpo import (
-    GRPOStageConfig,
     ShoppingGRPOTrainer,
     grpo_dataset,
     prompt,
@@ -43,6 +42,7 @@ from trajectories.training.stages.grpo import (
     run_grpo,
     trainer_arguments,
 )
+from trajectories.training.stages.grpo_config import GRPOStageConfig
 from trajectories.training.stages.rewards import ToolStep, parse_plan
 from trajectories.training.stages.stage import NothingToTrain
 

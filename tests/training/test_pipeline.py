@@ -29,8 +29,8 @@ from trajectories.training.pipeline import (
     with_teacher_endpoint,
 )
 from trajectories.training.stages.dpo import DPOStageConfig
-from trajectories.training.stages.grpo import GRPOStageConfig
-from trajectories.training.stages.sampling import SamplingStageConfig
+from trajectories.training.stages.grpo_config import GRPOStageConfig
+from trajectories.training.stages.sampling_config import SamplingStageConfig
 from trajectories.training.stages.stage import NothingToTrain
 from trajectories.training.watch import STATE_FILE, Watcher, WatchState, export_new_days
 

@@ -42,7 +42,8 @@ from trajectories.training.stages.rollouts import (
     read_attempts,
     rollout_meta,
 )
-from trajectories.training.stages.sampling import SamplingStageConfig, run_sampling_stage
+from trajectories.training.stages.sampling import run_sampling_stage
+from trajectories.training.stages.sampling_config import SamplingStageConfig
 from trajectories.training.stages.stage import NothingToTrain, StageResult
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"

@@ -17,7 +17,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.training.evaluation.held_out import evaluate_checkpoint
 from trajectories.training.serving import vllm_server
 from trajectories.training.serving.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable
-from trajectories.training.stages.rollouts import ServingSettings
+from trajectories.training.stages.sampling_config import ServingSettings
 from trajectories.training.stages.stage import for_installed_transformers
 
 REPO = Path(__file__).parents[2]

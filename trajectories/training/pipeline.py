@@ -41,13 +41,13 @@ def _config_class(stage: str) -> type[StageConfig]:
         from trajectories.training.stages.sft import SFTStageConfig
         return SFTStageConfig
     if stage in ("rejection", "teacher"):
-        from trajectories.training.stages.sampling import SamplingStageConfig
+        from trajectories.training.stages.sampling_config import SamplingStageConfig
         return SamplingStageConfig
     if stage == "dpo":
         from trajectories.training.stages.dpo import DPOStageConfig
         return DPOStageConfig
     if stage == "grpo":
-        from trajectories.training.stages.grpo import GRPOStageConfig
+        from trajectories.training.stages.grpo_config import GRPOStageConfig
         return GRPOStageConfig
     raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGE_NAMES)}")
 
@@ -62,7 +62,7 @@ def load_stage_config(path: Path) -> StageConfig:
 
 def with_catalog(config: StageConfig, catalog: Path) -> StageConfig:
     """``config`` rolling out on ``catalog`` (the stages that touch the tools have one)."""
-    from trajectories.training.stages.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     if isinstance(config, SamplingStageConfig):
         return config.model_copy(update={"rollouts": config.rollouts.model_copy(update={"catalog": catalog})})
@@ -73,7 +73,7 @@ def with_catalog(config: StageConfig, catalog: Path) -> StageConfig:
 
 def catalog_of(config: StageConfig) -> Path | None:
     """The catalog ``config`` rolls out on, if its stage has one."""
-    from trajectories.training.stages.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     if isinstance(config, SamplingStageConfig):
         return config.rollouts.catalog
@@ -83,7 +83,7 @@ def catalog_of(config: StageConfig) -> Path | None:
 
 def needs_catalog(config: StageConfig) -> bool:
     """Whether ``config``'s stage rolls out but has no catalog set."""
-    from trajectories.training.stages.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     has_one = isinstance(config, SamplingStageConfig) or "catalog" in type(config).model_fields
     return has_one and catalog_of(config) is None
@@ -91,7 +91,7 @@ def needs_catalog(config: StageConfig) -> bool:
 
 def with_teacher_endpoint(config: StageConfig, base_url: str, model_name: str) -> StageConfig:
     """A teacher stage rolling out the model ``model_name`` at ``base_url`` (no key); others unchanged."""
-    from trajectories.training.stages.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     if not isinstance(config, SamplingStageConfig) or config.stage != "teacher":
         return config

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from datasets import Dataset
-from pydantic import Field, model_validator
 from transformers import PreTrainedTokenizerBase
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer, RewardFunc
@@ -39,8 +38,8 @@ from trajectories.training.stages.environment import (
     ShoppingContext,
     environment_factory,
 )
+from trajectories.training.stages.grpo_config import DR_GRPO, GRPOStageConfig
 from trajectories.training.stages.rewards import (
-    RewardSettings,
     ToolStep,
     attempt_plan,
     best_teacher_attempts,
@@ -48,38 +47,9 @@ from trajectories.training.stages.rewards import (
     reward_functions,
 )
 from trajectories.training.stages.rollouts import read_attempts
-from trajectories.training.stages.stage import NothingToTrain, StageConfig, StageResult
+from trajectories.training.stages.stage import NothingToTrain, StageResult
 
 log = structlog.get_logger(__name__)
-
-DR_GRPO: dict[str, Any] = {"loss_type": "dr_grpo", "scale_rewards": "none"}
-"""What makes GRPO Dr. GRPO in TRL: no length normalisation, no division by the group's reward std."""
-
-
-class GRPOStageConfig(StageConfig):
-    """Stage 5: the problems' catalog, the teacher's attempts, the rewards and ``trl.GRPOConfig``'s arguments.
-
-    ``max_length`` is the context a rollout must fit in: the longest prompt plus the trainer's
-    ``max_completion_length`` (which counts the tool results inside the completion too)."""
-
-    stage: Literal["grpo"] = "grpo"
-    catalog: Path | None = Field(default=None, description=(
-        "Catalog directory the dumps' problems come from (`worker train --catalog` sets or overrides it)"))
-    teacher_attempts: list[Path] = Field(default_factory=list, description=(
-        "Stage 3's AttemptRecord JSONL files (OUT/rollouts/attempts.jsonl); relative to the config file"))
-    rewards: RewardSettings = Field(default_factory=RewardSettings)
-    max_problems: int | None = Field(default=None, ge=1, description="Use only the first N train problems")
-
-    @model_validator(mode="after")
-    def _dr_grpo_only(self) -> GRPOStageConfig:
-        for name, value in DR_GRPO.items():
-            if self.trainer.get(name, value) != value:
-                raise ValueError(f"trainer.{name} must be {value!r} (Dr. GRPO), got {self.trainer[name]!r}")
-        if "reward_weights" in self.trainer:
-            raise ValueError("set the reward weights under `rewards:` (outcome, teacher, hallucination), "
-                             "not trainer.reward_weights")
-        return self
-
 
 def trainer_arguments(config: GRPOStageConfig, out: Path) -> GRPOConfig:
     weights = config.rewards.weights()

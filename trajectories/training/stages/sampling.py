@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import structlog
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel
 
 from shoppingbench.catalog.build import open_catalog
 from shoppingbench.evaluation import Grader
@@ -34,33 +34,19 @@ from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
 from trajectories.training.stages.rollouts import (
     ATTEMPTS_FILE,
     RolloutSelection,
-    RolloutSettings,
     collect_rollouts,
     rollout_conversations,
     rollout_meta,
     rollouts_complete,
     served_model,
 )
+from trajectories.training.stages.sampling_config import SamplingStageConfig
 from trajectories.training.stages.sft import train_sft
-from trajectories.training.stages.stage import NothingToTrain, StageConfig, StageResult, model_source
+from trajectories.training.stages.stage import NothingToTrain, StageResult, model_source
 
 log = structlog.get_logger(__name__)
 
 ROLLOUTS_DIR = "rollouts"
-
-
-class SamplingStageConfig(StageConfig):
-    """Stage 2 (``rejection``) or 3 (``teacher``): the rollouts, then SFT (``trainer``: ``trl.SFTConfig``)."""
-
-    stage: Literal["rejection", "teacher"]
-    rollouts: RolloutSettings
-
-    @model_validator(mode="after")
-    def _teacher_is_an_endpoint(self) -> SamplingStageConfig:
-        if self.stage == "teacher" and self.rollouts.serving.backend != "endpoint":
-            raise ValueError("the teacher stage rolls out a teacher model: set rollouts.serving.backend to "
-                             "endpoint with its base_url, model_name and api_key_env")
-        return self
 
 
 class SamplingSummary(BaseModel):
