@@ -10,7 +10,7 @@ resumes at the stage it was in (which itself resumes from its newest checkpoint)
 (or every stage, and the base model first: the study's table) the model is evaluated on the held-out
 problems and entered in the registry; each evaluation is kept in ``OUT/NN-<stage>/evaluation.json`` (the
 base model's in ``OUT/00-base/``) and never repeated on a rerun. The per-stage table, with the best
-checkpoint named, goes to ``OUT/stages.{json,md,png}`` (:mod:`stage_table`).
+checkpoint named, goes to ``OUT/stages.{json,md,png}`` (:mod:`evaluation.stage_table`).
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ def evaluate_checkpoint(model: str, problems: Sequence[Problem], *, catalog: Pat
     """Evaluate ``model`` (a saved directory served on loopback, or with ``inference_url`` the model name
     at that endpoint) on ``problems`` of ``catalog``; writes ``results.json``, ``attempts.jsonl`` and
     ``plot.png`` to ``out`` and adds a registry row (default ``$ARENA_HOME/models/registry.sqlite3``).
-    A saved directory is served on ``serving`` (:mod:`backends`: ``auto`` is vLLM on a host with CUDA and
-    vLLM, else transformers)."""
+    A saved directory is served on ``serving`` (:mod:`trajectories.training.serving.backends`: ``auto`` is
+    vLLM on a host with CUDA and vLLM, else transformers)."""
     model_dir = None if inference_url else Path(model).resolve()
     # Key and budgets per attempt and run as the validator sets them (ARENA_INFERENCE_*)
     proxy_inference = inference_config(settings)

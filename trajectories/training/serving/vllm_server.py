@@ -2,7 +2,7 @@
 
 vLLM is started with Qwen3's parsers (``--enable-auto-tool-choice --tool-call-parser hermes
 --reasoning-parser qwen3``), so its answers carry ``tool_calls`` and ``reasoning_content`` exactly as the
-loopback HF server (:mod:`serving`) gives them on CPU. Its output goes to a log file whose tail is
+loopback HF server (:mod:`hf_server`) gives them on CPU. Its output goes to a log file whose tail is
 quoted when it fails to start. The process runs in its own session and is stopped with its children (the
 engine core and workers) on exit. A LoRA adapter directory is merged into its base model first, since the
 rolled-out model is the trained one.

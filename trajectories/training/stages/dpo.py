@@ -1,19 +1,20 @@
 """Stage 4: DPO on successful over failed attempts of the same problem, with TRL's ``DPOTrainer``.
 
-Candidates are the dumps' ``train`` rows under the leak-cluster guard of :func:`conversations.select_graded`
-(the guard SFT applies) and, optionally, rollout records (``AttemptRecord`` JSONL as ``worker evaluate`` and
-the sampling stages write it) of problems that :func:`problems.dump_problems` returns for the dumps' train
-split under the same guard; a rollout is labelled by the structural filter from its verified proxy log.
-:mod:`dpo_pairs` pairs them (pure and deterministic).
+Candidates are the dumps' ``train`` rows under the leak-cluster guard of
+:func:`~trajectories.training.data.conversations.select_graded` (the guard SFT applies) and, optionally,
+rollout records (``AttemptRecord`` JSONL as ``worker evaluate`` and the sampling stages write it) of problems
+that :func:`~trajectories.training.data.problems.dump_problems` returns for the dumps' train split under the
+same guard; a rollout is labelled by the structural filter from its verified proxy log.
+:mod:`trajectories.training.data.dpo_pairs` pairs them (pure and deterministic).
 
 Multi-turn, assistant-only: the prompt is the system turn (with the tool schemas) and the user's query; a
-pair's chosen and rejected sequences are the rest of each conversation, rendered by the training chat
-template of :mod:`tokens`. The sequence log-probabilities DPO compares sum over the assistant tokens only
-(think, content, tool calls, the closing ``<|im_end|>``), never over tool results or turn headers: the
-dataset is tokenized here with those masks, and :class:`AssistantMaskCollator` hands them to the trainer as
-its ``completion_mask`` (TRL's own collator marks the whole completion). With LoRA the reference model is
-the policy with its adapter disabled (TRL's way with PEFT); with full fine-tuning it is a frozen copy of the
-starting model.
+pair's chosen and rejected sequences are the rest of each conversation, rendered by the training chat template
+of :mod:`trajectories.training.data.tokens`. The sequence log-probabilities DPO compares sum over the
+assistant tokens only (think, content, tool calls, the closing ``<|im_end|>``), never over tool results or
+turn headers: the dataset is tokenized here with those masks, and :class:`AssistantMaskCollator` hands them to
+the trainer as its ``completion_mask`` (TRL's own collator marks the whole completion). With LoRA the
+reference model is the policy with its adapter disabled (TRL's way with PEFT); with full fine-tuning it is a
+frozen copy of the starting model.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Stage 5: GRPO with the Dr. GRPO loss over multi-turn tool rollouts, with TRL's ``GRPOTrainer``.
 
-Each train problem of the dumps (the leak-cluster-guarded ``train`` split, :mod:`problems`) is one prompt:
-the system prompt and the user's query. ``GRPOTrainer`` samples ``num_generations`` rollouts of it; in
-each, the model's tool calls run against :class:`~environment.ShoppingEnvironment` (the catalog's search
-engine, in process) until it stops calling tools or ``max_tool_calling_iterations`` turns have passed.
-The rollouts are scored by the three reward functions of :mod:`rewards` (outcome, per-step teacher
-agreement, hallucination penalty), weighted by ``rewards`` in the YAML (TRL's ``reward_weights``); with
-``rewards.mode: study_teacher_match`` by the study's per-step teacher tool match alone, and only problems
-with a teacher plan are rolled out on (a rollout without one would have no reward at all).
+Each train problem of the dumps (the leak-cluster-guarded ``train`` split,
+:mod:`trajectories.training.data.problems`) is one prompt: the system prompt and the user's query.
+``GRPOTrainer`` samples ``num_generations`` rollouts of it; in each, the model's tool calls run against
+:class:`~environment.ShoppingEnvironment` (the catalog's search engine, in process) until it stops calling
+tools or ``max_tool_calling_iterations`` turns have passed. The rollouts are scored by the three reward
+functions of :mod:`rewards` (outcome, per-step teacher agreement, hallucination penalty), weighted by
+``rewards`` in the YAML (TRL's ``reward_weights``); with ``rewards.mode: study_teacher_match`` by the study's
+per-step teacher tool match alone, and only problems with a teacher plan are rolled out on (a rollout without
+one would have no reward at all).
 
 The spec names Dr. GRPO, so the loss is ``dr_grpo`` (token losses summed and divided by a constant, no
 length bias) and rewards are not divided by the group's standard deviation (``scale_rewards: none``, no

@@ -18,9 +18,9 @@ Three components, each a separate TRL reward function (so each is logged per tra
   ``max(len(model), len(teacher))``, so missing and extra steps both cost. A problem without a teacher
   plan gets ``None``: TRL leaves the term out for those rollouts. A GRPO group is one problem, so its
   advantages then come from the other terms alone, at their own scale (nothing is re-weighted).
-- ``hallucination_reward``: ``-h / (h + 1)`` for ``h`` product ids that a view or recommendation named
-  but no earlier search of the episode returned (the rule of ``hallucinations.count_unseen_ids``): 0 for none,
-  -0.5 for one, towards -1 for many; it cannot be diluted by naming more real ids. The counts are also
+- ``hallucination_reward``: ``-h / (h + 1)`` for ``h`` product ids that a view or recommendation named but no
+  earlier search of the episode returned (the rule of ``evaluation.hallucinations.count_unseen_ids``): 0 for
+  none, -0.5 for one, towards -1 for many; it cannot be diluted by naming more real ids. The counts are also
   logged per step: ``hallucinations/ids`` (unseen ids named in the step's rollouts, per process),
   ``hallucinations/calls`` (calls naming one) and ``hallucinations/rollouts`` (share of rollouts with any).
 

@@ -1,12 +1,13 @@
 """Rollouts for the sampling stages: an agent attempts each problem k times through the validator's path.
 
 Every attempt runs the agent file in the sandbox behind the verified proxy (``run_suite``) and is graded by
-the one scorer, so a rollout is judged exactly as an arena attempt. The model answers from one of three
-places (:class:`ServingSettings`): ``hf``, the checkpoint served on loopback over transformers' generate
-(CPU, tests); ``vllm``, ``vllm serve`` started for the stage (GPU); ``auto`` (the default), ``vllm`` where
-CUDA and vLLM are present, else ``hf`` (:mod:`backends`); ``endpoint``, an OpenAI-compatible URL
-that already serves it (a hosted teacher, or a vLLM started by hand). The sampling temperature is forced
-on every call by the proxy, since agents usually ask for greedy decoding and k greedy samples would be one.
+the one scorer, so a rollout is judged exactly as an arena attempt. The model answers from one of three places
+(:class:`ServingSettings`): ``hf``, the checkpoint served on loopback over transformers' generate (CPU,
+tests); ``vllm``, ``vllm serve`` started for the stage (GPU); ``auto`` (the default), ``vllm`` where CUDA and
+vLLM are present, else ``hf`` (:mod:`trajectories.training.serving.backends`); ``endpoint``, an
+OpenAI-compatible URL that already serves it (a hosted teacher, or a vLLM started by hand). The sampling
+temperature is forced on every call by the proxy, since agents usually ask for greedy decoding and k greedy
+samples would be one.
 
 Records are appended to ``attempts.jsonl`` as they finish, next to ``meta.json`` (what was rolled out), so
 a killed stage resumes with the attempts it still owes; sample ``s`` of a rollout always has run id

@@ -6,9 +6,10 @@
   the student (``model``) is fine-tuned on the teacher's successful attempts. The teacher's attempts
   (``OUT/rollouts/attempts.jsonl``) are also what GRPO's per-step teacher reward reads.
 
-The problems are the dumps' ``train`` split under the leak-cluster guard (:mod:`problems`), so no rollout
-touches a held-out cluster. Rollouts resume after a crash (:mod:`rollouts`), then SFT resumes from its
-newest checkpoint like stage 1. ``OUT/rollouts/summary.json`` records what the sampling gave.
+The problems are the dumps' ``train`` split under the leak-cluster guard
+(:mod:`trajectories.training.data.problems`), so no rollout touches a held-out cluster. Rollouts resume after
+a crash (:mod:`rollouts`), then SFT resumes from its newest checkpoint like stage 1.
+``OUT/rollouts/summary.json`` records what the sampling gave.
 """
 
 from __future__ import annotations

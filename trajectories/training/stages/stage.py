@@ -32,7 +32,7 @@ from trajectories.training.serving.checkpoints import load_causal_lm
 log = structlog.get_logger(__name__)
 
 TINY_MODEL = "tiny"
-"""``model: tiny`` builds the tiny CPU Qwen3 of ``tiny.py`` (into ``OUT/base``) instead of loading one."""
+"""``model: tiny`` builds the tiny CPU Qwen3 of ``dev/tiny.py`` (into ``OUT/base``) instead of loading one."""
 
 class NothingToTrain(ValueError):
     """The stage's data selection left nothing to train on; the message says what was dropped and why."""
