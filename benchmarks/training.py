@@ -93,7 +93,7 @@ def main() -> None:
 
     from shoppingbench.sample_world import ensure_sample_world
     from shoppingbench.settings import HarnessSettings
-    from trajectories.training.dev.sample import write_world_dump
+    from trajectories.doubles.sample_dumps import write_world_dump
     from trajectories.training.dev.tiny import save_tiny_model
 
     results: dict[str, Any] = {}
@@ -120,8 +120,8 @@ def main() -> None:
 def _time_rewrite(root: Path) -> dict[str, Any]:
     """``worker rewrite`` with the scripted teacher over a sample dump with sub-task attempts."""
     from shoppingbench.tools.serving import running_server
+    from trajectories.doubles.sample_dumps import write_sample_dump
     from trajectories.doubles.scripted_teacher import SCRIPTED_TEACHER_MODEL, create_app
-    from trajectories.training.dev.sample import write_sample_dump
     from trajectories.training.rewrite.run import rewrite_dump
     from trajectories.training.rewrite.teacher import EndpointTeacher
 

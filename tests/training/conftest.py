@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.sample_world import SampleWorld
-from trajectories.training.dev.sample import write_sample_dump, write_world_dump
+from trajectories.doubles.sample_dumps import write_sample_dump, write_world_dump
 from trajectories.training.dev.tiny import save_tiny_model
 
 HELD_OUT_CLUSTER = "cluster-00001"

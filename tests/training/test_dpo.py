@@ -19,11 +19,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from tests.training.conftest import HELD_OUT_CLUSTER, WORLD_HELD_OUT_CLUSTER
+from trajectories.doubles.sample_dumps import write_sample_dump
 from trajectories.doubles.synthetic import make_attempt
 from trajectories.store import ProblemEntry
 from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
 from trajectories.training.data.tokens import render_messages
-from trajectories.training.dev.sample import write_sample_dump
 from trajectories.training.stages import stage
 from trajectories.training.stages.dpo import (
     PAIR_COLUMNS,

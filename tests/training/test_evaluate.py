@@ -26,10 +26,10 @@ from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.sandbox_support import SLOT_UIDS, UID_BASE, leftover_processes
+from trajectories.doubles.sample_dumps import SAMPLE_DAY
 from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.store import ProblemEntry, TrajectoryStore
-from trajectories.training.dev.sample import SAMPLE_DAY
 from trajectories.training.evaluation.evaluate import (
     ALL,
     REACT_AGENT,

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from neurons.worker import app
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
+from trajectories.doubles.sample_dumps import write_world_dump
 from trajectories.training.data.problems import dump_problems
-from trajectories.training.dev.sample import write_world_dump
 from trajectories.training.evaluation.registry import ModelRegistry
 from trajectories.training.stages.rollouts import read_attempts
 

@@ -20,7 +20,7 @@ from neurons.worker import app
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
-from trajectories.training.dev.sample import write_world_dump
+from trajectories.doubles.sample_dumps import write_world_dump
 from trajectories.training.evaluation.registry import ModelRegistry
 from trajectories.training.evaluation.stage_table import TABLE_JSON, TABLE_MARKDOWN, TABLE_PLOT, StageTable
 

@@ -1,6 +1,6 @@
 """Post-training from arena trajectories: the study's recipe on the daily dumps, stage by stage.
 
-The wings, lowest first: ``dev/`` (the tiny CPU Qwen3 and sample dumps), ``data/`` (conversations, tokens,
+The wings, lowest first: ``dev/`` (the tiny CPU Qwen3), ``data/`` (conversations, tokens,
 the problems of a split, DPO pairs, the tool schemas), ``serving/`` (a checkpoint loaded and served over
 transformers or vLLM), ``evaluation/`` (held-out evaluation, pass@k, hallucinations, plots, the stage table,
 the registry), ``stages/`` (each stage's code beside its config) and ``rewrite/`` (sub-task attempts
