@@ -2,7 +2,7 @@
 
     python -m benchmarks.store [--attempts 27000] [--backends sqlite,postgresql]
 
-A synthetic day (``trajectories.synthetic``: ReAct, sub-task and scripted agents in equal parts, about
+A synthetic day (``trajectories.doubles.synthetic``: ReAct, sub-task and scripted agents in equal parts, about
 20 steps and 25 proxy calls per attempt) is generated in memory first, then timed phase by phase:
 ``ingest`` (``write_attempts``: encoding, compression, commits), ``filter`` (``dump label``'s pass:
 read, decode, label, store the verdicts) and ``export`` (``dump export`` of the day: Parquet, JSONL.gz,
@@ -33,11 +33,11 @@ from typing import Any
 import orjson
 
 from shoppingbench.logs import configure_logging
+from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import DumpWindow, export_dump
 from trajectories.labelling import label_stored
 from trajectories.store import TrajectoryStore
 from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
-from trajectories.synthetic import synthetic_day
 
 DAY_START = datetime(2026, 11, 21, tzinfo=UTC)
 AGENTS = 60

@@ -64,7 +64,7 @@ def _trained(result: Any) -> dict[str, Any]:
 
 def _rolled(attempts_file: Path, seconds: float) -> dict[str, Any]:
     """Rollout figures from the stage's attempts: how many, and how fast the model generated."""
-    from trajectories.training.rollouts import read_attempts
+    from trajectories.training.stages.rollouts import read_attempts
 
     records = read_attempts(attempts_file)
     generated = sum(c.completion_tokens or 0 for r in records for c in r.proxy_log if c.kind == "inference")
@@ -93,8 +93,8 @@ def main() -> None:
 
     from shoppingbench.sample_world import ensure_sample_world
     from shoppingbench.settings import HarnessSettings
-    from trajectories.training.sample import write_world_dump
-    from trajectories.training.tiny import save_tiny_model
+    from trajectories.doubles.sample_dumps import write_world_dump
+    from trajectories.training.dev.tiny import save_tiny_model
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-training-") as scratch:
@@ -120,10 +120,10 @@ def main() -> None:
 def _time_rewrite(root: Path) -> dict[str, Any]:
     """``worker rewrite`` with the scripted teacher over a sample dump with sub-task attempts."""
     from shoppingbench.tools.serving import running_server
-    from trajectories.rewrite.run import rewrite_dump
-    from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
-    from trajectories.rewrite.teacher import EndpointTeacher
-    from trajectories.training.sample import write_sample_dump
+    from trajectories.doubles.sample_dumps import write_sample_dump
+    from trajectories.doubles.scripted_teacher import SCRIPTED_TEACHER_MODEL, create_app
+    from trajectories.training.rewrite.run import rewrite_dump
+    from trajectories.training.rewrite.teacher import EndpointTeacher
 
     dump = write_sample_dump(root / "rewrite-dump", problems=12, styles=("react", "sub_task"))
     wall = time.perf_counter()
@@ -143,7 +143,8 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
         with_catalog,
         with_teacher_endpoint,
     )
-    from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
+    from trajectories.training.stages.sampling import sample_stage_data
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     produced: dict[str, Path] = {}
     with scripted_inference(settings) as teacher:
@@ -179,9 +180,9 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
 def _evaluate_stages(model: Path, root: Path, dump: Path, catalog: Path, settings: Any) -> dict[str, Any]:
     """The per-stage table of the study: the base model, then each stage's ``final`` (stages that trained),
     on the dump's held-out problems, k=2, through the sandbox and the registry, as the pipeline does."""
-    from trajectories.training.evaluate import held_out_problems
-    from trajectories.training.heldout import evaluate_checkpoint
-    from trajectories.training.stage_table import evaluated_row, write_table
+    from trajectories.training.evaluation.evaluate import held_out_problems
+    from trajectories.training.evaluation.held_out import evaluate_checkpoint
+    from trajectories.training.evaluation.stage_table import evaluated_row, write_table
 
     problems = held_out_problems(dump)[:3]
     models = [("base", model), *((name, root / name / "final") for name in STAGES

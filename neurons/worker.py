@@ -25,7 +25,7 @@ from shoppingbench.settings import HarnessSettings
 
 if TYPE_CHECKING:
     from neurons.settings import ResearchSettings
-    from trajectories.training.stage import StageConfig
+    from trajectories.training.stages.stage import StageConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Post-training worker: fine-tune a model on the arena's daily trajectory dumps "
@@ -47,7 +47,7 @@ ResumeOption = Annotated[bool, typer.Option(help=(
 
 
 class Serving(StrEnum):
-    """How `worker evaluate` serves a saved model (trajectories.training.backends)."""
+    """How `worker evaluate` serves a saved model (trajectories.training.serving.backends)."""
 
     auto = "auto"
     hf = "hf"
@@ -116,7 +116,7 @@ def _adjusted(config: StageConfig, *, catalog: Path | None, teacher_url: str | N
 def _stage_errors() -> Iterator[None]:
     """Clear exits for what a stage refuses: nothing to train on (4), no sandbox here (3), a bad file (2)."""
     from shoppingbench.sandbox.backends import SandboxUnavailable
-    from trajectories.training.stage import NothingToTrain
+    from trajectories.training.stages.stage import NothingToTrain
 
     try:
         yield
@@ -191,7 +191,8 @@ def rollouts(
     """Only the rollout phase of a sampling stage, on one process: run it before `accelerate launch`-ing the
     stage's training on several GPUs (which then finds the rollouts complete). Prints the summary as JSON."""
     _start(log_format)
-    from trajectories.training.sampling import SamplingStageConfig, sample_stage_data
+    from trajectories.training.stages.sampling import sample_stage_data
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     settings = _settings(home)
     with _stage_config(config, stage=None, catalog=catalog, scripted_teacher=scripted_teacher,
@@ -210,8 +211,8 @@ def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: i
     import structlog
 
     from shoppingbench.problems.loaders import load_problems
-    from trajectories.training.heldout import evaluate_checkpoint
-    from trajectories.training.problems import dump_problems
+    from trajectories.training.data.problems import dump_problems
+    from trajectories.training.evaluation.held_out import evaluate_checkpoint
 
     suite = latest_held_out(settings.root / HELD_OUT_DIR)
 
@@ -278,7 +279,7 @@ def pipeline(
     written to OUT/stages.md (and .json, .png) and printed; the last line printed is the JSON list of
     stage summaries."""
     _start(log_format)
-    from trajectories.training.stage_table import TABLE_MARKDOWN
+    from trajectories.training.evaluation.stage_table import TABLE_MARKDOWN
 
     settings = _settings(home)
     with _stage_errors():
@@ -373,10 +374,10 @@ def rewrite(
     from pydantic import SecretStr
 
     from shoppingbench.tools.serving import running_server
-    from trajectories.rewrite.run import rewrite_dump
-    from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, create_app
-    from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
-    from trajectories.training.conversations import read_held_out_clusters
+    from trajectories.doubles.scripted_teacher import SCRIPTED_TEACHER_MODEL, create_app
+    from trajectories.dumps.reader import read_held_out_clusters
+    from trajectories.training.rewrite.run import rewrite_dump
+    from trajectories.training.rewrite.teacher import EndpointTeacher, TeacherAuthError
 
     if scripted_teacher == bool(teacher_url or teacher_model):
         raise typer.BadParameter("give --teacher-url with --teacher-model, or --scripted-teacher")
@@ -405,7 +406,7 @@ def tiny_model(
 ) -> None:
     """Write the tiny Qwen3 (real Qwen3 vocabulary, 2 layers, hidden 64) for CPU runs."""
     _start("console")
-    from trajectories.training.tiny import save_tiny_model
+    from trajectories.training.dev.tiny import save_tiny_model
 
     typer.echo(str(save_tiny_model(out, seed)))
 
@@ -459,8 +460,8 @@ def evaluate(
     from rich.console import Console
 
     from shoppingbench.problems.loaders import ProblemFileError, load_problems
-    from trajectories.training import evaluate as evaluation
-    from trajectories.training.heldout import evaluate_checkpoint
+    from trajectories.training.evaluation import evaluate as evaluation
+    from trajectories.training.evaluation.held_out import evaluate_checkpoint
 
     if problems is not None and dump is not None:
         raise typer.BadParameter("give --problems FILE or --dump DIR, not both")

@@ -8,8 +8,9 @@ What it mimics of ``vllm serve`` (vLLM 0.31, the ``gpu`` extra's pin), as the tr
   ``--tensor-parallel-size``/``-tp``, ``--dtype``, ``--seed``, ``--max-num-seqs``); like vLLM's argparse
   it refuses an unknown flag (exit 2, ``unrecognized arguments``), and ``vllm --version`` prints a version;
 - the OpenAI-compatible server: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``GET /health``,
-  served by the project's transformers server (:mod:`trajectories.training.serving`), whose tool-call and
-  reasoning parsing is vLLM's ``hermes`` and ``qwen3`` parsers' (the only ones this double accepts);
+  served by the project's transformers server (:mod:`trajectories.training.serving.hf_server`), whose
+  tool-call and reasoning parsing is vLLM's ``hermes`` and ``qwen3`` parsers' (the only ones this double
+  accepts);
 - vLLM's refusals: a request with ``tools`` (auto tool choice) to a server started without
   ``--enable-auto-tool-choice`` is a 400 with vLLM's message; a prompt over ``--max-model-len`` is a 400.
 
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> int:
     if args.enable_auto_tool_choice and args.tool_call_parser is None:
         print("TypeError: --enable-auto-tool-choice requires --tool-call-parser", file=sys.stderr)
         return 1
-    from trajectories.training.serving import LocalModel, ServingConfig, create_app
+    from trajectories.training.serving.hf_server import LocalModel, ServingConfig, create_app
 
     local = LocalModel.load(Path(model))
     if args.max_model_len is not None:

@@ -31,9 +31,9 @@ from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 from tests.test_reference_agents import MODEL, Run, Services, run_suite
-from trajectories.training.conversations import DataFilter, steps_to_messages
-from trajectories.training.tiny import qwen3_tokenizer
-from trajectories.training.tokens import render_messages
+from trajectories.training.data.conversations import DataFilter, steps_to_messages
+from trajectories.training.data.tokens import render_messages
+from trajectories.training.dev.tiny import qwen3_tokenizer
 
 Policy = Callable[[dict[str, Any]], StubReply]
 

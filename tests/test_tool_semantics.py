@@ -17,7 +17,7 @@ from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools import semantics
 from shoppingbench.tools.server import create_app
 from shoppingbench.tools.serving import running_server
-from trajectories.training.environment import ShoppingContext, ShoppingEnvironment
+from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment
 
 Q = "plush toy"
 

@@ -28,7 +28,7 @@ SYSTEM_PROMPT = (
 
 MAX_TOOL_CHARS = 4000
 """Tool results longer than this are cut in what the model reads: the training side's default
-(``trajectories.training.conversations.DataFilter.max_tool_chars``)."""
+(``trajectories.training.data.conversations.DataFilter.max_tool_chars``)."""
 
 MAX_FIELD_CHARS = 400
 """Each text field of a result (a description, say) is cut to this first, so a view of four or five

@@ -8,7 +8,7 @@ error becomes its result), records the turn as a dialogue step, and appends the 
 conversations hold it (``turn_messages``): the assistant message with the think and the ``tool_calls``,
 then one ``role: tool`` message per call with the result as JSON text cut at ``MAX_TOOL_CHARS``. So the
 prompt of every request renders, through Qwen3's chat template, exactly as
-``trajectories.training.conversations.steps_to_messages`` renders the steps recorded so far.
+``trajectories.training.data.conversations.steps_to_messages`` renders the steps recorded so far.
 
 That parity decides what cannot be said to the model: a reply with neither a readable call nor text
 for the user is not sent back (a training conversation would not hold it) and is asked again, and the

@@ -1,7 +1,7 @@
 """The search tools' semantics, once: raw arguments read as the reference server reads them, over any engine.
 
 Both the HTTP tool server (``shoppingbench.tools.server``, behind the verified proxy) and the training
-environment (``trajectories.training.environment``) call these pure functions, so a model sees the same
+environment (``trajectories.training.stages.environment``) call these pure functions, so a model sees the same
 answer to the same arguments wherever it runs, and the same as on the reference arena's server.
 
 Arguments arrive as the reference's ``request.args`` would hold them: text, or missing. A JSON body or a

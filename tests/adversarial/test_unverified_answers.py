@@ -26,7 +26,7 @@ from trajectories.dumps.export import DumpWindow, ExportOptions, export_dump
 from trajectories.dumps.splits import SplitRule
 from trajectories.filter import label_attempt
 from trajectories.store import ProblemEntry, TrajectoryStore
-from trajectories.training.conversations import DataFilter, select_conversations
+from trajectories.training.data.conversations import DataFilter, select_conversations
 
 __all__ = ["inference"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.sample_world import SampleWorld
-from trajectories.training.sample import write_sample_dump, write_world_dump
-from trajectories.training.tiny import save_tiny_model
+from trajectories.doubles.sample_dumps import write_sample_dump, write_world_dump
+from trajectories.training.dev.tiny import save_tiny_model
 
 HELD_OUT_CLUSTER = "cluster-00001"
 """Held out by the dump's split rule (no hash-based share, so it is the only one)."""

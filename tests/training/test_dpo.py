@@ -19,10 +19,13 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from tests.training.conftest import HELD_OUT_CLUSTER, WORLD_HELD_OUT_CLUSTER
+from trajectories.doubles.sample_dumps import write_sample_dump
+from trajectories.doubles.synthetic import make_attempt
 from trajectories.store import ProblemEntry
-from trajectories.synthetic import make_attempt
-from trajectories.training import stage
-from trajectories.training.dpo import (
+from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
+from trajectories.training.data.tokens import render_messages
+from trajectories.training.stages import stage
+from trajectories.training.stages.dpo import (
     PAIR_COLUMNS,
     AssistantMaskCollator,
     DPOStageConfig,
@@ -34,9 +37,6 @@ from trajectories.training.dpo import (
     run_dpo,
     trainer_arguments,
 )
-from trajectories.training.dpo_pairs import PairFilter, PreferencePair, select_pairs
-from trajectories.training.sample import write_sample_dump
-from trajectories.training.tokens import render_messages
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 UNCAPPED = PairFilter(max_pairs_per_problem=100, max_tool_chars=400)

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from trajectories.training.conversations import Conversation, GradedConversation
-from trajectories.training.dpo_pairs import PairFilter, pair_indices, role_of, select_pairs
+from trajectories.training.data.conversations import Conversation, GradedConversation
+from trajectories.training.data.dpo_pairs import PairFilter, pair_indices, role_of, select_pairs
 
 
 def _attempt(attempt_id: str, problem_id: str, *, success: bool, rule: float | None = None,

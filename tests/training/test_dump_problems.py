@@ -8,8 +8,8 @@ import pytest
 
 from shoppingbench.sample_world import SampleWorld
 from tests.training.conftest import WORLD_HELD_OUT_CLUSTER
-from trajectories.training.problems import dump_problems, held_out_clusters_of
-from trajectories.training.sample import write_world_dump
+from trajectories.doubles.sample_dumps import write_world_dump
+from trajectories.training.data.problems import dump_problems, held_out_clusters_of
 
 
 def test_train_problems_come_back_with_their_rewards_and_never_from_a_held_out_cluster(

@@ -18,15 +18,15 @@ from shoppingbench.search.base import PAGE_SIZE, FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.semantics import MAX_VIEW_IDS
-from trajectories.training.environment import (
+from trajectories.training.data.tools import TOOL_SCHEMAS
+from trajectories.training.stages.environment import (
     ShoppingContext,
     ShoppingEnvironment,
     ToolError,
     environment_factory,
     tool_methods,
 )
-from trajectories.training.rewards import EpisodeCall
-from trajectories.training.tools import TOOL_SCHEMAS
+from trajectories.training.stages.rewards import EpisodeCall
 
 TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
 QUERY = "plush toy"

@@ -6,7 +6,7 @@ from typing import Any
 
 from shoppingbench.dialogue import ToolCall, create_dialogue_step
 from shoppingbench.records import ProxyCall
-from trajectories.training.evaluate import count_hallucinations
+from trajectories.training.evaluation.hallucinations import count_hallucinations
 
 
 def _search(seq: int, ids: list[str], status: int = 200, path: str = "/search/find_product") -> ProxyCall:

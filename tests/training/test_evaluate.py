@@ -26,21 +26,21 @@ from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
 from shoppingbench.scoring import PRODUCTION_STRICT, CachedEmbedder, MiniLMEmbedder
 from shoppingbench.search.engine import BM25SearchEngine
 from tests.sandbox_support import SLOT_UIDS, UID_BASE, leftover_processes
+from trajectories.doubles.sample_dumps import SAMPLE_DAY
+from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
 from trajectories.store import ProblemEntry, TrajectoryStore
-from trajectories.synthetic import synthetic_day
-from trajectories.training.evaluate import (
+from trajectories.training.evaluation.evaluate import (
     ALL,
     REACT_AGENT,
     EvaluationReport,
-    count_hallucinations,
     evaluate,
     held_out_problems,
-    local_inference,
 )
-from trajectories.training.passk import pass_at_k
-from trajectories.training.registry import ModelRegistry, manifest_sha256
-from trajectories.training.sample import SAMPLE_DAY
+from trajectories.training.evaluation.hallucinations import count_hallucinations
+from trajectories.training.evaluation.passk import pass_at_k
+from trajectories.training.evaluation.registry import ModelRegistry, manifest_sha256
+from trajectories.training.serving.backends import local_inference
 
 K = 2
 MAX_TOKENS = 16

@@ -28,10 +28,12 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
-from trajectories.training.conversations import Conversation
-from trajectories.training.environment import ShoppingContext, ShoppingEnvironment, tool_methods
-from trajectories.training.grpo import (
-    GRPOStageConfig,
+from trajectories.training.data.conversations import Conversation
+from trajectories.training.data.problems import dump_problems
+from trajectories.training.data.tokens import IGNORE_INDEX, tokenize_conversation
+from trajectories.training.data.tools import SYSTEM_PROMPT
+from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment, tool_methods
+from trajectories.training.stages.grpo import (
     ShoppingGRPOTrainer,
     grpo_dataset,
     prompt,
@@ -40,11 +42,9 @@ from trajectories.training.grpo import (
     run_grpo,
     trainer_arguments,
 )
-from trajectories.training.problems import dump_problems
-from trajectories.training.rewards import ToolStep, parse_plan
-from trajectories.training.stage import NothingToTrain
-from trajectories.training.tokens import IGNORE_INDEX, tokenize_conversation
-from trajectories.training.tools import SYSTEM_PROMPT
+from trajectories.training.stages.grpo_config import GRPOStageConfig
+from trajectories.training.stages.rewards import ToolStep, parse_plan
+from trajectories.training.stages.stage import NothingToTrain
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 FIT_STEPS = 100

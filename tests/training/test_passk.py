@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from trajectories.training.passk import mean_pass_at_k, pass_at_k
+from trajectories.training.evaluation.passk import mean_pass_at_k, pass_at_k
 
 
 def _enumerated(n: int, c: int, k: int) -> Fraction:

@@ -16,11 +16,9 @@ import yaml
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.settings import HarnessSettings
 from tests.sandbox_support import UID_BASE
+from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import ExportOptions, SplitRule
 from trajectories.store import TrajectoryStore
-from trajectories.synthetic import synthetic_day
-from trajectories.training.dpo import DPOStageConfig
-from trajectories.training.grpo import GRPOStageConfig
 from trajectories.training.pipeline import (
     PipelineConfig,
     chain_stage,
@@ -30,8 +28,10 @@ from trajectories.training.pipeline import (
     with_catalog,
     with_teacher_endpoint,
 )
-from trajectories.training.sampling import SamplingStageConfig
-from trajectories.training.stage import NothingToTrain
+from trajectories.training.stages.dpo import DPOStageConfig
+from trajectories.training.stages.grpo_config import GRPOStageConfig
+from trajectories.training.stages.sampling_config import SamplingStageConfig
+from trajectories.training.stages.stage import NothingToTrain
 from trajectories.training.watch import STATE_FILE, Watcher, WatchState, export_new_days
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"

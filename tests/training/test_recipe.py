@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from neurons.worker import app
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
-from trajectories.training.problems import dump_problems
-from trajectories.training.registry import ModelRegistry
-from trajectories.training.rollouts import read_attempts
-from trajectories.training.sample import write_world_dump
+from trajectories.doubles.sample_dumps import write_world_dump
+from trajectories.training.data.problems import dump_problems
+from trajectories.training.evaluation.registry import ModelRegistry
+from trajectories.training.stages.rollouts import read_attempts
 
 PIPELINE = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "pipeline_tiny.yaml"
 

@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from trajectories.training.evaluate import ProblemResult
-from trajectories.training.plots import find_log_history, history_series, plot_history, plot_problems
-from trajectories.training.registry import CheckpointEntry, ModelRegistry, manifest_sha256
+from trajectories.training.evaluation.evaluate import ProblemResult
+from trajectories.training.evaluation.plots import (
+    find_log_history,
+    history_series,
+    plot_history,
+    plot_problems,
+)
+from trajectories.training.evaluation.registry import CheckpointEntry, ModelRegistry, manifest_sha256
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

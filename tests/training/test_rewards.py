@@ -18,7 +18,7 @@ from shoppingbench.records import AttemptFailure, AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.scoring import PRODUCTION_STRICT, AttemptScore, CachedEmbedder, MiniLMEmbedder
 from shoppingbench.search.engine import BM25SearchEngine
-from trajectories.training.rewards import (
+from trajectories.training.stages.rewards import (
     Episode,
     EpisodeCall,
     RewardSettings,

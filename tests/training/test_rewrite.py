@@ -1,8 +1,8 @@
 """``worker rewrite``: sub-task attempts rewritten into agentic dialogues by a teacher, through the real
 OpenAI client against the scripted rewriting teacher (a test double served on loopback), then read by SFT.
 
-The sample dump's sub-task attempts (synthetic, :mod:`trajectories.synthetic`) log no response digest, so
-their results are checked by product ids; the digest check is tested on hand-built proxy entries.
+The sample dump's sub-task attempts (synthetic, :mod:`trajectories.doubles.synthetic`) log no response
+digest, so their results are checked by product ids; the digest check is tested on hand-built proxy entries.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from shoppingbench.records import ProxyCall
 from shoppingbench.tools.serving import running_server
 from tests.training.conftest import HELD_OUT_CLUSTER
 from tests.training.test_sft import TINY_CONFIG
-from trajectories.rewrite.prompt import Discard, check_rewrite, read_data_block, teacher_messages
-from trajectories.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
-from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer
-from trajectories.rewrite.teacher import EndpointTeacher, TeacherAuthError
-from trajectories.rewrite.verified import VerifiedCall, verified_calls
-from trajectories.training.conversations import DataFilter, select_conversations
-from trajectories.training.sft import SFTStageConfig, run_sft
-from trajectories.training.stage import NothingToTrain
+from trajectories.doubles.scripted_teacher import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer
+from trajectories.training.data.conversations import DataFilter, select_conversations
+from trajectories.training.rewrite.prompt import Discard, check_rewrite, read_data_block, teacher_messages
+from trajectories.training.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
+from trajectories.training.rewrite.teacher import EndpointTeacher, TeacherAuthError
+from trajectories.training.rewrite.vouched_calls import VerifiedCall, verified_calls
+from trajectories.training.stages.sft import SFTStageConfig, run_sft
+from trajectories.training.stages.stage import NothingToTrain
 
 
 @pytest.fixture

@@ -32,18 +32,19 @@ from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
 from tests.training.conftest import WORLD_HELD_OUT_CLUSTER
-from trajectories.training.evaluate import DEFAULT_AGENT
-from trajectories.training.problems import dump_problems
-from trajectories.training.rollouts import (
+from trajectories.training.data.problems import dump_problems
+from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
+from trajectories.training.serving.vllm_server import VllmError, running_vllm
+from trajectories.training.stages.rollouts import (
     ATTEMPTS_FILE,
     RolloutMeta,
     collect_rollouts,
     read_attempts,
     rollout_meta,
 )
-from trajectories.training.sampling import SamplingStageConfig, run_sampling_stage
-from trajectories.training.stage import NothingToTrain, StageResult
-from trajectories.training.vllm_server import VllmError, running_vllm
+from trajectories.training.stages.sampling import run_sampling_stage
+from trajectories.training.stages.sampling_config import SamplingStageConfig
+from trajectories.training.stages.stage import NothingToTrain, StageResult
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 TEACHER = "teacher"

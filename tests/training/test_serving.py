@@ -16,7 +16,7 @@ from openai.types.chat import ChatCompletionMessageFunctionToolCall, ChatComplet
 
 from shoppingbench.agent_sdk import TOOL_SCHEMAS
 from shoppingbench.tools.serving import running_server
-from trajectories.training.serving import LocalModel, ServingConfig, create_app, parse_generated
+from trajectories.training.serving.hf_server import LocalModel, ServingConfig, create_app, parse_generated
 
 MESSAGES: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "You are a shopping assistant."},

@@ -10,7 +10,7 @@ import torch
 from peft import AutoPeftModelForCausalLM
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trajectories.training.sft import SFTStageConfig, run_sft, trainer_arguments
+from trajectories.training.stages.sft import SFTStageConfig, run_sft, trainer_arguments
 
 TINY_CONFIG = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "sft_tiny.yaml"
 

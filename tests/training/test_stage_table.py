@@ -17,15 +17,8 @@ import pytest
 import yaml
 from matplotlib.image import imread
 
-from trajectories.training.evaluate import ALL, CategoryResult, EvaluationReport
-from trajectories.training.pipeline import (
-    BASE_DIRECTORY,
-    EVALUATION_FILE,
-    RESULT_FILE,
-    PipelineConfig,
-    run_pipeline,
-)
-from trajectories.training.stage_table import (
+from trajectories.training.evaluation.evaluate import ALL, CategoryResult, EvaluationReport
+from trajectories.training.evaluation.stage_table import (
     BEST_CRITERION,
     TABLE_JSON,
     TABLE_MARKDOWN,
@@ -38,6 +31,13 @@ from trajectories.training.stage_table import (
     evaluated_row,
     markdown,
     write_table,
+)
+from trajectories.training.pipeline import (
+    BASE_DIRECTORY,
+    EVALUATION_FILE,
+    RESULT_FILE,
+    PipelineConfig,
+    run_pipeline,
 )
 
 CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"

@@ -20,9 +20,9 @@ from neurons.worker import app
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
-from trajectories.training.registry import ModelRegistry
-from trajectories.training.sample import write_world_dump
-from trajectories.training.stage_table import TABLE_JSON, TABLE_MARKDOWN, TABLE_PLOT, StageTable
+from trajectories.doubles.sample_dumps import write_world_dump
+from trajectories.training.evaluation.registry import ModelRegistry
+from trajectories.training.evaluation.stage_table import TABLE_JSON, TABLE_MARKDOWN, TABLE_PLOT, StageTable
 
 PIPELINE = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "pipeline_study_tiny.yaml"
 ENV = {"ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_SANDBOX_TIMEOUT_S": "120",

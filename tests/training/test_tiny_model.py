@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trajectories.training.tiny import QWEN3_VOCAB_SIZE
+from trajectories.training.dev.tiny import QWEN3_VOCAB_SIZE
 
 
 def test_the_tokenizer_has_qwen3_ids(tiny_model_dir: Path) -> None:

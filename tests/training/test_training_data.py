@@ -12,8 +12,9 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.training.conftest import HELD_OUT_CLUSTER
-from trajectories.training.conversations import DataFilter, read_held_out_clusters, select_conversations
-from trajectories.training.tokens import IGNORE_INDEX, build_dataset, tokenize_conversation
+from trajectories.dumps.reader import read_held_out_clusters
+from trajectories.training.data.conversations import DataFilter, select_conversations
+from trajectories.training.data.tokens import IGNORE_INDEX, build_dataset, tokenize_conversation
 
 
 def _rows(dump: Path) -> list[dict[str, Any]]:

@@ -14,11 +14,11 @@ import pytest
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.settings import HarnessSettings
 from tests.sandbox_support import UID_BASE
-from trajectories.training import vllm_server
-from trajectories.training.heldout import evaluate_checkpoint
-from trajectories.training.rollouts import ServingSettings
-from trajectories.training.stage import for_installed_transformers
-from trajectories.training.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable
+from trajectories.training.evaluation.held_out import evaluate_checkpoint
+from trajectories.training.serving import vllm_server
+from trajectories.training.serving.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable
+from trajectories.training.stages.sampling_config import ServingSettings
+from trajectories.training.stages.stage import for_installed_transformers
 
 REPO = Path(__file__).parents[2]
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from neurons.dump import app
 from tests.trajectories.records import T0
+from trajectories.doubles.synthetic import make_attempt, make_problems
 from trajectories.store import TrajectoryStore
-from trajectories.synthetic import make_attempt, make_problems
 
 runner = CliRunner()
 DAY = "2026-09-21"  # T0 falls on it

@@ -18,11 +18,11 @@ from sqlalchemy import update
 
 from shoppingbench.records import AttemptRecord
 from tests.trajectories.conftest import fresh_store_url
+from trajectories.doubles.synthetic import Style, agent_code, make_attempt, make_problems
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, attempt_id, export_dump
 from trajectories.labelling import label_stored
 from trajectories.store import AgentEntry, ProblemEntry, RunEntry, TrajectoryStore, blobs
 from trajectories.store.schema import ATTEMPTS
-from trajectories.synthetic import Style, agent_code, make_attempt, make_problems
 
 DAY = date(2026, 11, 21)
 SINCE = datetime(2026, 11, 21, tzinfo=UTC).timestamp()

@@ -13,6 +13,7 @@ from sqlalchemy import insert, select
 
 from shoppingbench.records import AttemptRecord
 from tests.trajectories.records import Log, react_record, score, step, tool_call_text
+from trajectories.doubles.synthetic import make_attempt, make_problems
 from trajectories.dumps.export import DumpWindow, ExportOptions, export_dump
 from trajectories.dumps.splits import SplitRule
 from trajectories.filter import label_attempt
@@ -23,7 +24,6 @@ from trajectories.store.entries import AttemptWrite
 from trajectories.store.migrate import upgrade
 from trajectories.store.rows import encode_attempt
 from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
-from trajectories.synthetic import make_attempt, make_problems
 
 QUERY = "A steel water bottle under 500 pesos with free shipping."
 PLAN: list[tuple[str, dict[str, Any]]] = [

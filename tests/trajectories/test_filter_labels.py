@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.trajectories.records import Log, react_record, step, tool_call_text
+from trajectories.doubles.synthetic import STYLES, make_attempt, make_problems
 from trajectories.filter import FilterConfig, decide, label_attempt
-from trajectories.synthetic import STYLES, make_attempt, make_problems
 
 EXPECTED = {"react": "agentic", "sub_task": "sub_task", "scripted": "no_llm"}
 

@@ -10,8 +10,8 @@ import pytest
 
 from shoppingbench.records import AttemptRecord, ProxyCall
 from tests.trajectories.records import Log, failed_record, react_record
+from trajectories.doubles.synthetic import synthetic_day
 from trajectories.store import AttemptKey, TrajectoryStore, blobs
-from trajectories.synthetic import synthetic_day
 
 DAY_START = 1_790_035_200.0
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.records import AttemptRecord
+from trajectories.doubles.synthetic import synthetic_day
 from trajectories.store import AttemptKey, TrajectoryStore
-from trajectories.synthetic import synthetic_day
 
 DAY_START = 1_790_035_200.0
 BATCH = 10
@@ -22,7 +22,7 @@ BATCH = 10
 WRITER = """
 import sys
 from trajectories.store import TrajectoryStore
-from trajectories.synthetic import synthetic_day
+from trajectories.doubles.synthetic import synthetic_day
 day = synthetic_day(day_start={day_start}, problems=100, agents=6, seed=3)
 with TrajectoryStore.open(sys.argv[1]) as store:
     store.write_attempts(day.attempts(600, templates=6), batch_size={batch})

@@ -10,7 +10,7 @@ resumes at the stage it was in (which itself resumes from its newest checkpoint)
 (or every stage, and the base model first: the study's table) the model is evaluated on the held-out
 problems and entered in the registry; each evaluation is kept in ``OUT/NN-<stage>/evaluation.json`` (the
 base model's in ``OUT/00-base/``) and never repeated on a rerun. The per-stage table, with the best
-checkpoint named, goes to ``OUT/stages.{json,md,png}`` (:mod:`stage_table`).
+checkpoint named, goes to ``OUT/stages.{json,md,png}`` (:mod:`evaluation.stage_table`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.settings import HarnessSettings
-from trajectories.training.stage import NothingToTrain, StageConfig, StageResult
+from trajectories.training.stages.stage import NothingToTrain, StageConfig, StageResult
 
 log = structlog.get_logger(__name__)
 
@@ -38,16 +38,16 @@ BASE_DIRECTORY = "00-base"
 def _config_class(stage: str) -> type[StageConfig]:
     # Imported on demand: each stage module pulls in its TRL trainer, which takes seconds to import
     if stage == "sft":
-        from trajectories.training.sft import SFTStageConfig
+        from trajectories.training.stages.sft import SFTStageConfig
         return SFTStageConfig
     if stage in ("rejection", "teacher"):
-        from trajectories.training.sampling import SamplingStageConfig
+        from trajectories.training.stages.sampling_config import SamplingStageConfig
         return SamplingStageConfig
     if stage == "dpo":
-        from trajectories.training.dpo import DPOStageConfig
+        from trajectories.training.stages.dpo import DPOStageConfig
         return DPOStageConfig
     if stage == "grpo":
-        from trajectories.training.grpo import GRPOStageConfig
+        from trajectories.training.stages.grpo_config import GRPOStageConfig
         return GRPOStageConfig
     raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGE_NAMES)}")
 
@@ -62,7 +62,7 @@ def load_stage_config(path: Path) -> StageConfig:
 
 def with_catalog(config: StageConfig, catalog: Path) -> StageConfig:
     """``config`` rolling out on ``catalog`` (the stages that touch the tools have one)."""
-    from trajectories.training.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     if isinstance(config, SamplingStageConfig):
         return config.model_copy(update={"rollouts": config.rollouts.model_copy(update={"catalog": catalog})})
@@ -73,7 +73,7 @@ def with_catalog(config: StageConfig, catalog: Path) -> StageConfig:
 
 def catalog_of(config: StageConfig) -> Path | None:
     """The catalog ``config`` rolls out on, if its stage has one."""
-    from trajectories.training.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     if isinstance(config, SamplingStageConfig):
         return config.rollouts.catalog
@@ -83,7 +83,7 @@ def catalog_of(config: StageConfig) -> Path | None:
 
 def needs_catalog(config: StageConfig) -> bool:
     """Whether ``config``'s stage rolls out but has no catalog set."""
-    from trajectories.training.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     has_one = isinstance(config, SamplingStageConfig) or "catalog" in type(config).model_fields
     return has_one and catalog_of(config) is None
@@ -91,7 +91,7 @@ def needs_catalog(config: StageConfig) -> bool:
 
 def with_teacher_endpoint(config: StageConfig, base_url: str, model_name: str) -> StageConfig:
     """A teacher stage rolling out the model ``model_name`` at ``base_url`` (no key); others unchanged."""
-    from trajectories.training.sampling import SamplingStageConfig
+    from trajectories.training.stages.sampling_config import SamplingStageConfig
 
     if not isinstance(config, SamplingStageConfig) or config.stage != "teacher":
         return config
@@ -105,16 +105,16 @@ def run_stage(config: StageConfig, dumps: list[Path], out: Path, *, resume: bool
     """Run one stage on the dumps into ``out`` (checkpoints; the model in ``out/final``)."""
     runner: Callable[..., StageResult]
     if config.stage == "sft":
-        from trajectories.training.sft import run_sft as runner
+        from trajectories.training.stages.sft import run_sft as runner
     elif config.stage in ("rejection", "teacher"):
-        from trajectories.training.sampling import run_sampling_stage
+        from trajectories.training.stages.sampling import run_sampling_stage
 
         def runner(config: Any, dumps: list[Path], out: Path, *, resume: bool) -> StageResult:
             return run_sampling_stage(config, dumps, out, resume=resume, settings=settings)
     elif config.stage == "dpo":
-        from trajectories.training.dpo import run_dpo as runner
+        from trajectories.training.stages.dpo import run_dpo as runner
     elif config.stage == "grpo":
-        from trajectories.training.grpo import run_grpo
+        from trajectories.training.stages.grpo import run_grpo
 
         def runner(config: Any, dumps: list[Path], out: Path, *, resume: bool) -> StageResult:
             return run_grpo(config, dumps, out, resume=resume, settings=settings)
@@ -194,7 +194,7 @@ def base_model_dir(model: str, out: Path) -> Path:
     """The directory the first stage's ``model`` loads from: ``tiny`` built into ``out/base`` (the same
     seed-0 weights the first stage builds for itself), a local directory as is, else the Hugging Face id's
     snapshot in the local cache (never downloaded: the worker runs offline)."""
-    from trajectories.training.stage import model_source
+    from trajectories.training.stages.stage import model_source
 
     source = model_source(model, out)
     if isinstance(source, Path) or Path(source).is_dir():
@@ -229,7 +229,7 @@ def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resu
     With ``evaluate``: the base model first when ``evaluation.base``, then each stage's model as
     ``evaluation.after`` says; a model already evaluated in this run is not evaluated again (a stage skipped
     as empty carries its row). The table of every row is written to ``OUT/stages.*``."""
-    from trajectories.training import stage_table
+    from trajectories.training.evaluation import stage_table
 
     summaries: list[dict[str, Any]] = []
     rows: list[stage_table.StageRow] = []

@@ -23,7 +23,7 @@ from shoppingbench.files import write_file_atomically
 from trajectories.dumps import DumpWindow, ExportOptions, export_dump
 from trajectories.store import TrajectoryStore
 from trajectories.training.pipeline import day_dumps, window
-from trajectories.training.stage import NothingToTrain
+from trajectories.training.stages.stage import NothingToTrain
 
 log = structlog.get_logger(__name__)
 

@@ -1,0 +1,183 @@
+"""What every training stage shares: its YAML config, model loading, TRL arguments, resume and the final save.
+
+A stage is a YAML file read into a subclass of :class:`StageConfig` (``stage: sft``, ``rejection``,
+``teacher``, ``dpo``, ``grpo``). ``model`` is a Hugging Face id, a local directory (a previous stage's
+``OUT/final``: a LoRA adapter there is merged into its base first, so stages chain), or ``tiny`` for the
+CPU test model. ``trainer`` is passed to the stage's TRL config class unchanged, so every TRL/transformers
+argument (``deepspeed``, ``save_steps``, ``use_vllm``, ...) is set in the YAML. Runs resume from the newest
+``checkpoint-*`` under the output directory (optimizer, scheduler, RNG state and step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+import structlog
+import torch
+import yaml
+from peft import LoraConfig
+from pydantic import BaseModel, ConfigDict, Field
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers.trainer_utils import get_last_checkpoint
+
+from trajectories.dumps.reader import read_held_out_clusters
+from trajectories.training.dev.tiny import save_tiny_model
+from trajectories.training.serving.checkpoints import load_causal_lm
+
+log = structlog.get_logger(__name__)
+
+TINY_MODEL = "tiny"
+"""``model: tiny`` builds the tiny CPU Qwen3 of ``dev/tiny.py`` (into ``OUT/base``) instead of loading one."""
+
+class NothingToTrain(ValueError):
+    """The stage's data selection left nothing to train on; the message says what was dropped and why."""
+
+
+class LoraSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    r: int = Field(default=16, ge=1)
+    alpha: int = Field(default=32, ge=1)
+    dropout: float = Field(default=0.05, ge=0, lt=1)
+    target_modules: str | list[str] = "all-linear"
+
+
+class StageConfig(BaseModel):
+    """The fields every stage has; a stage's own config class adds its data and sampling settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    model: str = Field(default="Qwen/Qwen3-4B", description=(
+        "Hugging Face id or local directory of the starting model (a previous stage's OUT/final), or "
+        "'tiny' for the CPU test model"))
+    held_out_clusters_file: Path | None = Field(default=None, description=(
+        "Cluster ids never to train on, one per line (relative paths are relative to the config file)"))
+    max_length: int = Field(default=8192, ge=16, description="Tokens per example; longer ones are cut")
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    trainer: dict[str, Any] = Field(default_factory=dict, description="Arguments of the stage's TRL config")
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        """Read ``path``; relative paths in it (top-level ``Path`` and ``list[Path]`` fields) are taken
+        relative to its directory."""
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path} must hold a YAML mapping of stage settings")
+        config = cls.model_validate(raw)
+
+        def relative(value: Path) -> Path:
+            return value if value.is_absolute() else path.parent / value
+
+        updates: dict[str, Any] = {}
+        for name, value in config:
+            if isinstance(value, Path):
+                updates[name] = relative(value)
+            elif isinstance(value, list) and value and all(isinstance(item, Path) for item in value):
+                updates[name] = [relative(item) for item in value]
+        return config.model_copy(update=updates)
+
+    def held_out_clusters(self) -> frozenset[str]:
+        if self.held_out_clusters_file is None:
+            return frozenset()
+        return read_held_out_clusters(self.held_out_clusters_file)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What a stage run produced; ``extra`` holds stage-specific counts (rollouts kept, pairs built...)."""
+
+    stage: str
+    final_dir: Path
+    resumed_from: Path | None
+    global_step: int
+    train_examples: int
+    log_history: list[dict[str, Any]]
+    extra: Mapping[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON line ``worker train`` prints last."""
+        losses = [entry["loss"] for entry in self.log_history if "loss" in entry]
+        return {"stage": self.stage, "final": str(self.final_dir), "global_step": self.global_step,
+                "examples": self.train_examples, "last_loss": losses[-1] if losses else None,
+                "resumed_from": None if self.resumed_from is None else str(self.resumed_from), **self.extra}
+
+
+def model_source(model: str, out: Path) -> str | Path:
+    """Where ``model`` loads from; ``tiny`` is written to ``out/base`` on first use."""
+    if model != TINY_MODEL:
+        return model
+    base = out / "base"
+    if not (base / "config.json").exists():
+        save_tiny_model(base)
+    return base
+
+
+def load_stage_model(config: StageConfig, out: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    source = model_source(config.model, out)
+    local = Path(source)
+    return load_causal_lm(local if local.is_dir() else source)
+
+
+def peft_config(lora: LoraSettings) -> LoraConfig | None:
+    """The LoRA adapter to train, or None for full fine-tuning."""
+    if not lora.enabled:
+        return None
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
+
+
+def trainer_arguments(config: StageConfig, out: Path, **fixed: Any) -> dict[str, Any]:
+    """The stage's TRL arguments: ours where they must hold (``output_dir`` and ``fixed``), the YAML's
+    otherwise, and overrides that make a GPU recipe run on CPU when there is no CUDA device."""
+    arguments: dict[str, Any] = {"report_to": "none", "logging_steps": 1, **config.trainer,
+                                 "output_dir": str(out), **fixed}
+    if not torch.cuda.is_available():
+        # GPU recipes ask for bf16, activation checkpointing and vLLM, which on CPU fail or only slow down
+        arguments.update(bf16=False, use_cpu=True, activation_checkpointing=False)
+        if "use_vllm" in arguments:
+            arguments["use_vllm"] = False
+    return for_installed_transformers(arguments)
+
+
+def for_installed_transformers(arguments: dict[str, Any],
+                               fields: frozenset[str] | None = None) -> dict[str, Any]:
+    """``arguments`` with ``activation_checkpointing`` named ``gradient_checkpointing`` when the installed
+    transformers predates the rename (``fields``: ``TrainingArguments``' field names, default the
+    installed ones). The ``gpu`` extra's vLLM caps transformers below 5.18, which has only the old name."""
+    if fields is None:
+        from transformers import TrainingArguments
+
+        fields = frozenset(f.name for f in dataclasses.fields(TrainingArguments))
+    if "activation_checkpointing" in arguments and "activation_checkpointing" not in fields:
+        arguments = dict(arguments)
+        arguments["gradient_checkpointing"] = arguments.pop("activation_checkpointing")
+    return arguments
+
+
+def last_checkpoint(out: Path) -> str | None:
+    if not out.is_dir():
+        return None
+    found: str | None = get_last_checkpoint(str(out))  # type: ignore[no-untyped-call]
+    return found
+
+
+def require_finite(log_history: Iterable[Mapping[str, Any]], stage: str, key: str = "loss") -> None:
+    """Refuse a run whose logged ``key`` went NaN or infinite (nothing is saved as final then)."""
+    values = [entry[key] for entry in log_history if key in entry]
+    if not all(math.isfinite(value) for value in values):
+        raise FloatingPointError(f"{stage} {key} went non-finite, nothing saved as final: {values}")
+
+
+def save_final(trainer: Any, tokenizer: PreTrainedTokenizerBase, out: Path) -> Path:
+    """Save the trained model (the adapter alone under LoRA) and the tokenizer to ``out/final``."""
+    final = out / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(final)
+    return final
