@@ -22,7 +22,7 @@ from shoppingbench.scoring import ORIGINAL
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
-from tests.test_scoring_support import FakeEmbedder
+from tests.shoppingbench.scoring.test_scoring_support import FakeEmbedder
 from trajectories.labelling import label_stored
 from trajectories.store import TrajectoryStore
 

@@ -9,7 +9,7 @@ import pytest
 from shoppingbench.scoring import format_score, is_well_formed, length_score, step_format
 from shoppingbench.scoring.format import has_timestamp, rendered_message
 from shoppingbench.scoring.profiles import ORIGINAL, PRODUCTION_STRICT
-from tests.test_scoring_support import TERMINATE, recommend, step
+from tests.shoppingbench.scoring.test_scoring_support import TERMINATE, recommend, step
 
 CALL = '<tool_call>[{"name": "find_product", "parameters": {"q": "bottle"}}]</tool_call>'
 

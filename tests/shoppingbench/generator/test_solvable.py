@@ -23,7 +23,7 @@ from shoppingbench.problems.terms import stated_target
 from shoppingbench.scoring.embedder import TitleEmbedder, Vectors
 from shoppingbench.search.base import FindProductQuery
 from shoppingbench.search.engine import BM25SearchEngine
-from tests.test_generator_sbgen1 import write_documents
+from tests.shoppingbench.generator.test_generator_sbgen1 import write_documents
 
 
 class _AllAlike:

@@ -8,7 +8,7 @@ import pytest
 
 from shoppingbench.problems.models import RewardTarget
 from shoppingbench.scoring import ORIGINAL, PRODUCTION_STRICT, judge_target, score_attempt, sku_attr_hits
-from tests.test_scoring_support import (
+from tests.shoppingbench.scoring.test_scoring_support import (
     FakeEmbedder,
     answered,
     at_cosine,

@@ -27,7 +27,7 @@ from shoppingbench.generator.sampler import (
 from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category
 from shoppingbench.search.catalog_view import CatalogView
-from tests.test_generator_sbgen1 import imported_products, write_documents
+from tests.shoppingbench.generator.test_generator_sbgen1 import imported_products, write_documents
 
 CONFIG = GeneratorConfig()
 DRAWS = 4000

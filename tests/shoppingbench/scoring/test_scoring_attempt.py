@@ -10,7 +10,7 @@ from shoppingbench.catalog.models import Product
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.scoring import ORIGINAL, PRODUCTION_STRICT, AttemptScore, extract_answer, score_attempt
-from tests.test_scoring_support import (
+from tests.shoppingbench.scoring.test_scoring_support import (
     TERMINATE,
     FakeEmbedder,
     answered,

@@ -37,8 +37,8 @@ from shoppingbench.scoring import PRODUCTION_STRICT, score_attempt
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder, Vectors
 from shoppingbench.search.base import FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
-from tests.test_generator_sbgen1 import imported_products, write_documents
-from tests.test_scoring_support import answered
+from tests.shoppingbench.generator.test_generator_sbgen1 import imported_products, write_documents
+from tests.shoppingbench.scoring.test_scoring_support import answered
 
 COUNTS: dict[Category, int] = {"product": 8, "shop": 6, "voucher": 6}
 SEED = "race-2026-12-01"

@@ -13,7 +13,7 @@ from shoppingbench.scoring import (
     get_profile,
     score_attempt,
 )
-from tests.test_scoring_support import (
+from tests.shoppingbench.scoring.test_scoring_support import (
     FakeEmbedder,
     answered,
     lookup,

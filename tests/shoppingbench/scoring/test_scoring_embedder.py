@@ -19,7 +19,7 @@ from shoppingbench.scoring import (
     TitleEmbedder,
     score_attempt,
 )
-from tests.test_scoring_support import (
+from tests.shoppingbench.scoring.test_scoring_support import (
     FakeEmbedder,
     answered,
     at_cosine,

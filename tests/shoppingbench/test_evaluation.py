@@ -11,7 +11,14 @@ from shoppingbench.catalog.models import Product
 from shoppingbench.evaluation import evaluate
 from shoppingbench.problems.models import Problem, public_id
 from shoppingbench.scoring import ORIGINAL
-from tests.test_scoring_support import FakeEmbedder, answered, lookup, product, product_problem, target
+from tests.shoppingbench.scoring.test_scoring_support import (
+    FakeEmbedder,
+    answered,
+    lookup,
+    product,
+    product_problem,
+    target,
+)
 
 
 def _suite(n: int) -> list[Problem]:

@@ -44,7 +44,7 @@ from tests.sandbox_support import (
     sandbox_backends,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 REFERENCE_AGENTS = {
     "scripted_baseline": REPO / "shoppingbench" / "agents" / "scripted_baseline.py",
     "react_llm": REPO / "shoppingbench" / "agents" / "react_llm.py",

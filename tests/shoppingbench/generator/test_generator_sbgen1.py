@@ -36,7 +36,7 @@ from shoppingbench.scoring.rules import attribute_pairs, sku_attr_hits
 from shoppingbench.search.base import FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import build_index
-from tests.test_scoring_support import answered
+from tests.shoppingbench.scoring.test_scoring_support import answered
 
 VERSION = "sbgen-1"
 WORLD_COUNTS: dict[Category, int] = {"product": 15, "shop": 10, "voucher": 10}

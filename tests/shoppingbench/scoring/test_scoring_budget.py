@@ -8,7 +8,14 @@ import pytest
 
 from shoppingbench.problems.models import Voucher
 from shoppingbench.scoring import fits_budget, price_after_voucher, score_attempt
-from tests.test_scoring_support import FakeEmbedder, answered, lookup, product, target, voucher_problem
+from tests.shoppingbench.scoring.test_scoring_support import (
+    FakeEmbedder,
+    answered,
+    lookup,
+    product,
+    target,
+    voucher_problem,
+)
 
 
 def voucher(**fields) -> Voucher:

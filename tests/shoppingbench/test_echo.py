@@ -36,7 +36,7 @@ HONEST = ("Both cases are Spigen and under the budget. 7001 at 249 is a matte bl
           "289.5 is glitter, which looks silver. The shopper asked for silver, so 7002 fits better despite "
           "costing a little more.")
 MODEL = "stub-shopper"
-FIXTURE_AGENTS = Path(__file__).resolve().parent / "fixtures" / "agents"
+FIXTURE_AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 
 
 def call(seq: int, completion: str | None, messages: list[dict[str, Any]], *, reasoning: str | None = None,

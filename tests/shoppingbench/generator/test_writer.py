@@ -22,7 +22,7 @@ from shoppingbench.problems.models import Category, Problem, RewardTarget
 from shoppingbench.problems.terms import price_condition, stated_target
 from shoppingbench.world.catalog import generate_products
 
-SAMPLE_PROBLEMS = Path(__file__).resolve().parent / "fixtures" / "samples"
+SAMPLE_PROBLEMS = Path(__file__).resolve().parents[2] / "fixtures" / "samples"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from shoppingbench.submission_check import MAX_AGENT_BYTES, RULES, CheckReport, check_agent
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 AGENT_FILES = [REPO / "shoppingbench/agents/scripted_baseline.py", REPO / "shoppingbench/agents/react_llm.py",
                REPO / "shoppingbench/agents/sub_task.py", REPO / "tests/fixtures/agents/oro_style_agent.py"]
 ENTRY = "\ndef agent_main(problem):\n    return []\n"

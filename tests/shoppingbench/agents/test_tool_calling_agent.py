@@ -30,7 +30,7 @@ from shoppingbench.records import ProxyCall
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
-from tests.test_reference_agents import MODEL, Run, Services, run_suite
+from tests.shoppingbench.agents.test_reference_agents import MODEL, Run, Services, run_suite
 from trajectories.training.conversations import DataFilter, steps_to_messages
 from trajectories.training.tiny import qwen3_tokenizer
 from trajectories.training.tokens import render_messages

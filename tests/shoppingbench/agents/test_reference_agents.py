@@ -31,11 +31,11 @@ from shoppingbench.scoring import AttemptScore, score_attempt
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.submission_check import check_agent
 from shoppingbench.tools.serving import running_server
-from tests.test_agent_sdk import _sandbox_tree, run_isolated
-from tests.test_scoring_support import FakeEmbedder
+from tests.shoppingbench.scoring.test_scoring_support import FakeEmbedder
+from tests.shoppingbench.test_agent_sdk import _sandbox_tree, run_isolated
 
 MODEL = "stub-shopper"
-ORO_AGENT = Path(__file__).resolve().parent / "fixtures" / "agents" / "oro_style_agent.py"
+ORO_AGENT = Path(__file__).resolve().parents[2] / "fixtures" / "agents" / "oro_style_agent.py"
 AgentMain = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 

@@ -32,7 +32,7 @@ from shoppingbench.sandbox.backends import (
 from shoppingbench.sandbox.limits import MiB, SandboxLimits
 from shoppingbench.settings import HarnessSettings
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[3]
 LIMITS = SandboxLimits(timeout_s=30, memory_bytes=1536 * MiB, processes=40, output_bytes=4096,
                        result_bytes=2 * MiB, tmp_bytes=32 * MiB, open_files=128)
 

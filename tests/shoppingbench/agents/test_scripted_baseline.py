@@ -17,7 +17,7 @@ from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.search.index import build_index
 from shoppingbench.tools.server import create_app
 from shoppingbench.tools.serving import running_server
-from tests.test_scoring_support import FakeEmbedder
+from tests.shoppingbench.scoring.test_scoring_support import FakeEmbedder
 
 
 def test_items_split_on_articles_not_on_inner_ands() -> None:
