@@ -6,9 +6,10 @@ proxy, the offline judge, SQLite arena databases and trajectory stores, the loca
 wallets. Test doubles only for what cannot exist here: the hosted LLM (the scripted shopping policy
 served by ``shoppingbench.doubles.llm_server``) and the sentence embedder (``FakeEmbedder``).
 
-Run as a script (``python -m tests.test_validator ...``) this module is the validator process the SIGKILL
-test kills: its runner pauses after the first two attempts of a run (a slow agent, so the kill lands
-mid-run deterministically), and the test kills it there; no handler runs, nothing is flushed or closed.
+Run as a script (``python -m tests.arena.validator.test_validator ...``) this module is the validator
+process the SIGKILL test kills: its runner pauses after the first two attempts of a run (a slow agent, so
+the kill lands mid-run deterministically), and the test kills it there; no handler runs, nothing is
+flushed or closed.
 """
 
 from __future__ import annotations
@@ -530,9 +531,9 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
 
     marker = arena.root / "paused"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.test_validator", str(arena.root), str(small_world.catalog_dir),
-         arena.clock.now().isoformat(), str(marker)],
-        cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        [sys.executable, "-m", "tests.arena.validator.test_validator", str(arena.root),
+         str(small_world.catalog_dir), arena.clock.now().isoformat(), str(marker)],
+        cwd=Path(__file__).resolve().parents[3], env={**os.environ, "HF_HUB_OFFLINE": "1"},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 45

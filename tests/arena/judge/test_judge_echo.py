@@ -7,7 +7,7 @@ from arena.judge import JudgeInput, JudgeVerdict, final_score, judge_offline
 from arena.judge.llm import capped
 from arena.judge.prompt import attempt_document
 from arena.validator.runs import _arena, stored_verdict
-from tests.test_judge_support import COMPARES, QUERY, attempt
+from tests.arena.judge.test_judge_support import COMPARES, QUERY, attempt
 
 
 def echoing(item: JudgeInput, seq: int, sent: str) -> JudgeInput:

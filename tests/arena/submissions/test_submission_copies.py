@@ -15,9 +15,9 @@ from bittensor import Wallet
 
 from arena.race import MemoryEventStore, RaceEngine, RaceRules
 from arena.validator.ingest import ingest_uploads
+from tests.arena.submissions.test_submissions import Net, post
 from tests.chain_support import RunningValidator, make_wallet, register, running_validator
 from tests.copy_variants import REPO, disguised, extended, reformatted, renamed
-from tests.test_submissions import Net, post
 
 ORIGINAL = (REPO / "shoppingbench" / "agents" / "react_llm.py").read_text()
 HONEST = (REPO / "shoppingbench" / "agents" / "tool_calling_llm.py").read_text()

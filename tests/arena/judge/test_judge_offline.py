@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.judge import OFFLINE_JUDGE, JudgeInput, judge_offline
-from tests.test_judge_support import (
+from tests.arena.judge.test_judge_support import (
     CITES_ID,
     COMPARES,
     NO_ANALYSIS,
