@@ -85,7 +85,7 @@ def test_concurrent_upgrades_do_not_collide(store_url: str) -> None:
     script = ("import sys; from trajectories.store import TrajectoryStore; "
               "TrajectoryStore.open(sys.argv[1]).close()")
     upgrades = [subprocess.Popen([sys.executable, "-c", script, store_url], stderr=subprocess.PIPE, text=True,
-                                 cwd=Path(__file__).resolve().parents[2]) for _ in range(2)]
+                                 cwd=Path(__file__).resolve().parents[3]) for _ in range(2)]
     results = [(u.wait(timeout=120), u.stderr.read() if u.stderr else "") for u in upgrades]
     engine = make_engine(store_url)
     try:

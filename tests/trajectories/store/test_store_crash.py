@@ -40,7 +40,7 @@ def test_killing_the_writer_mid_write_leaves_only_whole_batches(store_url: str, 
         pass  # migrate first, so the writer's own upgrade is a no-op
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER.format(day_start=DAY_START, batch=BATCH), store_url],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2])
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[3])
     try:
         with TrajectoryStore.open(store_url, migrate=False) as probe:
             deadline = time.monotonic() + 60

@@ -26,7 +26,7 @@ from tests.shoppingbench.scoring.test_scoring_support import FakeEmbedder
 from trajectories.labelling import label_stored
 from trajectories.store import TrajectoryStore
 
-AGENTS = Path(__file__).resolve().parents[2] / "shoppingbench" / "agents"
+AGENTS = Path(__file__).resolve().parents[3] / "shoppingbench" / "agents"
 MODEL = "stub-shopper"
 EXPECTED = {"react_llm": "agentic", "sub_task": "sub_task", "scripted_baseline": "no_llm"}
 
