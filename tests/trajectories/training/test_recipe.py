@@ -25,7 +25,7 @@ from trajectories.training.registry import ModelRegistry
 from trajectories.training.rollouts import read_attempts
 from trajectories.training.sample import write_world_dump
 
-PIPELINE = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "pipeline_tiny.yaml"
+PIPELINE = Path(__file__).parents[3] / "trajectories" / "training" / "configs" / "pipeline_tiny.yaml"
 
 
 def test_the_tiny_recipe_runs_every_stage_and_the_evaluation(small_world: SampleWorld,

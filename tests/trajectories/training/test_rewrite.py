@@ -28,8 +28,8 @@ from neurons.worker import app
 from shoppingbench.dialogue import DialogueStep
 from shoppingbench.records import ProxyCall
 from shoppingbench.tools.serving import running_server
-from tests.training.conftest import HELD_OUT_CLUSTER
-from tests.training.test_sft import TINY_CONFIG
+from tests.trajectories.training.conftest import HELD_OUT_CLUSTER
+from tests.trajectories.training.test_sft import TINY_CONFIG
 from trajectories.rewrite.prompt import Discard, check_rewrite, read_data_block, teacher_messages
 from trajectories.rewrite.run import PROGRESS_FILE, rewrite_dump, rewrite_id
 from trajectories.rewrite.scripted import SCRIPTED_TEACHER_MODEL, Mode, create_app, scripted_answer

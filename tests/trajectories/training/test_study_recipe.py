@@ -24,7 +24,7 @@ from trajectories.training.registry import ModelRegistry
 from trajectories.training.sample import write_world_dump
 from trajectories.training.stage_table import TABLE_JSON, TABLE_MARKDOWN, TABLE_PLOT, StageTable
 
-PIPELINE = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "pipeline_study_tiny.yaml"
+PIPELINE = Path(__file__).parents[3] / "trajectories" / "training" / "configs" / "pipeline_study_tiny.yaml"
 ENV = {"ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_SANDBOX_TIMEOUT_S": "120",
        "ARENA_INFERENCE_ATTEMPT_CALLS": "40"}
 

@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
-from tests.training.conftest import HELD_OUT_CLUSTER, WORLD_HELD_OUT_CLUSTER
+from tests.trajectories.training.conftest import HELD_OUT_CLUSTER, WORLD_HELD_OUT_CLUSTER
 from trajectories.store import ProblemEntry
 from trajectories.synthetic import make_attempt
 from trajectories.training import stage
@@ -38,7 +38,7 @@ from trajectories.training.dpo_pairs import PairFilter, PreferencePair, select_p
 from trajectories.training.sample import write_sample_dump
 from trajectories.training.tokens import render_messages
 
-CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
+CONFIGS = Path(__file__).parents[3] / "trajectories" / "training" / "configs"
 UNCAPPED = PairFilter(max_pairs_per_problem=100, max_tool_chars=400)
 
 

@@ -40,7 +40,7 @@ from trajectories.training.stage_table import (
     write_table,
 )
 
-CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
+CONFIGS = Path(__file__).parents[3] / "trajectories" / "training" / "configs"
 
 
 def _category(name: str, pass_at_1: float, pass_at_k: float, hallucination: float) -> CategoryResult:

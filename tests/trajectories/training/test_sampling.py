@@ -31,7 +31,7 @@ from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
-from tests.training.conftest import WORLD_HELD_OUT_CLUSTER
+from tests.trajectories.training.conftest import WORLD_HELD_OUT_CLUSTER
 from trajectories.training.evaluate import DEFAULT_AGENT
 from trajectories.training.problems import dump_problems
 from trajectories.training.rollouts import (
@@ -45,7 +45,7 @@ from trajectories.training.sampling import SamplingStageConfig, run_sampling_sta
 from trajectories.training.stage import NothingToTrain, StageResult
 from trajectories.training.vllm_server import VllmError, running_vllm
 
-CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
+CONFIGS = Path(__file__).parents[3] / "trajectories" / "training" / "configs"
 TEACHER = "teacher"
 TEACHER_KEY = "sk-teacher-test"
 KEY_VARIABLE = "ARENA_TEST_TEACHER_KEY"

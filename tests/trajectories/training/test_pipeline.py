@@ -34,7 +34,7 @@ from trajectories.training.sampling import SamplingStageConfig
 from trajectories.training.stage import NothingToTrain
 from trajectories.training.watch import STATE_FILE, Watcher, WatchState, export_new_days
 
-CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
+CONFIGS = Path(__file__).parents[3] / "trajectories" / "training" / "configs"
 
 
 def _write_pipeline(directory: Path, stages: list[str], **extra: object) -> Path:

@@ -12,7 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trajectories.training.sft import SFTStageConfig, run_sft, trainer_arguments
 
-TINY_CONFIG = Path(__file__).parents[2] / "trajectories" / "training" / "configs" / "sft_tiny.yaml"
+TINY_CONFIG = Path(__file__).parents[3] / "trajectories" / "training" / "configs" / "sft_tiny.yaml"
 
 
 def _config(model_dir: Path, **trainer: Any) -> SFTStageConfig:

@@ -46,7 +46,7 @@ from trajectories.training.stage import NothingToTrain
 from trajectories.training.tokens import IGNORE_INDEX, tokenize_conversation
 from trajectories.training.tools import SYSTEM_PROMPT
 
-CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
+CONFIGS = Path(__file__).parents[3] / "trajectories" / "training" / "configs"
 FIT_STEPS = 100
 ROLLOUT_PROBLEMS = 1
 """GRPO rolls out on the first train problem only, the one the model is fitted on and the teacher solved

@@ -20,7 +20,7 @@ from trajectories.training.rollouts import ServingSettings
 from trajectories.training.stage import for_installed_transformers
 from trajectories.training.vllm_server import QWEN3_PARSER_ARGS, choose_backend, vllm_executable
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 
 
 def _never() -> str | None:

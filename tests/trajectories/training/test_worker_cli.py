@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from neurons.worker import app
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
-from tests.training.test_sft import TINY_CONFIG
+from tests.trajectories.training.test_sft import TINY_CONFIG
 
 CONFIGS = TINY_CONFIG.parent
 

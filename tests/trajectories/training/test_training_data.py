@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoTokenizer
 
-from tests.training.conftest import HELD_OUT_CLUSTER
+from tests.trajectories.training.conftest import HELD_OUT_CLUSTER
 from trajectories.training.conversations import DataFilter, read_held_out_clusters, select_conversations
 from trajectories.training.tokens import IGNORE_INDEX, build_dataset, tokenize_conversation
 

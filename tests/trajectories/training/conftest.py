@@ -47,7 +47,7 @@ def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     executable.write_text(f"#!/bin/sh\nexec {sys.executable} -m tests.fake_vllm \"$@\"\n", encoding="utf-8")
     executable.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[3]))
     argv = tmp_path / "argv.json"
     monkeypatch.setenv("FAKE_VLLM_ARGV", str(argv))
     return argv

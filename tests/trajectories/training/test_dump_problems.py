@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from shoppingbench.sample_world import SampleWorld
-from tests.training.conftest import WORLD_HELD_OUT_CLUSTER
+from tests.trajectories.training.conftest import WORLD_HELD_OUT_CLUSTER
 from trajectories.training.problems import dump_problems, held_out_clusters_of
 from trajectories.training.sample import write_world_dump
 
