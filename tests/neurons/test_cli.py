@@ -16,7 +16,7 @@ import orjson
 ARENA = [sys.executable, "-m", "neurons.cli"]
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _env(home: Path) -> dict[str, str]:

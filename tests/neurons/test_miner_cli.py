@@ -27,7 +27,7 @@ from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
 from trajectories.store import TrajectoryStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BASELINE = REPO / "shoppingbench" / "agents" / "scripted_baseline.py"
 
 

@@ -18,7 +18,7 @@ from neurons.settings import ResearchSettings
 from neurons.validator import ValidatorSettings
 from shoppingbench.settings import HarnessSettings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ROOTS: tuple[type[HarnessSettings], ...] = (HarnessSettings, ArenaSettings, ChainSettings, ResearchSettings,
                                             ValidatorSettings)
 # Documented, but read elsewhere: the teacher's key is named by a training config (``api_key_env``).

@@ -15,7 +15,7 @@ from neurons.miner import app
 from neurons.submission import EXIT_CHAIN, EXIT_NOT_DELIVERED, EXIT_REJECTED
 from tests.chain_support import make_wallet, register, running_validator
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BASELINE = REPO / "shoppingbench" / "agents" / "scripted_baseline.py"
 
 
