@@ -9,7 +9,7 @@ are distinct requests: two that would state the same fact words (whatever constr
 are not both kept. A share of the bank is *disguised copies* of originals (:func:`disguise`):
 sub-requests and clauses reordered, template words reworded, the opener replaced, filler added, and
 fresh target ids, so the shared-targets signal cannot find them and the recall measured is that of
-the request-facts similarity (shared targets are tested in ``tests/test_leak_clusters.py``).
+the request-facts similarity (shared targets are tested in ``tests/arena/suites/test_leak_clusters.py``).
 
 Recall is the share of (original, copy) and (copy, copy) pairs that end up in one cluster; precision
 is the share of same-cluster pairs that are truly one request. The last line printed is one JSON

@@ -14,7 +14,7 @@ searching for it word for word, is what honest agents do. What the model itself 
 call of the attempt that was not echoed: agents send the model's turns back to it, and it may repeat
 itself. Short copies need no rule: an id, a price or a title quoted from a tool result sits inside
 n-grams that also hold the model's own words, so citing a datum the agent sent is normal and only
-long runs of copied text count. Both constants are fixed by tests (``tests/test_echo.py``): the
+long runs of copied text count. Both constants are fixed by tests (``tests/shoppingbench/test_echo.py``): the
 reference agents' completions reach at most 0.42 (ReAct with tagged or native tool calls, and the
 reference-arena-style fixtures), the restate and repeat attacks sit at 1.0.
 

@@ -1,4 +1,5 @@
-"""Fixtures any test may use. Feature-specific fixtures belong in their own test modules."""
+"""Fixtures tests in several folders use; a folder's own fixtures live in its conftest.py, a test's own in
+its module."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from sqlalchemy.exc import OperationalError
 
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.sample_world import SampleWorld, ensure_sample_world
 from shoppingbench.search.engine import BM25SearchEngine
-from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
 
 # Property tests draw the same examples on every run (a CI result must not depend on the luck of the
 # draw); `HYPOTHESIS_PROFILE=explore pytest ...` searches new ones when hunting for bugs.
@@ -43,14 +42,3 @@ def small_engine(small_world: SampleWorld) -> Iterator[BM25SearchEngine]:
     engine = open_catalog(small_world.catalog_dir)
     yield engine
     engine.close()
-
-
-@pytest.fixture
-def scratch_postgres_url() -> Iterator[str]:
-    """A throwaway database on the loopback PostgreSQL (``scripts/services.sh``), dropped after the test."""
-    try:
-        with scratch_postgres_database(DEFAULT_POSTGRES_SERVER, prefix="arena_test") as url:
-            yield url.render_as_string(hide_password=False)
-    except OperationalError as exc:
-        raise RuntimeError(f"PostgreSQL is not answering on 127.0.0.1:5432 ({exc.orig}): "
-                           "start it with `bash scripts/services.sh`") from exc

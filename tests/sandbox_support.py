@@ -22,7 +22,7 @@ from shoppingbench.sandbox.limits import MiB, SandboxLimits
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, iter_attempts
 from shoppingbench.scoring import ORIGINAL
 from shoppingbench.search.base import SearchEngine
-from tests.test_scoring_support import FakeEmbedder
+from tests.shoppingbench.scoring.test_scoring_support import FakeEmbedder
 
 HOSTILE_AGENTS = Path(__file__).resolve().parent / "hostile_agents"
 

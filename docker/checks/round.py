@@ -4,7 +4,7 @@ PostgreSQL (``docker compose run``/``exec ... python /checks/round.py``).
 ``seed``: wallets under ``$ARENA_HOME/wallets`` (validator, owner, alice, bob), a local chain three days
 old with all four registered, and bob's scripted agent committed at block 0 and qualified two days ago,
 so the validator's first ticks race bob on the latest slot (the same setup as
-``tests/test_validator.py::test_validator_run_once_wires_the_service_from_settings``).
+``tests/arena/validator/test_validator.py::test_validator_run_once_wires_the_service_from_settings``).
 ``report``: one JSON line of what the round left: the race log's events by kind, the stored attempts,
 the weights the validator set on the chain and every neuron's uid.
 """

@@ -12,9 +12,10 @@ and bare strings are left out; comments and layout are gone with the parse), the
   child counts). Its estimated Jaccard similarity catches near-copies (statements added or removed,
   functions reordered): ``COPY_SIMILARITY`` and above is a copy.
 
-The threshold is fixed by tests (``tests/test_code_similarity.py``): every pair of the repository's
-distinct reference agents stays below it (the closest pair, two agents written from one template, is
-measured there), while renamed, reformatted and lightly extended copies stay above it.
+The threshold is fixed by tests (``tests/shoppingbench/submission_check/test_code_similarity.py``): every
+pair of the repository's distinct reference agents stays below it (the closest pair, two agents written
+from one template, is measured there), while renamed, reformatted and lightly extended copies stay above
+it.
 """
 
 from __future__ import annotations

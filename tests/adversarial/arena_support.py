@@ -22,8 +22,8 @@ from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.sample_world import SampleWorld
+from tests.arena.validator.test_validator import accept_upload
 from tests.chain_support import make_wallet, register
-from tests.test_validator import accept_upload
 from trajectories.store import TrajectoryStore
 
 START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race slot is 16:00

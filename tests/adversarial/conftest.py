@@ -10,7 +10,7 @@ import pytest
 from arena.validator.runs import RunAgent
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
-from tests.test_validator import serving_runner
+from tests.arena.validator.test_validator import serving_runner
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import pytest
 from arena.race import MemoryEventStore, RaceEngine, RaceRules
 from arena.validator.ingest import ingest_uploads
 from arena.weights import WeightRules, compute_weights
+from tests.arena.submissions.test_submission_copies import ORIGINAL, Miners
 from tests.chain_support import RunningValidator, running_validator
 from tests.copy_variants import REPO, extended, reformatted, renamed
-from tests.test_submission_copies import ORIGINAL, Miners
 
 HONEST = {name: (REPO / "shoppingbench" / "agents" / f"{name}.py").read_text()
           for name in ("tool_calling_llm", "sub_task")}

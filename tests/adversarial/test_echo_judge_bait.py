@@ -5,7 +5,8 @@ and prices from verified results got quality 0.9 from the offline rules on every
 0.27 -> 0.70), and an LLM judge that obeyed an injection still gained one gate through the cap. Through
 the real namespace sandbox, verified proxy and scripted model: the echoed completion earns no reasoning
 credit (gate 1: the model wrote nothing), and a judge model saying 0.9 is held at the offline verdict.
-(The honest agents keep their verdicts: ``tests/test_echo.py``, ``tests/test_judge_reference_agents.py``.)
+(The honest agents keep their verdicts: ``tests/shoppingbench/test_echo.py``,
+``tests/arena/judge/test_judge_reference_agents.py``.)
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.submission_check import check_agent
 from tests.adversarial.arena_support import after_a_block, computable_in_advance, one_validator
-from tests.test_validator import REACT
+from tests.arena.validator.test_validator import REACT
 
 
 def test_a_table_of_every_problem_computable_in_advance_fails_qualifying(

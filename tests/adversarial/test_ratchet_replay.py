@@ -23,7 +23,7 @@ from tests.adversarial.arena_support import (
     computable_in_advance,
     one_validator,
 )
-from tests.test_validator import REACT
+from tests.arena.validator.test_validator import REACT
 
 
 def replay_the_attack(arena: OneValidator, small_world: SampleWorld) -> str:

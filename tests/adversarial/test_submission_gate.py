@@ -15,8 +15,8 @@ from sqlalchemy import text
 from arena.storage import open_database
 from arena.submissions.store import VerdictStore
 from arena.validator import upload_verdicts
+from tests.arena.submissions.test_submissions import AGENT, OTHER_AGENT, Net, post, refused
 from tests.chain_support import RunningValidator, running_validator
-from tests.test_submissions import AGENT, OTHER_AGENT, Net, post, refused
 
 OLD_SCHEMA = """
 CREATE TABLE submission_verdicts (

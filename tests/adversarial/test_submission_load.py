@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from arena.submissions.models import SUBMISSIONS_PATH
+from tests.arena.submissions.test_submissions import AGENT, Net, post, refused
 from tests.chain_support import RunningValidator, make_wallet, running_validator
-from tests.test_submissions import AGENT, Net, post, refused
 
 CLIENTS = 200
 BAD_BODY = b'{"name": "agent.py"}'

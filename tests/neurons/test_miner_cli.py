@@ -1,0 +1,281 @@
+"""``miner test``: static analysis first, then the sandbox over a suite, a score table and a JSONL of every
+attempt with its proxy log."""
+
+from __future__ import annotations
+
+from datetime import date, time
+from pathlib import Path
+
+import orjson
+import pytest
+from sqlalchemy import create_engine, text
+from typer.testing import CliRunner
+
+from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
+from arena.storage import Base
+from arena.suites import FixedSource, PublicSuites, SuiteCache, SuitePlan
+from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, app
+from neurons.submission import EXIT_REJECTED
+from shoppingbench.doubles.llm_server import create_app as create_stub_app
+from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
+from shoppingbench.doubles.scripted_policies import shopping_policy
+from shoppingbench.generator import ProblemGenerator
+from shoppingbench.problems.models import CATEGORIES
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sample_world import SampleWorld
+from shoppingbench.tools.serving import running_server
+from tests.sandbox_support import UID_BASE
+from trajectories.store import TrajectoryStore
+
+REPO = Path(__file__).resolve().parents[2]
+BASELINE = REPO / "shoppingbench" / "agents" / "scripted_baseline.py"
+
+
+@pytest.fixture
+def suite_files(small_world: SampleWorld, tmp_path: Path) -> list[Path]:
+    """Two problems of each of two categories from the small world, as ShoppingBench JSONL files."""
+    files = []
+    for category in ("product", "shop"):
+        lines = (small_world.problems_dir / f"{category}.jsonl").read_text().splitlines()[:2]
+        path = tmp_path / f"{category}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        files.append(path)
+    return files
+
+
+@pytest.fixture(autouse=True)
+def own_uids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
+
+
+def _args(agent: Path, small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> list[str]:
+    suites = [arg for path in suite_files for arg in ("--suite", str(path))]
+    return ["test", str(agent), "--catalog", str(small_world.catalog_dir), *suites, "--workers", "2",
+            "--home", str(tmp_path / "home"), "--out", str(tmp_path / "out.jsonl")]
+
+
+def test_miner_test_scores_the_agent_and_writes_every_attempt(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, _args(BASELINE, small_world, suite_files, tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "static analysis passed" in result.output and "all (ASR)" in result.output
+    for category in ("product", "shop"):
+        assert category in result.output
+    records = [AttemptRecord.model_validate(orjson.loads(line))
+               for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert len(records) == 4 and len({r.problem_id for r in records}) == 4
+    assert all(r.failure is None and r.steps and r.proxy_log for r in records)
+    assert all(c.kind == "search" and c.status == 200 for r in records for c in r.proxy_log)
+
+    # The same attempts are in the trajectory store, labelled, under a finished local-test run.
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
+        stored = store.load(store.attempt_ids())
+        with store.snapshot() as connection:
+            clusters = dict(connection.execute(text("SELECT id, leak_cluster FROM problems")).all())
+    assert sorted(a.record.problem_id for a in stored) == sorted(r.problem_id for r in records)
+    assert {a.record.run_id for a in stored} == {records[0].run_id}
+    assert all(a.label is not None and a.label.label == "no_llm" for a in stored)
+    assert set(clusters) == {r.problem_id for r in records} and all(clusters.values())
+    assert "no_llm 4" in result.output
+
+
+def test_miner_test_judges_and_scores_as_a_validators_qualifying_run(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ARENA_JUDGE_BASE_URL", "ARENA_JUDGE_MODELS"):
+        monkeypatch.delenv(name, raising=False)  # the settings' judge is then the offline rules
+    result = CliRunner().invoke(app, _args(BASELINE, small_world, suite_files, tmp_path))
+    assert result.exit_code == 0, result.output
+
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
+        stored = sorted(store.load(store.attempt_ids()), key=lambda a: a.record.problem_id)
+    # Every attempt carries its verdict in the store, as a validator's run records it.
+    assert all(a.judge is not None and a.judge.model == OFFLINE_JUDGE for a in stored)
+    verdicts = [OfflineJudge().judge(JudgeInput.from_record(a.record)) for a in stored]
+    assert [a.judge.quality for a in stored if a.judge] == [v.quality for v in verdicts]
+    expected = suite_score([a.record.score.success for a in stored], verdicts,
+                           [a.record.problem_id for a in stored])
+    assert expected.coefficient < 1  # the baseline never reasons: the coefficient cuts its score
+    table = result.output[result.output.index(f"final score (judge: {expected.judge_label})"):]
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in table.splitlines()
+             if line.startswith("│")]
+    rows = {row[0]: row[1:] for row in cells if row[0] in ("product", "shop", "all")}
+    assert set(rows) == {"product", "shop", "all"}
+    assert rows["all"] == [f"{expected.success_rate:.1%}", f"{expected.mean_quality:.3f}",
+                           f"{expected.coefficient:.4f}", f"{expected.score:.2%}"]
+
+
+def test_a_rejected_agent_never_runs(small_world: SampleWorld, suite_files: list[Path],
+                                     tmp_path: Path) -> None:
+    agent = tmp_path / "sneaky.py"
+    agent.write_text("import subprocess\n\ndef agent_main(problem):\n    subprocess.run(['id'])\n"
+                     "    return []\n")
+    result = CliRunner().invoke(app, _args(agent, small_world, suite_files, tmp_path))
+    assert result.exit_code == EXIT_REJECTED, result.output
+    assert "rejected" in result.output and "line 1" in result.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_suite_whose_answers_are_not_in_the_catalog_stops_unless_allowed(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.jsonl"
+    line = orjson.loads(suite_files[0].read_text().splitlines()[0])
+    line["reward"]["product_id"] = "no-such-product-42"
+    foreign.write_bytes(orjson.dumps(line) + b"\n")
+    args = _args(BASELINE, small_world, [*suite_files, foreign], tmp_path)
+
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == EXIT_MISSING_ANSWERS, refused.output
+    said = " ".join(refused.output.split())  # whatever the console's width wrapped
+    assert "1 answer ids of 1 of the 5 problems are not in the catalog" in said
+    assert "no-such-product-42" in said and "--allow-missing-answers" in said
+    assert not (tmp_path / "out.jsonl").exists()
+
+    allowed = CliRunner().invoke(app, [*args, "--allow-missing-answers", "--no-store"])
+    assert allowed.exit_code == 0, allowed.output
+    assert "not in the catalog" in allowed.output
+    assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == 5
+
+
+def test_a_custom_catalog_needs_its_suite(small_world: SampleWorld, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["test", str(BASELINE), "--catalog", str(small_world.catalog_dir),
+                                      "--home", str(tmp_path)])
+    assert result.exit_code != 0 and "--suite" in result.output
+
+
+def test_an_unreachable_store_stops_before_running_with_a_hint(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_STORE_URL", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    result = CliRunner().invoke(app, _args(BASELINE, small_world, suite_files, tmp_path))
+    assert result.exit_code == EXIT_NO_STORE, result.output
+    assert "--no-store" in result.output
+    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_bytes()
+
+
+def test_scripted_llm_runs_an_llm_agent_end_to_end_and_its_trajectories_count_as_agentic(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    react = REPO / "shoppingbench" / "agents" / "react_llm.py"
+    result = CliRunner().invoke(app, [*_args(react, small_world, suite_files, tmp_path), "--scripted-llm"])
+    assert result.exit_code == 0, result.output
+    assert "test double" in result.output
+    records = [AttemptRecord.model_validate(orjson.loads(line))
+               for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert len(records) == 4 and all(r.failure is None for r in records)
+    inference = [c for r in records for c in r.proxy_log if c.kind == "inference"]
+    assert inference and all(c.status == 200 and c.model == SCRIPTED_MODEL for c in inference)
+    assert any(r.score.success for r in records)
+    assert "agentic 4" in result.output
+
+
+TEMPLATE = REPO / "tests" / "fixtures" / "agents" / "oro_template_agent.py"
+
+
+@pytest.mark.parametrize("models", [[], ["deepseek-ai/DeepSeek-V3.2-TEE"]], ids=["scripted-name", "--model"])
+def test_an_agent_in_the_reference_templates_style_scores_under_scripted_llm(
+        models: list[str], small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    """It asks for the model in SANDBOX_MODEL, imports ujson and sends filter values the reference server
+    ignores: it runs, is answered under the model it named, and scores."""
+    model_args = [arg for model in models for arg in ("--model", model)]
+    result = CliRunner().invoke(app, [*_args(TEMPLATE, small_world, suite_files, tmp_path), "--scripted-llm",
+                                      *model_args])
+    assert result.exit_code == 0, result.output
+    records = [AttemptRecord.model_validate(orjson.loads(line))
+               for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert all(r.failure is None for r in records), [r.failure for r in records]
+    inference = [c for r in records for c in r.proxy_log if c.kind == "inference"]
+    assert inference and {c.model for c in inference} == {models[0] if models else SCRIPTED_MODEL}
+    searches = [c for r in records for c in r.proxy_log if c.path == "/search/find_product"]
+    assert searches and all(c.status == 200 and c.params["sort"] == "relevance" for c in searches)
+    assert sum(r.score.success for r in records) > 0
+    assert "first proxy refusal" not in result.output
+
+
+def test_proxy_refusals_are_counted_in_the_table_with_the_first_message(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    agent = tmp_path / "wrong_model.py"
+    agent.write_text("from src.agent.proxy_client import ProxyClient\n\n\ndef agent_main(problem):\n"
+                     "    ProxyClient(max_retries=1).post('/inference/chat/completions', json_data={\n"
+                     "        'model': 'some-other-model',\n"
+                     "        'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+                     "    return []\n")
+    with running_server(create_stub_app(shopping_policy)) as url:
+        result = CliRunner(env={"COLUMNS": "200"}).invoke(app, [
+            *_args(agent, small_world, suite_files, tmp_path), "--inference-url", f"{url}/v1",
+            "--model", "allowed-model"])
+    assert result.exit_code == 0, result.output
+    refused = [line for line in result.output.splitlines() if "all (ASR)" in line]
+    assert refused and refused[0].rstrip(" │").split()[-1] == "4", result.output
+    assert "first proxy refusal: 403 on /inference/chat/completions: model 'some-other-model' is not " \
+           "allowed; allowed: allowed-model" in result.output
+
+
+def test_scripted_llm_and_an_endpoint_are_exclusive(small_world: SampleWorld, suite_files: list[Path],
+                                                    tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*_args(BASELINE, small_world, suite_files, tmp_path), "--scripted-llm",
+                                      "--inference-url", "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 2 and "--scripted-llm" in result.output
+
+
+def _records(out: Path) -> list[AttemptRecord]:
+    return [AttemptRecord.model_validate(orjson.loads(line)) for line in out.read_bytes().splitlines()]
+
+
+def _ran(out: Path) -> list[str]:
+    return [record.problem_id for record in _records(out)]
+
+
+def test_miner_test_practice_runs_the_validators_practice_suite_of_a_week(
+        small_world: SampleWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_QUALIFYING_SUITE_PER_CATEGORY", "1")
+    result = CliRunner().invoke(app, [
+        "test", str(BASELINE), "--practice", "--week", "2026-W48",
+        "--catalog", str(small_world.catalog_dir), "--workers", "2", "--home", str(tmp_path / "home"),
+        "--out", str(tmp_path / "out.jsonl"), "--no-store"])
+    assert result.exit_code == 0, result.output
+    ran = set(_ran(tmp_path / "out.jsonl"))
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    sizes = dict.fromkeys(CATEGORIES, 1)
+    plan = SuitePlan(race_per_category=sizes, qualifying_per_category=sizes, race_time=time(16),
+                     first_day=date(2026, 11, 1))
+    with ProblemGenerator.open(small_world.catalog_dir) as generator:
+        validators = PublicSuites(FixedSource(generator), plan=plan, seed_at=lambda slot: None,
+                                  cache=SuiteCache(engine))
+        week = validators.practice_suite(date(2026, 11, 26))  # a Thursday of 2026-W48
+    assert ran == {p.id for p in week} and len(ran) == 3
+    bad = CliRunner().invoke(app, ["test", str(BASELINE), "--practice", "--week", "week 48",
+                                   "--catalog", str(small_world.catalog_dir), "--home", str(tmp_path / "h")])
+    assert bad.exit_code == 2 and "ISO week" in bad.output
+
+
+def test_miner_test_generated_runs_fresh_suites_of_the_qualifying_size_each_scored_as_qualifying_is(
+        small_world: SampleWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_QUALIFYING_SUITE_PER_CATEGORY", "1")
+    common = ["--catalog", str(small_world.catalog_dir), "--workers", "2", "--home", str(tmp_path / "home"),
+              "--no-store"]
+    seeded = CliRunner().invoke(app, ["test", str(BASELINE), "--generated", "--seed", "a", "--seed", "b",
+                                      *common, "--out", str(tmp_path / "seeded.jsonl")],
+                                env={"COLUMNS": "200"})
+    assert seeded.exit_code == 0, seeded.output
+    with ProblemGenerator.open(small_world.catalog_dir) as generator:
+        sizes = dict.fromkeys(CATEGORIES, 1)
+        suites = {seed: generator.generate(f"generated/{seed}", sizes) for seed in "ab"}
+    ran = _ran(tmp_path / "seeded.jsonl")
+    assert sorted(ran) == sorted(p.id for suite in suites.values() for p in suite) and len(ran) == 6
+    records = {r.problem_id: r for r in _records(tmp_path / "seeded.jsonl")}
+    for seed, suite in suites.items():  # one row per suite, its final score as a qualifying run's
+        row = next(line for line in seeded.output.splitlines() if f"suite generated/{seed}" in line)
+        scored = suite_score([records[p.id].score.success for p in suite],
+                             [OfflineJudge().judge(JudgeInput.from_record(records[p.id])) for p in suite],
+                             [p.id for p in suite])
+        assert row.rstrip(" │|").endswith(f"{scored.score:.2%}"), row
+    fresh = [CliRunner().invoke(app, ["test", str(BASELINE), "--generated", *common,
+                                      "--out", str(tmp_path / f"fresh{n}.jsonl")]) for n in range(2)]
+    assert all(r.exit_code == 0 for r in fresh), fresh[0].output
+    first, second = (set(_ran(tmp_path / f"fresh{n}.jsonl")) for n in range(2))
+    assert len(first) == 3 and first != second  # a random seed each time
+    both = CliRunner().invoke(app, ["test", str(BASELINE), "--generated", "--practice", *common])
+    assert both.exit_code == 2
+    stray = CliRunner().invoke(app, ["test", str(BASELINE), "--seed", "a", *common])
+    assert stray.exit_code == 2 and "--generated" in stray.output

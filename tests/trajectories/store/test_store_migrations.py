@@ -1,0 +1,156 @@
+"""Migrations build the schema the models describe, on an empty and on a populated database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import insert, inspect, select
+from sqlalchemy.exc import IntegrityError
+
+from shoppingbench.records import AttemptRecord
+from tests.trajectories.records import failed_record, react_record
+from trajectories.store import AttemptKey, JudgeVerdict, StoreError, TrajectoryStore, blobs
+from trajectories.store.engine import make_engine
+from trajectories.store.entries import AttemptWrite
+from trajectories.store.migrate import current_revision, downgrade, head_revision, upgrade
+from trajectories.store.rows import DERIVED_COLUMNS, encode_attempt
+from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS, Base
+
+VERIFIED_ANSWER_COLUMNS = ("answer_verified", "reference_success")
+"""Added by migration 0003."""
+ECHO_COLUMNS = ("echoed_completions",)
+"""Added by migration 0004."""
+HEAD = "0004"
+
+
+def test_an_empty_database_migrates_to_exactly_the_models(store_url: str) -> None:
+    engine = make_engine(store_url)
+    try:
+        assert current_revision(engine) is None
+        upgrade(engine)
+        assert current_revision(engine) == head_revision() == HEAD
+        with engine.connect() as connection:
+            differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        assert differences == []
+        upgrade(engine)  # up to date: a no-op
+        assert current_revision(engine) == HEAD
+        downgrade(engine, "base")
+        assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+        upgrade(engine)
+        assert {"problems", "agents", "runs", "attempts"} <= set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_a_populated_database_keeps_its_attempts_through_the_upgrade(store_url: str) -> None:
+    engine = make_engine(store_url)
+    records = [react_record(), failed_record()]
+    try:
+        upgrade(engine, "0001")
+        with engine.begin() as connection:
+            # What a 0001-era writer stored: the record columns, no verdict columns yet.
+            for table, rows in ((PROBLEMS, [{"id": r.problem_id, "version": 1, "category": r.category,
+                                             "query": r.query.replace("\x00", "")} for r in records]),
+                                (AGENTS, [{"code_hash": r.agent_hash} for r in records]),
+                                (RUNS, [{"id": "run-1"}])):
+                connection.execute(insert(table).values(rows))
+            old_rows = [{k: v for k, v in encode_attempt(AttemptWrite(record=r)).items()
+                         if k not in (*DERIVED_COLUMNS, *VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS)}
+                        for r in records]
+            connection.execute(insert(ATTEMPTS).values(old_rows))
+        with pytest.raises(StoreError, match="dump migrate"):
+            TrajectoryStore.open(store_url, migrate=False)
+    finally:
+        engine.dispose()
+
+    with TrajectoryStore.open(store_url) as store:
+        assert store.count_attempts() == 2
+        for record in records:
+            stored = store.get_attempt(AttemptKey.of(record))
+            assert stored is not None and stored.record == record and stored.judge is None
+        verdict = JudgeVerdict(model="offline", quality=0.5)
+        assert store.set_judge_verdict(AttemptKey.of(records[0]), verdict)
+        stored = store.get_attempt(AttemptKey.of(records[0]))
+        assert stored is not None and stored.judge == verdict
+
+
+def test_concurrent_upgrades_do_not_collide(store_url: str) -> None:
+    """Two validators starting at once on one fresh database: both end at head, neither fails."""
+    script = ("import sys; from trajectories.store import TrajectoryStore; "
+              "TrajectoryStore.open(sys.argv[1]).close()")
+    upgrades = [subprocess.Popen([sys.executable, "-c", script, store_url], stderr=subprocess.PIPE, text=True,
+                                 cwd=Path(__file__).resolve().parents[3]) for _ in range(2)]
+    results = [(u.wait(timeout=120), u.stderr.read() if u.stderr else "") for u in upgrades]
+    engine = make_engine(store_url)
+    try:
+        if engine.dialect.name == "postgresql":
+            assert [code for code, _ in results] == [0, 0], results  # the advisory lock serialises them
+        else:
+            # SQLite has no advisory lock: the later one may fail on the tables the first created.
+            assert all(code == 0 or "already exists" in err for code, err in results), results
+        assert current_revision(engine) == HEAD
+        with engine.connect() as connection:
+            assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+    finally:
+        engine.dispose()
+
+
+def test_the_embedded_store_runs_in_wal_mode_with_foreign_keys(tmp_path: Path) -> None:
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 's.sqlite3'}") as store:
+        with store.engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        row = {k: v for k, v in encode_attempt(AttemptWrite(record=react_record())).items()}
+        with pytest.raises(IntegrityError), store.engine.begin() as connection:
+            connection.execute(insert(ATTEMPTS).values(row))  # no such run, agent or problem
+
+
+def _row_written_before_0003(record: AttemptRecord) -> dict[str, Any]:
+    """The row a 0002-era writer stored: no verified-answer columns, and neither the record's header nor
+    its proxy log knows the fields added with them (reference score, answer check, tool results)."""
+    row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items()
+           if k not in (*VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS)}
+    header = blobs.loads(row["header"])
+    for name in ("reference_score", "answer_verified"):
+        del header[name]
+    steps = blobs.dumps(record.steps)
+    calls = [{k: v for k, v in entry.items() if k not in ("results", "response_sha256")}
+             for entry in blobs.compact_proxy_log(record.proxy_log)]
+    proxy_log = blobs.dumps(calls)
+    return row | {"header": blobs.dumps(header).decode(), "payload": blobs.compress(steps + proxy_log),
+                  "steps_size": len(steps), "proxy_log_size": len(proxy_log)}
+
+
+def test_0003_upgrades_a_0002_database_with_its_rows_readable(store_url: str) -> None:
+    engine = make_engine(store_url)
+    record = react_record()
+    try:
+        upgrade(engine, "0002")
+        with engine.begin() as connection:
+            connection.execute(insert(PROBLEMS).values(id=record.problem_id, version=1,
+                                                       category=record.category, query="q"))
+            connection.execute(insert(AGENTS).values(code_hash=record.agent_hash))
+            connection.execute(insert(RUNS).values(id=record.run_id))
+            connection.execute(insert(ATTEMPTS).values(_row_written_before_0003(record)))
+        upgrade(engine)
+        with engine.connect() as connection:
+            columns = connection.execute(select(ATTEMPTS.c.success, *(ATTEMPTS.c[c] for c in
+                                                                      VERIFIED_ANSWER_COLUMNS))).one()
+    finally:
+        engine.dispose()
+    # Never checked, and no rule overrode the score then: the reference success is the success.
+    assert tuple(columns) == (True, None, True)
+    with TrajectoryStore.open(store_url, migrate=False) as store:
+        stored = store.get_attempt(AttemptKey.of(record))
+    assert stored is not None
+    old = stored.record
+    assert old.answer_verified is None and old.reference_score is None
+    assert all(call.results == [] and call.response_sha256 is None for call in old.proxy_log)
+    assert [c.product_ids for c in old.proxy_log] == [c.product_ids for c in record.proxy_log]
+    assert old.steps == record.steps and old.score == record.score
