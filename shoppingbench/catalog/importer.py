@@ -97,6 +97,22 @@ class _BrokenStream(Exception):
     """Internal: the compressed stream cannot be read past this point; the message is the reason."""
 
 
+class _Rejections:
+    """Bad lines of one import: raised at once when ``strict``, else counted and the first few kept."""
+
+    def __init__(self, source: Path, strict: bool, max_reported: int) -> None:
+        self.source, self.strict, self.max_reported = source, strict, max_reported
+        self.count = 0
+        self.errors: list[LineError] = []
+
+    def add(self, line: int, reason: str) -> None:
+        if self.strict:
+            raise CatalogImportError(self.source, line, reason)
+        self.count += 1
+        if len(self.errors) < self.max_reported:
+            self.errors.append(LineError(line=line, reason=reason))
+
+
 def import_documents(source: Path, store: ProductStore, *, strict: bool = False, progress: bool = True,
                      batch_size: int = 5_000, max_errors_reported: int = 100) -> ImportReport:
     """Upsert every valid document of ``source`` into ``store`` and report the bad lines.
@@ -129,19 +145,11 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
     size = source.stat().st_size
     log.info("catalog_import_started", source=str(source), bytes=size, strict=strict)
     started = time.perf_counter()
-    lines = imported = bad = blank = 0
-    errors: list[LineError] = []
+    lines = imported = blank = 0
+    rejected = _Rejections(source, strict, max_errors_reported)
+    reject = rejected.add
     stream_error: str | None = None
     batch: list[CatalogDocument] = []
-
-    def reject(line: int, reason: str) -> None:
-        nonlocal bad
-        if strict:
-            raise CatalogImportError(source, line, reason)
-        bad += 1
-        if len(errors) < max_errors_reported:
-            errors.append(LineError(line=line, reason=reason))
-
     with source.open("rb") as raw, _progress_bar(progress, source.name, size) as bar:
         try:
             for line in _read_lines(raw):
@@ -173,10 +181,10 @@ def import_documents(source: Path, store: ProductStore, *, strict: bool = False,
         bar.update(raw.tell(), lines)
 
     report = ImportReport(source=source, lines=lines, complete=stream_error is None,
-                          stream_error=stream_error, imported=imported, bad=bad, blank=blank,
-                          errors=errors, seconds=round(time.perf_counter() - started, 3))
-    log.info("catalog_import_finished", source=str(source), lines=lines, imported=imported, bad=bad,
-             blank=blank, complete=report.complete, seconds=report.seconds)
+                          stream_error=stream_error, imported=imported, bad=rejected.count, blank=blank,
+                          errors=rejected.errors, seconds=round(time.perf_counter() - started, 3))
+    log.info("catalog_import_finished", source=str(source), lines=lines, imported=imported,
+             bad=rejected.count, blank=blank, complete=report.complete, seconds=report.seconds)
     return report
 
 
