@@ -5,8 +5,9 @@
 - No import cycle between folders (a file directly in a top-level package counts as a folder of its own),
   nor between files (imports inside functions count: a cycle is a cycle
   however late it closes; ``if TYPE_CHECKING:`` imports do not, they never run).
-- Test doubles and the sample world stay off the production path: nothing under ``shoppingbench/``
-  imports them except the few places named in :data:`MAY_USE_DOUBLES` (each with its reason).
+- Test doubles stay off the production path: nothing under ``shoppingbench/``, ``trajectories/`` or
+  ``arena/`` imports them (entry points, benchmarks and tests inject them); nothing else under
+  ``shoppingbench/`` imports the sample world.
 - The trajectory store's schema is private to ``trajectories/store/``.
 - Size: no module over :data:`MAX_LOGIC_LINES` lines of logic (literal tables are data), no function over
   :data:`MAX_FUNCTION_LINES` lines (its docstring included).
@@ -34,11 +35,11 @@ MAY_IMPORT: Final[dict[str, frozenset[str]]] = {
     "benchmarks": frozenset({"benchmarks", "arena", "trajectories", "shoppingbench"}),
 }
 """Which top-level packages each one may import (benchmarks measure the layers, never the entry points)."""
-DOUBLES: Final = ("shoppingbench.doubles", "shoppingbench.world", "shoppingbench.sample_world")
-"""The scripted LLM and the sample world: test and demo material, never a validator's scoring path."""
-MAY_USE_DOUBLES: Final[dict[str, str]] = {
-    "shoppingbench.world.lexicon": "is the sample world (builds its shipped lexicon)",
-}
+DOUBLES: Final = ("shoppingbench.doubles", "trajectories.doubles")
+"""The scripted LLM and teacher, the demo's cheaters, synthetic attempts: never on a production path."""
+SAMPLE_WORLD: Final = ("shoppingbench.world", "shoppingbench.sample_world")
+"""The bundled sample world: a default catalog the entry points may choose, never a benchmark rule."""
+PRODUCTION: Final = ("shoppingbench", "trajectories", "arena")
 SCHEMA: Final = "trajectories.store.schema"
 MAX_LOGIC_LINES: Final = 400
 MAX_FUNCTION_LINES: Final = 80
@@ -154,14 +155,23 @@ def test_layers_point_down() -> None:
     assert not upward, "\n".join(upward)
 
 
-def _is_double(name: str) -> bool:
-    return any(name == double or name.startswith(double + ".") for double in DOUBLES)
+def _within(name: str, places: tuple[str, ...]) -> bool:
+    return any(name == place or name.startswith(place + ".") for place in places)
 
 
-def test_shoppingbench_keeps_doubles_and_the_sample_world_off_the_production_path() -> None:
-    production = [m for m in modules().values() if m.package == "shoppingbench"
-                  and not _is_double(m.name) and m.name not in MAY_USE_DOUBLES]
-    leaks = sorted(f"{m.name} imports {t}" for m in production for t in imported(m) if _is_double(t))
+def _imports_of(packages: tuple[str, ...], places: tuple[str, ...]) -> list[str]:
+    """``"a imports b"`` for each module of ``packages`` outside ``places`` that imports one inside."""
+    importers = [m for m in modules().values() if m.package in packages and not _within(m.name, places)]
+    return sorted(f"{m.name} imports {t}" for m in importers for t in imported(m) if _within(t, places))
+
+
+def test_no_production_module_imports_a_double() -> None:
+    leaks = _imports_of(PRODUCTION, DOUBLES)
+    assert not leaks, "\n".join(leaks)
+
+
+def test_the_benchmark_harness_never_imports_the_sample_world() -> None:
+    leaks = _imports_of(("shoppingbench",), SAMPLE_WORLD)
     assert not leaks, "\n".join(leaks)
 
 
