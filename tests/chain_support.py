@@ -41,9 +41,9 @@ class CountingChain(LocalChain):
         self.calls["latest_commitment"] += 1
         return super().latest_commitment(hotkey)
 
-    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
+    def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
         self.calls["set_weights"] += 1
-        return super().set_weights(wallet, weights)
+        return super().set_weights(wallet, weights, version_key=version_key)
 
 
 def make_wallet(root: Path, name: str, *, seed: str | None = None) -> Wallet:

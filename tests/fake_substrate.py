@@ -9,6 +9,14 @@ SDK reads (``SubnetInfoRuntimeApi.get_metagraph``, ``Commitments.CommitmentOf``,
 the caller's key (verified), refused for unregistered hotkeys, rate-limited weights, one block per
 extrinsic. Anything else it is asked for raises, so an SDK path this double does not model fails loudly.
 
+Weights and commit-reveal: the subnet's ``CommitRevealWeightsEnabled`` (``commit_reveal``) decides the
+SDK's path, and ``WeightsVersionKey`` (``weights_version_key``) is the owner's pin: plaintext weights
+carry their ``version_key`` (kept per uid in ``weight_versions``) and one below the pin is refused with
+``IncorrectWeightVersionKey``, as subtensor does. A timelocked commit is kept as sent (uid, the
+encrypted bytes, the drand reveal round, the commit-reveal version); the chain decrypts it at the reveal
+round with the drand beacon's signature and checks its version key then, which this double cannot do
+(no drand beacon here), so it never reveals a commit nor checks the version key sealed inside one.
+
 Blocks are kept as a node keeps them: each has a hash and a timestamp (its ``Timestamp.set`` inherent,
 also ``Timestamp.Now`` at its hash), state is read at a block through its hash, a block number the
 chain has not reached has no hash (``BlockNotFound`` on a node, ``bittensor.ChainError`` through the
@@ -36,6 +44,7 @@ class FakeSubnet:
     tempo: int = 360
     weights_rate_limit: int = 100
     commit_reveal: bool = False
+    weights_version_key: int = 0
     hotkeys: list[str] = field(default_factory=list)
     coldkeys: list[str] = field(default_factory=list)
     permits: list[bool] = field(default_factory=list)
@@ -43,7 +52,8 @@ class FakeSubnet:
     last_update: list[int] = field(default_factory=list)
     registered_at: list[int] = field(default_factory=list)
     weights: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
-    timelocked_commits: list[tuple[int, bytes, int]] = field(default_factory=list)
+    weight_versions: dict[int, int] = field(default_factory=dict)
+    timelocked_commits: list[tuple[int, bytes, int, int]] = field(default_factory=list)
 
 
 class FakeSubstrate:
@@ -156,6 +166,7 @@ class FakeSubstrate:
         values: dict[str, Any] = {
             "Uids": (lambda: subnet.hotkeys.index(params[1]) if params[1] in subnet.hotkeys else None),
             "CommitRevealWeightsEnabled": lambda: subnet.commit_reveal,
+            "WeightsVersionKey": lambda: subnet.weights_version_key,
             "WeightsSetRateLimit": lambda: subnet.weights_rate_limit,
             "LastUpdate": lambda: list(subnet.last_update),
             "MinAllowedWeights": lambda: 0,
@@ -241,10 +252,14 @@ class FakeSubstrate:
                 return "SettingWeightsTooFast"
             if any(dest >= len(subnet.hotkeys) for dest in params["dests"]):
                 return "UidVecContainInvalidOne"
+            if params["version_key"] < subnet.weights_version_key:
+                return "IncorrectWeightVersionKey"
             subnet.weights[uid] = (list(params["dests"]), list(params["weights"]))
+            subnet.weight_versions[uid] = int(params["version_key"])
             subnet.last_update[uid] = self.head
         elif (module, function) == ("SubtensorModule", "commit_timelocked_mechanism_weights"):
-            subnet.timelocked_commits.append((uid, bytes(params["commit"]), int(params["reveal_round"])))
+            subnet.timelocked_commits.append((uid, bytes(params["commit"]), int(params["reveal_round"]),
+                                              int(params["commit_reveal_version"])))
             subnet.last_update[uid] = self.head
         else:
             raise NotImplementedError(f"the fake substrate cannot apply {module}.{function}")

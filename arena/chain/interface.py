@@ -54,6 +54,8 @@ class Chain(Protocol):
         """Publish the hotkey's HTTP endpoint."""
         ...
 
-    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
-        """Set the validator's weights; returns the block. Raises ``ChainError`` (rate limit, no permit)."""
+    def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
+        """Set the validator's weights under the rules version ``version_key`` (the chain refuses one below
+        the subnet's ``WeightsVersionKey``); returns the block. Raises ``ChainError`` (rate limit, no
+        permit, outdated version)."""
         ...

@@ -1,9 +1,11 @@
 """The embedded chain: a persistent registry of one subnet in a SQLite file, with a 12 s block clock.
 
 It plays the chain for a local network and for tests: hotkeys and their uids, validator permits,
-published axons, commitments, weights with their rate limit. Every write is signed by the wallet's
-sr25519 hotkey and the signature verified before it lands, as an extrinsic would be; registration is
-an operator action (``register``), as burning TAO for a uid is outside this arena.
+published axons, commitments, weights with their rate limit and the rules version (``version_key``) they
+were set under, refused below the subnet's ``weights_version_key`` as subtensor refuses them. Every
+write is signed by the wallet's sr25519 hotkey and the signature verified before it lands, as an
+extrinsic would be; registration is an operator action (``register``), as burning TAO for a uid is
+outside this arena.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import structlog
 from bittensor import Wallet
 from bittensor.sp_core import CRYPTO_SR25519
 from bittensor.sp_core import verify as verify_signature
-from sqlalchemy import Engine, String, UniqueConstraint, create_engine, func, select
+from sqlalchemy import Engine, String, UniqueConstraint, create_engine, func, inspect, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
@@ -67,6 +69,14 @@ class _WeightsRow(_Base):
     hotkey: Mapped[str] = mapped_column(String(64), index=True)
     block: Mapped[int]
     vector: Mapped[str]
+    version_key: Mapped[int] = mapped_column(default=0, server_default="0")
+
+
+def _add_version_key(engine: Engine) -> None:
+    """Give a chain file made before weights carried their version the column (0: set without one)."""
+    if "version_key" not in {column["name"] for column in inspect(engine).get_columns("weights")}:
+        with engine.begin() as connection:
+            connection.execute(text("ALTER TABLE weights ADD COLUMN version_key INTEGER NOT NULL DEFAULT 0"))
 
 
 def _signed_origin(wallet: Wallet, call: str) -> str:
@@ -84,20 +94,24 @@ class LocalChain:
     """One subnet of the embedded chain, persisted in ``path`` (created on first use).
 
     Block ``n`` starts at ``genesis + n * block_seconds``; genesis is the clock's time when the file
-    was created, so a ``ManualClock`` fast-forwards the chain.
+    was created, so a ``ManualClock`` fast-forwards the chain. ``weights_version_key`` is the subnet's
+    ``WeightsVersionKey``: weights set under an older rules version are refused.
     """
 
     def __init__(self, path: Path, *, netuid: int = 1, clock: Clock | None = None, tempo: int = 360,
-                 weights_rate_limit: int = 100, block_seconds: float = 12.0) -> None:
+                 weights_rate_limit: int = 100, block_seconds: float = 12.0,
+                 weights_version_key: int = 0) -> None:
         self.netuid = netuid
         self.path = path
         self._clock = clock or SystemClock()
         self._tempo = tempo
         self._weights_rate_limit = weights_rate_limit
+        self._weights_version_key = weights_version_key
         self._block_seconds = block_seconds
         path.parent.mkdir(parents=True, exist_ok=True)
         self._engine: Engine = create_engine(f"sqlite:///{path}")
         _Base.metadata.create_all(self._engine)
+        _add_version_key(self._engine)
         with Session(self._engine) as session, session.begin():
             row = session.get(_Meta, "genesis")
             if row is None:
@@ -211,15 +225,18 @@ class LocalChain:
             row.axon = axon.model_dump_json()
         log.info("chain_axon_served", netuid=self.netuid, uid=uid, url=axon.url)
 
-    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
-        hotkey = _signed_origin(wallet,
-                                f"SubtensorModule.set_weights\n{self.netuid}\n{weights.to_bytes().hex()}")
+    def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
+        call = f"SubtensorModule.set_weights\n{self.netuid}\n{weights.to_bytes().hex()}\n{version_key}"
+        hotkey = _signed_origin(wallet, call)
         metagraph = self.metagraph()
         neuron = metagraph.neuron(hotkey)
         if neuron is None:
             raise ChainError(f"hotkey {hotkey} is not registered on subnet {self.netuid}: register it first")
         if not neuron.validator_permit:
             raise ChainError(f"hotkey {hotkey} has no validator permit on subnet {self.netuid}")
+        if version_key < self._weights_version_key:
+            raise ChainError(f"weights version {version_key} is below subnet {self.netuid}'s "
+                             f"WeightsVersionKey {self._weights_version_key}: upgrade the validator")
         unknown = [uid for uid in weights.uids if uid >= len(metagraph.neurons)]
         if unknown:
             raise ChainError(f"weights name uids not on subnet {self.netuid}: {unknown}")
@@ -230,8 +247,9 @@ class LocalChain:
                              f"{last + self._weights_rate_limit} (now {block})")
         with Session(self._engine) as session, session.begin():
             session.add(_WeightsRow(netuid=self.netuid, hotkey=hotkey, block=block,
-                                    vector=weights.model_dump_json()))
-        log.info("chain_weights_set", netuid=self.netuid, hotkey=hotkey, block=block, uids=len(weights.uids))
+                                    vector=weights.model_dump_json(), version_key=version_key))
+        log.info("chain_weights_set", netuid=self.netuid, hotkey=hotkey, block=block, uids=len(weights.uids),
+                 version_key=version_key)
         return block
 
     # -- reads beyond the interface (operators, tests) -------------------------------------------------
@@ -247,3 +265,10 @@ class LocalChain:
                                                             _WeightsRow.hotkey == hotkey)
                                   .order_by(_WeightsRow.id.desc()).limit(1)).first()
             return None if row is None else WeightVector.model_validate_json(row.vector)
+
+    def weights_version(self, hotkey: str) -> int | None:
+        """The ``version_key`` the validator's latest weights were set under."""
+        with Session(self._engine) as session:
+            return session.scalars(select(_WeightsRow.version_key).where(_WeightsRow.netuid == self.netuid,
+                                                                         _WeightsRow.hotkey == hotkey)
+                                   .order_by(_WeightsRow.id.desc()).limit(1)).first()

@@ -126,13 +126,16 @@ class SubtensorChain:
         self._check(result, "serving the axon")
         log.info("chain_axon_served", netuid=self.netuid, url=axon.url)
 
-    def set_weights(self, wallet: Wallet, weights: WeightVector) -> int:
+    def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
+        # The intent, not a raw call: it reads CommitRevealWeightsEnabled and sends either plaintext
+        # weights or a timelocked commit (the version key sealed inside it), as the subnet runs.
         intent = SetWeights(netuid=self.netuid, uids=list(weights.uids),
-                            weights=[float(w) for w in weights.weights])
+                            weights=[float(w) for w in weights.weights], version_key=version_key)
         result = self._sdk("setting weights", self._client.execute, intent, wallet)
         self._check(result, "setting weights")
         block = self.block()
-        log.info("chain_weights_set", netuid=self.netuid, block=block, uids=len(weights.uids))
+        log.info("chain_weights_set", netuid=self.netuid, block=block, uids=len(weights.uids),
+                 version_key=version_key)
         return block
 
     def _check(self, result: Any, what: str) -> None:

@@ -20,6 +20,7 @@ from arena.judge import FinalScore, final_score
 from arena.race import RaceEngine
 from arena.race.events import QualifyingFinished, RaceStarted
 from arena.race.state import Submission
+from arena.rules_fingerprint import RULES_VERSION
 from arena.submissions.store import FileStore
 from arena.suites import ExposureLedger, exposures
 from arena.suites.public import PublicSuites, RaceSeed, RaceSuite
@@ -38,6 +39,7 @@ class ValidatorConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     weight_rules: WeightRules = WeightRules()
+    version_key: int = RULES_VERSION
 
 
 class TickReport(BaseModel):
@@ -235,7 +237,7 @@ class Validator:
         finishers, winner = self.race.weights_input()
         vector = compute_weights(finishers, winner, metagraph.hotkeys, self.config.weight_rules)
         try:
-            block = self.chain.set_weights(self.wallet, vector)
+            block = self.chain.set_weights(self.wallet, vector, version_key=self.config.version_key)
         except ChainError as exc:  # e.g. the rate limit: the next tick tries again
             log.warning("weights_not_set", error=str(exc), winner=winner)
             return None

@@ -3,6 +3,7 @@ with every write signed by a real sr25519 hotkey."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -74,19 +75,48 @@ def test_set_weights_needs_a_permit_and_respects_the_rate_limit(chain: LocalChai
     register(chain, miner)
     vector = WeightVector(uids=(0, 1), weights=(65_535, 10_000))
     with pytest.raises(ChainError, match="no validator permit"):
-        chain.set_weights(miner, vector)
+        chain.set_weights(miner, vector, version_key=1)
     with pytest.raises(ChainError, match="not on subnet"):
-        chain.set_weights(validator, WeightVector(uids=(0, 9), weights=(1, 1)))
+        chain.set_weights(validator, WeightVector(uids=(0, 9), weights=(1, 1)), version_key=1)
     clock.advance(timedelta(seconds=120))
-    assert chain.set_weights(validator, vector) == 10
+    assert chain.set_weights(validator, vector, version_key=1) == 10
     assert chain.weights(validator.hotkey.ss58_address) == vector
     clock.advance(timedelta(seconds=12 * 99))
     with pytest.raises(ChainError, match="next allowed at block 110"):
-        chain.set_weights(validator, WeightVector(uids=(0,), weights=(65_535,)))
+        chain.set_weights(validator, WeightVector(uids=(0,), weights=(65_535,)), version_key=1)
     clock.advance(timedelta(seconds=12))
-    assert chain.set_weights(validator, WeightVector(uids=(0,), weights=(65_535,))) == 110
+    assert chain.set_weights(validator, WeightVector(uids=(0,), weights=(65_535,)), version_key=1) == 110
     assert chain.weights(validator.hotkey.ss58_address) == WeightVector(uids=(0,), weights=(65_535,))
     assert chain.weights(miner.hotkey.ss58_address) is None
+
+
+def test_weights_carry_their_version_key_and_an_outdated_one_is_refused(clock: ManualClock,
+                                                                        tmp_path: Path) -> None:
+    chain = LocalChain(tmp_path / "pinned.sqlite3", netuid=7, clock=clock, weights_rate_limit=1,
+                       weights_version_key=3)
+    validator = make_wallet(tmp_path / "w", "validator")
+    register(chain, validator, validator_permit=True)
+    hotkey = validator.hotkey.ss58_address
+    vector = WeightVector(uids=(0,), weights=(65_535,))
+    clock.advance(timedelta(seconds=24))
+    with pytest.raises(ChainError, match="below subnet 7's WeightsVersionKey 3"):
+        chain.set_weights(validator, vector, version_key=2)
+    assert chain.weights(hotkey) is None and chain.weights_version(hotkey) is None
+    chain.set_weights(validator, vector, version_key=4)
+    assert chain.weights(hotkey) == vector and chain.weights_version(hotkey) == 4
+
+
+def test_a_chain_file_from_before_version_keys_opens_with_the_column_added(clock: ManualClock,
+                                                                           tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE weights (id INTEGER PRIMARY KEY, netuid INTEGER, hotkey VARCHAR(64), "
+                   "block INTEGER, vector VARCHAR)")
+        db.execute("INSERT INTO weights (netuid, hotkey, block, vector) VALUES (7, 'old', 3, "
+                   "'{\"uids\": [0], \"weights\": [65535]}')")
+    chain = LocalChain(path, netuid=7, clock=clock)
+    assert chain.weights("old") == WeightVector(uids=(0,), weights=(65_535,))
+    assert chain.weights_version("old") == 0
 
 
 def test_open_chain_from_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

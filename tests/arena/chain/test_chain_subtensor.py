@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import bittensor_core
 import pytest
 from bittensor import Wallet
 
 from arena.chain import AxonInfo, ChainError
 from arena.chain.subtensor import SubtensorChain
+from arena.rules_fingerprint import RULES_VERSION
 from arena.validator.seeds import ChainSeeds
 from arena.weights import WeightVector
 from tests.chain_support import make_wallet
@@ -89,22 +92,63 @@ def test_commitment_round_trip(net: Net, chain: SubtensorChain) -> None:
         chain.commit(net.miner, "x" * 129)
 
 
-def test_set_weights_plaintext_rate_limit_and_commit_reveal(net: Net, chain: SubtensorChain) -> None:
-    vector = WeightVector(uids=(0, 1), weights=(65_535, 13_107))
-    block = chain.set_weights(net.validator, vector)
-    subnet = net.substrate.subnets[NETUID]
-    assert subnet.weights[0] == ([0, 1], [65_535, 13_107]) and subnet.last_update[0] == block
-    with pytest.raises(ChainError, match="rate limit is 50 blocks"):
-        chain.set_weights(net.validator, vector)
-    with pytest.raises(ChainError, match="NeuronNoValidatorPermit"):
-        chain.set_weights(net.miner, vector)
+ONLY_ONE = WeightVector(uids=(1,), weights=(65_535,))
 
-    # With commit-reveal on, the SDK sends a timelocked commit instead of plaintext weights.
+
+def test_set_weights_plaintext_rate_limit_and_version_key(net: Net, chain: SubtensorChain) -> None:
+    vector = WeightVector(uids=(0, 1), weights=(65_535, 13_107))
+    block = chain.set_weights(net.validator, vector, version_key=RULES_VERSION)
+    subnet = net.substrate.subnets[NETUID]
+    assert net.substrate.submitted[-1] == ("SubtensorModule", "set_mechanism_weights")
+    assert subnet.weights[0] == ([0, 1], [65_535, 13_107]) and subnet.last_update[0] == block
+    assert subnet.weight_versions[0] == RULES_VERSION
+    with pytest.raises(ChainError, match="rate limit is 50 blocks"):
+        chain.set_weights(net.validator, vector, version_key=RULES_VERSION)
+    with pytest.raises(ChainError, match="NeuronNoValidatorPermit"):
+        chain.set_weights(net.miner, vector, version_key=RULES_VERSION)
+
+    # The owner pins WeightsVersionKey above this validator's rules: the chain refuses its weights.
     net.substrate.advance(50)
+    subnet.weights_version_key = RULES_VERSION + 1
+    with pytest.raises(ChainError, match="IncorrectWeightVersionKey"):
+        chain.set_weights(net.validator, ONLY_ONE, version_key=RULES_VERSION)
+    assert subnet.weights[0] == ([0, 1], [65_535, 13_107])
+    chain.set_weights(net.validator, ONLY_ONE, version_key=RULES_VERSION + 1)
+    assert subnet.weights[0] == ([1], [65_535]) and subnet.weight_versions[0] == RULES_VERSION + 1
+
+
+def test_set_weights_with_commit_reveal_sends_a_timelocked_commit_sealing_the_version_key(
+        net: Net, chain: SubtensorChain, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's intent picks the path from ``CommitRevealWeightsEnabled``; the commit is drand-timelocked,
+    so the version key sealed in it is checked through the SDK's encryption call (the double cannot
+    decrypt a commit: that needs the drand beacon's signature for the reveal round)."""
+    sealed: list[dict[str, Any]] = []
+    encrypt = bittensor_core.get_encrypted_commit_v2
+
+    def spy(**kwargs: Any) -> Any:
+        sealed.append(kwargs)
+        return encrypt(**kwargs)
+
+    monkeypatch.setattr(bittensor_core, "get_encrypted_commit_v2", spy)
+    subnet = net.substrate.subnets[NETUID]
     subnet.commit_reveal = True
-    chain.set_weights(net.validator, WeightVector(uids=(1,), weights=(65_535,)))
-    assert net.substrate.submitted[-1] == ("SubtensorModule", "commit_timelocked_mechanism_weights")
-    assert subnet.timelocked_commits and subnet.weights[0] == ([0, 1], [65_535, 13_107])
+    block = chain.set_weights(net.validator, WeightVector(uids=(0, 1), weights=(65_535, 13_107)),
+                              version_key=RULES_VERSION)
+    assert net.substrate.submitted == [("SubtensorModule", "commit_timelocked_mechanism_weights")]
+    assert subnet.weights == {} and subnet.last_update[0] == block
+    [(uid, commit, reveal_round, commit_reveal_version)] = subnet.timelocked_commits
+    assert uid == 0 and commit and reveal_round > 0 and commit_reveal_version >= 4
+    assert [(s["uids"], s["weights"], s["version_key"]) for s in sealed] == [([0, 1], [65_535, 13_107],
+                                                                              RULES_VERSION)]
+    with pytest.raises(ChainError, match="rate limit is 50 blocks"):
+        chain.set_weights(net.validator, ONLY_ONE, version_key=RULES_VERSION)
+
+    # Commit-reveal off again: plaintext weights, as the subnet now runs.
+    net.substrate.advance(50)
+    subnet.commit_reveal = False
+    chain.set_weights(net.validator, ONLY_ONE, version_key=RULES_VERSION)
+    assert net.substrate.submitted[-1] == ("SubtensorModule", "set_mechanism_weights")
+    assert subnet.weights[0] == ([1], [65_535]) and len(subnet.timelocked_commits) == 1 and len(sealed) == 1
 
 
 def test_block_hash_and_time_round_trip(net: Net, chain: SubtensorChain) -> None:

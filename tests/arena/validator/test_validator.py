@@ -48,6 +48,7 @@ from arena.race.events import (
     SubmissionRejected,
 )
 from arena.race.rules import qualifying_threshold
+from arena.rules_fingerprint import RULES_VERSION
 from arena.settings import ArenaSettings
 from arena.storage import open_database
 from arena.submissions import Submission, SubmissionGate, UploadBody, upload
@@ -256,6 +257,7 @@ def test_a_restart_within_the_epoch_does_not_set_weights_again(
     arena.clock.advance(timedelta(minutes=18))  # block 100: the next epoch
     assert restarted.tick().weights_set_at == 100 and arena.chain.calls["set_weights"] == 2
     assert arena.chain.last_weights_block(restarted.hotkey) == 100
+    assert arena.chain.weights_version(restarted.hotkey) == RULES_VERSION  # the rules version, every time
 
 
 NETUID = 11
@@ -307,6 +309,7 @@ def test_a_validator_on_a_bittensor_network_races_on_the_hash_of_the_slot_block(
     (started,) = [e for e in validator.race.store.load() if isinstance(e, RaceStarted)]
     assert started.seed == substrate.hash_of(block)
     dests, weights = substrate.subnets[NETUID].weights[1]  # set by the validator, uid 1
+    assert substrate.subnets[NETUID].weight_versions[1] == RULES_VERSION
     assert 2 in dests and weights[dests.index(2)] == max(weights)  # alice, uid 2, won and has the top share
     store.close()
     chain.close()
