@@ -1,6 +1,7 @@
 """One validator with its public face: the validator ``arena.validator.assemble`` opens, its submission
 gate and its public API (``arena.validator.api``), as ``validator run`` and the local network demo serve
-them. Above both the service and its API, so neither imports the other's assembly."""
+them, with the rules fingerprint of its settings, suite plan and generators (``arena.rules_fingerprint``)
+handed to the API. Above both the service and its API, so neither imports the other's assembly."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from arena.chain import Chain
 from arena.race import Clock
+from arena.rules_fingerprint import RulesFingerprint, validator_rules
 from arena.settings import ArenaSettings
 from arena.submissions import SubmissionGate
 from arena.suites.public import SourceSchedule
@@ -26,11 +28,13 @@ from trajectories.store import TrajectoryStore
 
 @dataclass(frozen=True)
 class ValidatorStack:
-    """One validator and its public API (with ``POST /submissions``) and the loop's metrics."""
+    """One validator and its public API (with ``POST /submissions``), the loop's metrics and the rules
+    fingerprint the API serves."""
 
     validator: Validator
     api: FastAPI
     metrics: TickMetrics
+    rules: RulesFingerprint
 
 
 @contextmanager
@@ -50,6 +54,8 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
                               known_product_ids=validator.known_answers,
                               clock_skew_s=settings.submission_clock_skew_s)
         registry = CollectorRegistry()
-        view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock)
+        rules = validator_rules(settings, plan=validator.suites.plan, sources=sources)
+        view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,
+                         rules=rules)
         api = create_app(view, gate=gate, registry=registry)
-        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry))
+        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry), rules=rules)

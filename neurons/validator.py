@@ -1,8 +1,9 @@
 """``validator``: the validator service. Wiring only; the work is in ``arena.validator``.
 
-``validator run`` ticks the work loop (sync the metagraph, ingest uploads, qualifying and race runs,
-weights each tempo) every ``--tick-seconds`` and serves the public API, the leaderboard, ``/metrics``
-and ``/health`` on ``--api-host:--api-port``, with ``POST /submissions`` for miners' uploads.
+``validator run`` logs the rules fingerprint it runs, ticks the work loop (sync the metagraph, ingest
+uploads, qualifying and race runs, weights each tempo) every ``--tick-seconds`` and serves the public API,
+the leaderboard, ``/rules``, ``/metrics`` and ``/health`` on ``--api-host:--api-port``, with
+``POST /submissions`` for miners' uploads.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
             open_agent_runner(settings, catalog_dir, inference=inference) as run_agent, \
             open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
                                  run_agent=run_agent) as stack:
+        log.info("validator_rules", fingerprint=stack.rules.fingerprint, version=stack.rules.version,
+                 parts=stack.rules.parts)
         yield stack
 
 

@@ -1,5 +1,6 @@
 """The validator's public HTTP API: race state, qualifiers, winner, scores, embargo, published code,
-a server-rendered leaderboard, ``/metrics`` (Prometheus) and ``/health``; plus the submissions router.
+the rules fingerprint (``/rules``), a server-rendered leaderboard, ``/metrics`` (Prometheus) and
+``/health``; plus the submissions router.
 
 ``create_app`` (``app.py``) mounts one router per resource (``routes/``) over an :class:`ArenaView`
 (``view.py``); the leaderboard page is ``templates/leaderboard.html``.

@@ -14,6 +14,7 @@ from arena.validator.api.routes import (
     metrics,
     qualifying,
     race,
+    rules,
     scores,
     submissions,
     winner,
@@ -22,7 +23,7 @@ from arena.validator.api.views.monitoring import StateCollector
 from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
-           embargo.router, qualifying.router, code.router, leaderboard.router)
+           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router)
 """In the order their paths are listed in the OpenAPI document."""
 
 

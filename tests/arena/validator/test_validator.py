@@ -619,9 +619,10 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
         "--netuid", "7", "--catalog", str(small_world.catalog_dir)])
     assert result.exit_code == 0, result.output
     assert not (home / "worlds").exists()
+    assert '"event": "validator_rules"' in result.output  # the fingerprint is logged at start-up
     validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
     weights = chain.weights(validator_hotkey)
-    assert weights is not None
+    assert weights is not None and chain.weights_version(validator_hotkey) == RULES_VERSION
     alice_uid, bob_uid = 2, 3
     assert bob_uid in weights.uids and alice_uid not in weights.uids  # bob, the only entrant, won
     database = open_database(f"sqlite:///{home / 'arena.sqlite3'}")

@@ -3,19 +3,30 @@ count what the API loads), the real race engine writing it, the API app on loopb
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import httpx
 from sqlalchemy import Engine
 
+from arena.chain import LocalChain
 from arena.judge import ProblemOutcome
 from arena.race import ManualClock, RaceEngine, RaceEvent, RaceRules, Rejection, SqlEventStore, replay
+from arena.rules_fingerprint import RULES_VERSION, fingerprint_of
+from arena.settings import ArenaSettings
+from arena.stack import open_validator_stack
 from arena.storage import open_database
 from arena.submissions.store import FileStore
+from arena.suites import FixedSource
 from arena.validator.api import ArenaView, create_app
+from shoppingbench.problems.models import Category, Problem
+from shoppingbench.records import AttemptRecord
+from shoppingbench.sandbox.runner import AgentFile
 from shoppingbench.submission_check import check_agent
 from shoppingbench.tools.serving import running_server
+from tests.chain_support import make_wallet, register
 from trajectories.store import TrajectoryStore
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
@@ -93,5 +104,54 @@ def test_the_race_and_the_leaderboard_show_why_a_challenger_was_not_promoted(tmp
         last = http.get("/race").json()["last_race"]
         assert last["promoted"] is False and last["lead_lower_bound"] < 0 < 0.05 - last["required_margin"]
         assert "lower bound on the best challenger's lead -0.0667" in http.get("/").text
+    store.close()
+    database.dispose()
+
+
+class KeyedSource:
+    """A generator that makes nothing, under a key of its own (no suite is generated when a stack opens)."""
+
+    key = "sbgen-2/catalog-abc/config-def/lexicon-123"
+
+    def generate(self, seed: str, per_category: Mapping[Category, int], *,
+                 exclude_products: AbstractSet[str] = frozenset()) -> list[Problem]:
+        return []
+
+
+def no_runs(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
+    return iter(())
+
+
+def test_the_stack_serves_its_rules_at_rules_and_in_metrics(tmp_path: Path) -> None:
+    """``arena.stack`` hands the API the fingerprint of the validator's settings, suite plan and generators;
+    ``/rules`` lists it with its parts (and is in the OpenAPI document), ``/metrics`` has the info gauge."""
+    clock = ManualClock(T0)
+    chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock)
+    wallet = make_wallet(tmp_path / "wallets", "validator")
+    register(chain, wallet, validator_permit=True)
+    settings = ArenaSettings(home=tmp_path / "home", race_epoch=date(2026, 11, 16), judge_models="judge-a")
+    with open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock,
+                              sources=FixedSource(KeyedSource()), run_agent=no_runs) as stack, \
+            running_server(stack.api) as url, httpx.Client(base_url=url) as http:
+        served = http.get("/rules").json()
+        assert served == stack.rules.model_dump(mode="json") and served["version"] == RULES_VERSION
+        assert served["parts"]["generators"] == {"0001-01-01": KeyedSource.key}
+        parts = served["parts"]
+        assert parts["race_epoch"] == "2026-11-16" and parts["judge_models"] == ["judge-a"]
+        assert served["fingerprint"] == fingerprint_of(served["parts"]).fingerprint
+        assert "/rules" in http.get("/openapi.json").json()["paths"]
+        assert (f'arena_rules_info{{fingerprint="{served["fingerprint"]}",version="{RULES_VERSION}"}} 1.0'
+                in http.get("/metrics").text)
+    chain.close()
+
+
+def test_an_api_without_rules_says_so(tmp_path: Path) -> None:
+    database = open_database(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
+    store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}")
+    view = ArenaView(events=SqlEventStore(database), store=store, files=FileStore(tmp_path / "agents"),
+                     clock=ManualClock(T0))
+    with running_server(create_app(view)) as url, httpx.Client(base_url=url) as http:
+        assert http.get("/rules").status_code == 404
+        assert "arena_rules_info" not in http.get("/metrics").text
     store.close()
     database.dispose()

@@ -1,5 +1,5 @@
-"""Prometheus metrics of the validator: gauges read from the race log at scrape time, and the counters
-the work loop updates after each tick."""
+"""Prometheus metrics of the validator: gauges read from the race log at scrape time, the rules
+fingerprint as an info gauge, and the counters the work loop updates after each tick."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from arena.validator.service import TickReport
 
 
 class StateCollector(Collector):
-    """Gauges computed from the race log at scrape time."""
+    """Gauges computed from the race log at scrape time, and ``arena_rules_info`` (1, labelled with the
+    rules fingerprint and version) when the view knows its rules."""
 
     def __init__(self, view: ArenaView) -> None:
         self.view = view
@@ -38,6 +39,11 @@ class StateCollector(Collector):
         embargoed = GaugeMetricFamily("arena_embargoed_agents", "Winning agents whose code is still private")
         embargoed.add_metric([], len(state.embargoed))
         yield from (events, by_status, running, pending, embargoed)
+        if self.view.rules is not None:
+            rules = GaugeMetricFamily("arena_rules_info", "The rules this validator runs (parts: GET /rules)",
+                                      labels=["fingerprint", "version"])
+            rules.add_metric([self.view.rules.fingerprint, str(self.view.rules.version)], 1)
+            yield rules
 
 
 class TickMetrics:

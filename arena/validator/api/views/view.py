@@ -2,7 +2,7 @@
 
 Everything is read from the race log (the source of truth: the work loop may run in another thread or
 process; its state is folded forward as the log grows, ``arena.race.FollowedLog``) and the trajectory
-store. Nothing here writes.
+store, and the rules fingerprint the validator was assembled under. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -14,18 +14,20 @@ from fastapi import Depends, Request
 from prometheus_client import CollectorRegistry
 
 from arena.race import Clock, EventStore, FollowedLog, RaceState
+from arena.rules_fingerprint import RulesFingerprint
 from arena.submissions.store import FileStore
 from trajectories.store import TrajectoryStore
 
 
 @dataclass
 class ArenaView:
-    """Read-only access to what the validator recorded."""
+    """Read-only access to what the validator recorded, and the rules it runs (``None``: not given)."""
 
     events: EventStore
     store: TrajectoryStore
     files: FileStore
     clock: Clock
+    rules: RulesFingerprint | None = None
     _log: FollowedLog = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
