@@ -110,7 +110,9 @@ def tick_forever(service: ValidatorStack, tick_seconds: float, *, once: bool = F
     """Tick until interrupted; a failed tick is logged and retried on the next one (the work is resumable)."""
     while True:
         try:
-            service.metrics.observe(service.validator.tick())
+            report = service.validator.tick()
+            service.metrics.observe(report)
+            service.peers.tick(report.block)  # agreement with the other validators, once per tempo
         except Exception:  # one bad tick must not stop the validator; everything it did is recorded
             service.metrics.failures.inc()
             log.exception("validator_tick_failed")
