@@ -23,6 +23,7 @@ from arena.race import ManualClock
 from arena.settings import ArenaSettings
 from arena.stack import ValidatorStack, open_validator_stack
 from arena.suites import FixedSource
+from arena.suites.public import SourceSchedule
 from arena.validator.peers import MAX_RULES_BYTES, PeerWatch, fetch_peer_rules
 from arena.weights import WeightVector
 from shoppingbench.tools.serving import running_server
@@ -32,12 +33,15 @@ from tests.fake_substrate import FakeSubstrate
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
 TEMPO = 360
+SHARED: dict[str, Any] = {"race_epoch": date(2026, 12, 1), "judge_models": "judge-a"}
 
 
 @contextmanager
-def validators(tmp_path: Path, *changes: dict[str, Any]) -> Iterator[tuple[LocalChain, list[ValidatorStack]]]:
-    """One validator per ``changes`` (its settings over the shared defaults), all registered with a permit,
-    serving their API on loopback as their axon, and each having set its (burn-only) weights."""
+def validators(tmp_path: Path, *changes: dict[str, Any],
+               sources: SourceSchedule | None = None) -> Iterator[tuple[LocalChain, list[ValidatorStack]]]:
+    """One validator per ``changes`` (its settings over :data:`SHARED`), all registered with a permit,
+    serving their API on loopback as their axon, and each having set its (burn-only) weights; their
+    generators are ``sources`` (default: one that makes nothing, under a key of its own)."""
     clock = ManualClock(T0)
     chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock, tempo=TEMPO)
     owner = make_wallet(tmp_path / "wallets", "owner", seed="owner")
@@ -48,11 +52,10 @@ def validators(tmp_path: Path, *changes: dict[str, Any]) -> Iterator[tuple[Local
         for n, change in enumerate(changes):
             wallet = make_wallet(tmp_path / "wallets", f"validator-{n}", seed=f"validator-{n}")
             register(chain, wallet, validator_permit=True)
-            settings = ArenaSettings(**{"home": tmp_path / f"v{n}", "race_epoch": date(2026, 12, 1),
-                                        "judge_models": "judge-a", **change})
+            settings = ArenaSettings(**{"home": tmp_path / f"v{n}", **SHARED, **change})
             opened = stack.enter_context(open_validator_stack(
-                settings, chain=chain, wallet=wallet, clock=clock, sources=FixedSource(KeyedSource()),
-                run_agent=no_runs))
+                settings, chain=chain, wallet=wallet, clock=clock,
+                sources=sources or FixedSource(KeyedSource()), run_agent=no_runs))
             url = stack.enter_context(running_server(opened.api))
             address = urlsplit(url)
             assert address.hostname is not None and address.port is not None
