@@ -10,6 +10,7 @@ parsed as a :class:`RulesFingerprint` or dropped; it only ever feeds the compari
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,8 +33,10 @@ MAX_FETCHES: Final = 16
 DEFAULT_TIMEOUT_S: Final = 3.0
 
 
-def fetch_rules(client: httpx.Client, url: str) -> PeerRules:
-    """``url``'s ``/rules``, or why it is unknown (never raises for what the peer does)."""
+def fetch_rules(client: httpx.Client, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> PeerRules:
+    """``url``'s ``/rules``, or why it is unknown (never raises for what the peer does). ``timeout_s``
+    bounds the whole answer too, not only each read: a peer dripping bytes is cut off."""
+    deadline = time.monotonic() + timeout_s
     try:
         with client.stream("GET", f"{url.rstrip('/')}/rules") as response:
             if response.status_code != 200:
@@ -43,8 +46,10 @@ def fetch_rules(client: httpx.Client, url: str) -> PeerRules:
                 body += chunk
                 if len(body) > MAX_RULES_BYTES:
                     return PeerRules(error=f"GET /rules answered more than {MAX_RULES_BYTES} bytes")
+                if time.monotonic() > deadline:
+                    return PeerRules(error=f"GET /rules took longer than {timeout_s:g} s")
         return PeerRules(rules=RulesFingerprint.model_validate_json(body))
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
         return PeerRules(error=f"GET /rules failed: {type(exc).__name__}")
     except ValidationError:
         return PeerRules(error="GET /rules answered something other than a rules fingerprint")
@@ -63,7 +68,9 @@ def fetch_peer_rules(
         httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client,
         ThreadPoolExecutor(max_workers=min(MAX_FETCHES, len(served))) as pool,
     ):
-        answers = pool.map(lambda row: fetch_rules(client, row.axon.url if row.axon else ""), served)
+        answers = pool.map(
+            lambda row: fetch_rules(client, row.axon.url if row.axon else "", timeout_s=timeout_s), served
+        )
         found.update({row.hotkey: answer for row, answer in zip(served, answers, strict=True)})
     return found
 

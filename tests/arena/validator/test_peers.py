@@ -4,8 +4,9 @@ loopback, its axon published): each reads the other's weights from the chain and
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
 from structlog.testing import capture_logs
 
 from arena.chain import AxonInfo, LocalChain
@@ -162,20 +164,30 @@ def test_the_watch_looks_once_per_tempo_or_per_configured_blocks(tmp_path: Path,
     gone.close()
 
 
-def test_a_peer_answering_too_much_or_not_rules_is_unknown(tmp_path: Path) -> None:
-    huge, wrong = FastAPI(), FastAPI()
+async def drip() -> AsyncIterator[bytes]:
+    """A ``/rules`` answer a byte at a time, each a quarter second after the last (2.5 s in all)."""
+    for _ in range(10):
+        await asyncio.sleep(0.25)
+        yield b" "
+
+
+def test_a_peer_answering_too_much_too_slowly_or_not_rules_is_unknown(tmp_path: Path) -> None:
+    huge, slow, wrong = FastAPI(), FastAPI(), FastAPI()
     huge.get("/rules")(lambda: {"fingerprint": "x" * (MAX_RULES_BYTES + 1), "version": 1, "parts": {}})
+    slow.get("/rules")(lambda: StreamingResponse(drip()))
     wrong.get("/rules")(lambda: {"hello": "world"})
     with validators(tmp_path, {}) as (chain, _), running_server(huge) as huge_url, \
-            running_server(wrong) as wrong_url:
+            running_server(slow) as slow_url, running_server(wrong) as wrong_url:
         rows = []
-        for n, url in enumerate((huge_url, wrong_url), start=5):
+        for n, url in enumerate((huge_url, slow_url, wrong_url), start=5):
             wallet = make_wallet(tmp_path / "wallets", f"odd-{n}", seed=f"odd-{n}")
             register(chain, wallet, validator_permit=True)
             address = urlsplit(url)
             assert address.hostname is not None and address.port is not None
             chain.serve_axon(wallet, AxonInfo(ip=address.hostname, port=address.port))
             rows.append(wallet.hotkey.ss58_address)
-        seen = fetch_peer_rules(chain.validator_weights(), "nobody", timeout_s=5.0)
+        # Each read of the slow peer is well within the timeout; the whole answer is not.
+        seen = fetch_peer_rules(chain.validator_weights(), "nobody", timeout_s=1.0)
         assert seen[rows[0]].error == f"GET /rules answered more than {MAX_RULES_BYTES} bytes"
-        assert seen[rows[1]].error == "GET /rules answered something other than a rules fingerprint"
+        assert seen[rows[1]].error == "GET /rules took longer than 1 s"
+        assert seen[rows[2]].error == "GET /rules answered something other than a rules fingerprint"
