@@ -106,10 +106,16 @@ def weight_distance(ours: Mapping[int, float], theirs: Mapping[int, float]) -> f
 
 def differing_parts(ours: RulesFingerprint, theirs: RulesFingerprint) -> tuple[str, ...]:
     """The dotted names of the parts whose values differ (down nested objects), ``version`` first when
-    the rules versions differ; at most :data:`MAX_PART_NAMES`, each cut to :data:`MAX_PART_NAME`."""
+    the rules versions differ; at most :data:`MAX_PART_NAMES`, each cut to :data:`MAX_PART_NAME` and
+    printable (a peer's part names are untrusted text bound for logs and terminals)."""
     names = ["version"] if ours.version != theirs.version else []
     names.extend(_differences(ours.parts, theirs.parts, ""))
-    return tuple(name[:MAX_PART_NAME] for name in names[:MAX_PART_NAMES])
+    return tuple(_printable(name[:MAX_PART_NAME]) for name in names[:MAX_PART_NAMES])
+
+
+def _printable(name: str) -> str:
+    """``name`` with every character that would move a terminal's cursor or colour shown as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in name)
 
 
 def _differences(ours: Mapping[str, Any], theirs: Mapping[str, Any], prefix: str) -> Iterable[str]:

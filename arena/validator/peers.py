@@ -108,8 +108,8 @@ def warn_on_disagreement(report: AgreementReport) -> None:
 
 @dataclass
 class PeerWatch:
-    """Checks the peers at most once per period of blocks (``check_blocks``, 0: the subnet's tempo) and
-    keeps the last report for ``/metrics``."""
+    """Checks the peers at most once per period of blocks (``check_blocks``, 0: the subnet's tempo, read
+    again after each look rather than on every tick) and keeps the last report for ``/metrics``."""
 
     chain: Chain
     hotkey: str
@@ -119,12 +119,15 @@ class PeerWatch:
     check_blocks: int = 0
     last: AgreementReport | None = field(default=None, init=False)
     _period: int | None = field(default=None, init=False)
+    _blocks: int | None = field(default=None, init=False)
 
     def tick(self, block: int) -> AgreementReport | None:
         """Check the peers if ``block`` starts a new period; the new report, else ``None`` (also when the
         chain could not be read: logged, tried again on the next tick)."""
         try:
-            period = block // (self.check_blocks or self.chain.tempo())
+            if self._blocks is None:
+                self._blocks = self.check_blocks or self.chain.tempo()
+            period = block // self._blocks
             if period == self._period:
                 return None
             report = check_peers(
@@ -139,6 +142,7 @@ class PeerWatch:
             log.warning("peers_unreadable", block=block, error=str(exc))
             return None
         self._period, self.last = period, report
+        self._blocks = self.check_blocks or None
         log.info(
             "peers_checked",
             block=block,

@@ -103,3 +103,5 @@ def test_differing_parts_name_version_missing_parts_and_stay_bounded() -> None:
     noisy = fingerprint_of({**PARTS, **{f"{'x' * 100}{n:03}": n for n in range(50)}})
     names = differing_parts(OURS, noisy)
     assert len(names) == MAX_PART_NAMES and all(len(name) <= MAX_PART_NAME for name in names)
+    hostile = fingerprint_of({**PARTS, "judge\x1b[2J\nmodels": 1})
+    assert differing_parts(OURS, hostile) == ("judge?[2J?models",)

@@ -150,7 +150,7 @@ def test_the_watch_looks_once_per_tempo_or_per_configured_blocks(tmp_path: Path,
     with validators(tmp_path, {}, {}) as (chain, (first, _)):
         watch = first.peers
         assert watch.tick(10) is not None and watch.tick(TEMPO - 1) is None
-        assert watch.tick(TEMPO) is not None
+        assert watch.tick(TEMPO) is not None and watch.tick(2 * TEMPO - 1) is None
         every_50 = PeerWatch(chain=chain, hotkey=watch.hotkey, rules=watch.rules, check_blocks=50)
         assert every_50.tick(10) is not None and every_50.tick(49) is None and every_50.tick(50) is not None
 
