@@ -2,8 +2,10 @@
 
 The SDK's own seam (``bt.Subtensor(network, substrate=...)``) takes it. It serves the storage items,
 runtime call and extrinsics the arena's adapter goes through, with the values and decoded shapes the
-SDK reads (``SubnetInfoRuntimeApi.get_metagraph`` with its stake columns, ``Commitments.CommitmentOf``,
-the ``SubtensorModule.Weights`` map of (uid, [(uid, u16)]) rows,
+SDK reads (``SubnetInfoRuntimeApi.get_metagraph`` with its ``alpha_stake``/``tao_stake``/``total_stake``
+columns in rao, ``Commitments.CommitmentOf``, the ``SubtensorModule.Weights`` double map (mechanism index,
+uid) -> ``[(uid, u16)]`` holding each row as set: the SDK sends it max-upscaled, which is how the chain
+stores it),
 ``SubtensorModule.{Uids, ValidatorPermit, LastUpdate, WeightsSetRateLimit, ...}``,
 ``Timestamp.Now``), and applies ``Commitments.set_commitment``, ``SubtensorModule.serve_axon``,
 ``set_mechanism_weights`` and ``commit_timelocked_mechanism_weights`` as the chain would: signed by
@@ -16,7 +18,8 @@ carry their ``version_key`` (kept per uid in ``weight_versions``) and one below 
 ``IncorrectWeightVersionKey``, as subtensor does. A timelocked commit is kept as sent (uid, the
 encrypted bytes, the drand reveal round, the commit-reveal version); the chain decrypts it at the reveal
 round with the drand beacon's signature and checks its version key then, which this double cannot do
-(no drand beacon here), so it never reveals a commit nor checks the version key sealed inside one.
+(no drand beacon here), so it never reveals a commit nor checks the version key sealed inside one (a
+committing validator's ``Weights`` row stays what it last set in plaintext, as on chain until a reveal).
 
 Blocks are kept as a node keeps them: each has a hash and a timestamp (its ``Timestamp.set`` inherent,
 also ``Timestamp.Now`` at its hash), state is read at a block through its hash, a block number the
