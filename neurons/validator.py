@@ -287,6 +287,10 @@ def peers(
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="The validator's catalog (ARENA_CATALOG_DIR; default: the bundled sample world)",
     )] = None,
+    race_epoch: Annotated[datetime | None, typer.Option(
+        formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the "
+                                   "subnet (ARENA_RACE_EPOCH; default: the first slot after the chain's "
+                                   "first block)")] = None,
     wallet_name: Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")] = None,
     wallet_hotkey: Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")] = None,
     wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")] = None,
@@ -306,9 +310,10 @@ def peers(
     and compares them with this validator's weights on chain and the rules its settings give (the same
     settings as `validator run`): the share of the peers' stake whose weights match within the tolerance,
     the largest difference, and per peer whether its rules fingerprint matches, which parts differ, or is
-    unknown (no axon, no answer). Exit code 3: something disagrees; 5: wallet or chain problem.
+    unknown (no axon, no answer). Exit code 3: something disagrees; 5: wallet, catalog or chain problem.
     """
     overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
+                                 "race_epoch": race_epoch.date() if race_epoch else None,
                                  "wallet_name": wallet_name, "wallet_hotkey": wallet_hotkey,
                                  "wallet_path": wallet_path, "peer_weight_tolerance": tolerance,
                                  "peer_timeout_s": timeout,

@@ -20,9 +20,10 @@ from tests.arena.validator.test_peers import SHARED, validators
 
 def invoke(tmp_path: Path, world: SampleWorld, hotkey: str, *args: str) -> Any:
     env = {"ARENA_HOME": str(tmp_path / "cli-home"), "ARENA_CHAIN_DB": str(tmp_path / "chain.sqlite3"),
-           "ARENA_CATALOG_DIR": str(world.catalog_dir), "ARENA_RACE_EPOCH": SHARED["race_epoch"].isoformat(),
-           "ARENA_JUDGE_MODELS": SHARED["judge_models"], "ARENA_LOG_FORMAT": "console", "COLUMNS": "250"}
-    return CliRunner().invoke(app, ["peers", "--hotkey", hotkey, *args], env=env)
+           "ARENA_CATALOG_DIR": str(world.catalog_dir), "ARENA_JUDGE_MODELS": SHARED["judge_models"],
+           "ARENA_LOG_FORMAT": "console", "COLUMNS": "250"}
+    epoch = ["--race-epoch", SHARED["race_epoch"].isoformat()]  # a flag, as `validator run` takes it
+    return CliRunner().invoke(app, ["peers", "--hotkey", hotkey, *epoch, *args], env=env)
 
 
 @pytest.fixture
