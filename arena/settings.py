@@ -87,6 +87,14 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     burn_uid: int = Field(default=0, ge=0, le=65_535)
     database_url: str | None = Field(default=None, description="SQLAlchemy URL of the race log and exposure "
                                                                "ledger; default: SQLite under ARENA_HOME")
+    # agreement with the other validators (docs/validator.md)
+    peer_weight_tolerance: float = Field(
+        default=0.02, ge=0, le=1, description="Largest difference of one uid's weight share at which another "
+                                              "validator's weights still agree with ours")
+    peer_check_blocks: int = Field(default=0, ge=0, description="Blocks between two looks at the other "
+                                                                "validators; 0: once per tempo")
+    peer_timeout_s: float = Field(default=3.0, gt=0, le=60,
+                                  description="How long a peer's GET /rules may take")
 
     @field_validator("generator_schedule")
     @classmethod

@@ -1,7 +1,8 @@
 """One validator with its public face: the validator ``arena.validator.assemble`` opens, its submission
 gate and its public API (``arena.validator.api``), as ``validator run`` and the local network demo serve
 them, with the rules fingerprint of its settings, suite plan and generators (``arena.rules_fingerprint``)
-handed to the API. Above both the service and its API, so neither imports the other's assembly."""
+handed to the API, and the watch on the other validators (``arena.validator.peers``). Above both the
+service and its API, so neither imports the other's assembly."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from arena.settings import ArenaSettings
 from arena.submissions import SubmissionGate
 from arena.suites.public import SourceSchedule
 from arena.validator.api import ArenaView, TickMetrics, create_app
+from arena.validator.api.views.peer_metrics import PeerCollector
 from arena.validator.assemble import agent_files_dir, open_validator
+from arena.validator.peers import PeerWatch
 from arena.validator.runs import RunAgent
 from arena.validator.service import Validator
 from trajectories.store import TrajectoryStore
@@ -28,13 +31,14 @@ from trajectories.store import TrajectoryStore
 
 @dataclass(frozen=True)
 class ValidatorStack:
-    """One validator and its public API (with ``POST /submissions``), the loop's metrics and the rules
-    fingerprint the API serves."""
+    """One validator and its public API (with ``POST /submissions``), the loop's metrics, the rules
+    fingerprint the API serves and the watch on the other validators (its gauges in the API's metrics)."""
 
     validator: Validator
     api: FastAPI
     metrics: TickMetrics
     rules: RulesFingerprint
+    peers: PeerWatch
 
 
 @contextmanager
@@ -58,4 +62,8 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,
                          rules=rules)
         api = create_app(view, gate=gate, registry=registry)
-        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry), rules=rules)
+        peers = PeerWatch(chain=chain, hotkey=hotkey, rules=rules, tolerance=settings.peer_weight_tolerance,
+                          timeout_s=settings.peer_timeout_s, check_blocks=settings.peer_check_blocks)
+        registry.register(PeerCollector(lambda: peers.last))
+        yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry), rules=rules,
+                             peers=peers)

@@ -81,6 +81,10 @@ def network_demo(
         "--per-category", min=1, help="Problems per category in the qualifying and race suites")] = 3,
     validators: Annotated[int, typer.Option("--validators", min=1, max=4, help="Validators to run")] = 2,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Concurrent problems")] = None,
+    vary: Annotated[str | None, typer.Option(
+        "--vary", metavar="SETTING=VALUE",
+        help="The last validator runs with this one setting changed (e.g. judge_models=judge-b): its peers "
+             "then report the differing rules part")] = None,
     log_format: LogFormatOption = None,
 ) -> None:
     """A local subnet fast-forwarded through a race day: chain, validators, miners, race, weights.
@@ -97,6 +101,9 @@ def network_demo(
 
     if (catalog_dir is None) != (problems_dir is None):
         raise typer.BadParameter("--catalog-dir and --problems-dir go together")
+    if vary is not None and ("=" not in vary or vary.split("=", 1)[0] not in ArenaSettings.model_fields):
+        raise typer.BadParameter("SETTING=VALUE with a setting of the arena, e.g. judge_models=judge-b",
+                                 param_hint="--vary")
     overrides: dict[str, Any] = {"home": home, "world_products": products, "world_seed": seed,
                                  "workers": workers, "log_format": log_format,
                                  "qualifying_suite_per_category": per_category,
@@ -107,8 +114,9 @@ def network_demo(
         world = SampleWorld(world_dir=catalog_dir.parent, catalog_dir=catalog_dir, problems_dir=problems_dir)
     else:
         world = configured_sample_world(settings, progress=sys.stderr.isatty())
+    changed = dict([vary.split("=", 1)]) if vary else {}
     run_network_demo(settings, world, demo_root or settings.root / "network-demo", validators=validators,
-                     console=Console())
+                     console=Console(), vary=changed)
 
 
 @world_app.command("build")

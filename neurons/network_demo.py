@@ -8,14 +8,15 @@ validators' gate refuses, and a table cheater carrying the masked answers of eve
 sample world's bank and this week's practice suite), which the gate cannot see: its qualifying problems are
 generated from the block after its commitment, so it holds none of their answers and fails qualifying.
 The clock then jumps to the next race slot, so qualifying, the race (its problems generated from the
-chain's seed), promotion and weight setting happen in minutes. Wiring only; the validator's work is
-``Validator.tick``.
+chain's seed), promotion and weight setting happen in minutes; at the end each validator looks at the
+others (their weights on the chain, their ``/rules``) as ``validator run`` does every tempo. Wiring only;
+the validator's work is ``Validator.tick``.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -39,6 +40,7 @@ from arena.validator import (
     open_agent_runner,
 )
 from arena.validator.demo import next_race_tick, standings
+from arena.validator.peers import PeerWatch
 from neurons.submission import submit_file
 from shoppingbench.agents import react_llm, scripted_baseline, sub_task
 from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
@@ -104,7 +106,8 @@ def serving(stack: ValidatorStack) -> Iterator[str]:
 
 
 def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *, validators: int,
-                     console: Console) -> None:
+                     console: Console, vary: Mapping[str, str] | None = None) -> None:
+    """The demo under ``root``; ``vary`` changes settings of the last validator (its peers see it)."""
     prepare_root(root)
     # The gate checks signatures against real time: the manual clock starts now and is resynced before
     # each upload; only afterwards does it jump ahead.
@@ -137,15 +140,20 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         stack.callback(chain.close)
         run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, inference=inference))
         generators = stack.enter_context(open_scheduled_sources(world.catalog_dir, settings.schedule()))
-        opened = []
+        opened, watches = [], []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})
+            if vary and name == validator_names[-1]:
+                own = type(own)(**{**own.model_dump(), **vary})
+                console.print(f"{name} runs with {', '.join(f'{k}={v}' for k, v in vary.items())}",
+                              markup=False)
             validator_stack = stack.enter_context(open_validator_stack(
                 own, chain=chain, wallet=wallets[name], clock=clock, sources=generators,
                 run_agent=run_agent))
             url = stack.enter_context(serving(validator_stack))
             console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")
             opened.append(validator_stack.validator)
+            watches.append(validator_stack.peers)
         write_cheaters(sources, world, opened[0], console)
 
         _tick(opened, "before any upload: an earlier slot passes without challengers", chain, console)
@@ -164,6 +172,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
         clock.advance(race_tick - clock.now())
         _tick(opened, "the daily race, promotion, weights", chain, console)
+        print_agreement(watches, chain, console)
         result = DemoResult(root=root, chain=chain, validators=opened,
                             miners={w.hotkey.ss58_address: n for n, w in wallets.items()},
                             submit_exit_codes=exit_codes)
@@ -195,6 +204,21 @@ def _tick(validators: Sequence[Validator], what: str, chain: LocalChain, console
             console.print(f"{validator.hotkey[:8]}: race {report.race_started}: {len(drawn.problems)} "
                           f"problems generated from the seed {drawn.seed.hash[:16]}… of block "
                           f"{drawn.seed.block} ({counts})")
+
+
+def print_agreement(watches: Sequence[PeerWatch], chain: LocalChain, console: Console) -> None:
+    """Each validator's look at the others: weights on the chain, rules from their ``/rules``."""
+    for watch in watches:
+        report = watch.tick(chain.block()) or watch.last
+        if report is None or not report.peers:
+            console.print(f"{watch.hotkey[:8]}: agreement: no other validator to compare with")
+            continue
+        share = "-" if report.stake_share is None else f"{report.stake_share:.0%}"
+        console.print(f"{watch.hotkey[:8]}: agreement: weights match {share} of the other validators "
+                      f"(by {report.weighted_by}), {report.other_fingerprints} with another rules "
+                      f"fingerprint, {report.unknown_rules} unknown", markup=False)
+        for line in report.disagreements():
+            console.print(f"{watch.hotkey[:8]}: disagrees with {line}", markup=False)
 
 
 def _submit(agent: Path, wallet: Wallet, chain: LocalChain, console: Console) -> int:

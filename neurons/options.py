@@ -28,6 +28,7 @@ ChainOption = Annotated[str | None, typer.Option(
                     "(default $ARENA_CHAIN, local)")]
 NetuidOption = Annotated[int | None, typer.Option("--netuid", min=0, max=65_535,
                                                   help="Subnet (default $ARENA_NETUID, 1)")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (one object) instead of tables")]
 
 AgentArgument = Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
                                                help="Your agent file (defines agent_main(problem) -> steps)")]

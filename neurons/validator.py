@@ -3,7 +3,9 @@
 ``validator run`` logs the rules fingerprint it runs, ticks the work loop (sync the metagraph, ingest
 uploads, qualifying and race runs, weights each tempo) every ``--tick-seconds`` and serves the public API,
 the leaderboard, ``/rules``, ``/metrics`` and ``/health`` on ``--api-host:--api-port``, with
-``POST /submissions`` for miners' uploads.
+``POST /submissions`` for miners' uploads. ``validator peers`` shows how far this validator agrees with
+the others on the subnet (their weights on chain, their ``/rules``), as ``validator run`` checks it every
+tempo.
 """
 
 from __future__ import annotations
@@ -21,19 +23,27 @@ import structlog
 import typer
 from bittensor import Wallet
 from pydantic import Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
-from arena.chain import AxonInfo, ChainError, ChainSection, open_chain
+from arena.chain import AxonInfo, Chain, ChainError, ChainSection, open_chain
 from arena.race import SystemClock
+from arena.rules_fingerprint import RulesFingerprint, validator_rules
 from arena.settings import ArenaSettings
 from arena.stack import ValidatorStack, open_validator_stack
 from arena.suites import ScheduleError
 from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
+    ChainSeeds,
+    first_race_day,
     open_agent_runner,
     require_registration,
     validator_catalog,
 )
+from arena.validator.agreement import AgreementReport
 from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
+from arena.validator.peers import check_peers, peer_table
 from neurons import options
 from shoppingbench.doubles.scripted_inference import scripted_inference
 from shoppingbench.logs import configure_logging
@@ -46,6 +56,7 @@ app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights,
                   no_args_is_help=True)
 log = structlog.get_logger(__name__)
 
+EXIT_DISAGREE = 3
 EXIT_CHAIN = 5
 EXIT_SCHEDULE = 6
 
@@ -110,7 +121,9 @@ def tick_forever(service: ValidatorStack, tick_seconds: float, *, once: bool = F
     """Tick until interrupted; a failed tick is logged and retried on the next one (the work is resumable)."""
     while True:
         try:
-            service.metrics.observe(service.validator.tick())
+            report = service.validator.tick()
+            service.metrics.observe(report)
+            service.peers.tick(report.block)  # agreement with the other validators, once per tempo
         except Exception:  # one bad tick must not stop the validator; everything it did is recorded
             service.metrics.failures.inc()
             log.exception("validator_tick_failed")
@@ -234,6 +247,97 @@ def held_out(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_SCHEDULE) from exc
     typer.echo(f"held-out suite {path} (problems, ShoppingBench JSONL) and {path.with_suffix('.json')}")
+
+
+def settings_rules(settings: ValidatorSettings, chain: Chain) -> RulesFingerprint:
+    """The rules fingerprint ``validator run`` computes and serves for ``settings`` on ``chain``."""
+    catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
+    plan = settings.suite_plan(first_race_day(settings, ChainSeeds(chain).genesis_time()))
+    with open_scheduled_sources(catalog_dir, settings.schedule()) as sources:
+        return validator_rules(settings, plan=plan, sources=sources)
+
+
+def print_peers(console: Console, report: AgreementReport) -> None:
+    """The report as ``validator peers`` prints it: a summary, then one row per other validator."""
+    console.print(f"validator {report.hotkey} at block {report.block}, rules {report.fingerprint[:16]}…",
+                  markup=False)
+    if report.stake_share is None:
+        why = "this validator has no weights on chain yet" if not report.own_weights else \
+            "no other validator has weights on chain"
+        console.print(f"weights: nothing to compare ({why})", markup=False)
+    else:
+        console.print(f"weights: {report.stake_share:.1%} of the compared peers' {report.weighted_by} agree "
+                      f"within {report.tolerance:g}; largest difference {report.max_disagreement:.3f} "
+                      f"({report.max_disagreement_hotkey})", markup=False)
+    console.print(f"rules: {report.other_fingerprints} peer(s) with another fingerprint, "
+                  f"{report.unknown_rules} unknown", markup=False)
+    table = Table(title="other validators")
+    for column in ("hotkey", "uid", "stake", "weights", "rules"):
+        table.add_column(column, overflow="fold")
+    for row in peer_table(report):
+        table.add_row(*(escape(row[column]) for column in ("hotkey", "uid", "stake", "weights", "rules")))
+    console.print(table)
+
+
+@app.command("peers")
+def peers(
+    home: options.HomeOption = None,
+    chain: options.ChainOption = None,
+    netuid: options.NetuidOption = None,
+    catalog_dir: Annotated[Path | None, typer.Option(
+        "--catalog", help="The validator's catalog (ARENA_CATALOG_DIR; default: the bundled sample world)",
+    )] = None,
+    race_epoch: Annotated[datetime | None, typer.Option(
+        formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the "
+                                   "subnet (ARENA_RACE_EPOCH; default: the first slot after the chain's "
+                                   "first block)")] = None,
+    wallet_name: Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")] = None,
+    wallet_hotkey: Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")] = None,
+    wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")] = None,
+    hotkey: Annotated[str | None, typer.Option(
+        "--hotkey", help="SS58 address of the validator to compare instead of the wallet's hotkey")] = None,
+    generator_schedule: ScheduleOption = None,
+    tolerance: Annotated[float | None, typer.Option(
+        min=0, max=1, help="Largest difference of one uid's weight share that still agrees "
+                           "(ARENA_PEER_WEIGHT_TOLERANCE)")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        min=0.1, help="Seconds a peer's GET /rules may take (ARENA_PEER_TIMEOUT_S)")] = None,
+    as_json: options.JsonOption = False,
+) -> None:
+    """Show how far this validator agrees with the other validators of the subnet.
+
+    Reads every validator's weights and stake from the chain and each peer's GET /rules from its axon,
+    and compares them with this validator's weights on chain and the rules its settings give (the same
+    settings as `validator run`): the share of the peers' stake whose weights match within the tolerance,
+    the largest difference, and per peer whether its rules fingerprint matches, which parts differ, or is
+    unknown (no axon, no answer). Exit code 3: something disagrees; 5: wallet, catalog or chain problem.
+    """
+    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
+                                 "race_epoch": race_epoch.date() if race_epoch else None,
+                                 "wallet_name": wallet_name, "wallet_hotkey": wallet_hotkey,
+                                 "wallet_path": wallet_path, "peer_weight_tolerance": tolerance,
+                                 "peer_timeout_s": timeout,
+                                 "generator_schedule": parse_schedule(generator_schedule)}
+    settings = ValidatorSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level)
+    try:
+        address = hotkey or str(load_wallet(settings).hotkey.ss58_address)
+        opened = open_chain(settings)
+        report = check_peers(opened, hotkey=address, rules=settings_rules(settings, opened),
+                             block=opened.block(), tolerance=settings.peer_weight_tolerance,
+                             timeout_s=settings.peer_timeout_s)
+    except (ChainError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_CHAIN) from exc
+    except ScheduleError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_SCHEDULE) from exc
+    if as_json:
+        typer.echo(report.model_dump_json())
+    else:
+        print_peers(Console(), report)
+    if report.disagreements():
+        raise typer.Exit(EXIT_DISAGREE)
 
 
 def main() -> None:

@@ -2,7 +2,10 @@
 
 The SDK's own seam (``bt.Subtensor(network, substrate=...)``) takes it. It serves the storage items,
 runtime call and extrinsics the arena's adapter goes through, with the values and decoded shapes the
-SDK reads (``SubnetInfoRuntimeApi.get_metagraph``, ``Commitments.CommitmentOf``,
+SDK reads (``SubnetInfoRuntimeApi.get_metagraph`` with its ``alpha_stake``/``tao_stake``/``total_stake``
+columns in rao, ``Commitments.CommitmentOf``, the ``SubtensorModule.Weights`` double map (mechanism index,
+uid) -> ``[(uid, u16)]`` holding each row as set: the SDK sends it max-upscaled, which is how the chain
+stores it),
 ``SubtensorModule.{Uids, ValidatorPermit, LastUpdate, WeightsSetRateLimit, ...}``,
 ``Timestamp.Now``), and applies ``Commitments.set_commitment``, ``SubtensorModule.serve_axon``,
 ``set_mechanism_weights`` and ``commit_timelocked_mechanism_weights`` as the chain would: signed by
@@ -15,7 +18,8 @@ carry their ``version_key`` (kept per uid in ``weight_versions``) and one below 
 ``IncorrectWeightVersionKey``, as subtensor does. A timelocked commit is kept as sent (uid, the
 encrypted bytes, the drand reveal round, the commit-reveal version); the chain decrypts it at the reveal
 round with the drand beacon's signature and checks its version key then, which this double cannot do
-(no drand beacon here), so it never reveals a commit nor checks the version key sealed inside one.
+(no drand beacon here), so it never reveals a commit nor checks the version key sealed inside one (a
+committing validator's ``Weights`` row stays what it last set in plaintext, as on chain until a reveal).
 
 Blocks are kept as a node keeps them: each has a hash and a timestamp (its ``Timestamp.set`` inherent,
 also ``Timestamp.Now`` at its hash), state is read at a block through its hash, a block number the
@@ -51,6 +55,7 @@ class FakeSubnet:
     axons: list[dict[str, int] | None] = field(default_factory=list)
     last_update: list[int] = field(default_factory=list)
     registered_at: list[int] = field(default_factory=list)
+    stakes: list[int] = field(default_factory=list)  # total stake per uid, in rao of the subnet's alpha
     weights: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
     weight_versions: dict[int, int] = field(default_factory=dict)
     timelocked_commits: list[tuple[int, bytes, int, int]] = field(default_factory=list)
@@ -101,8 +106,11 @@ class FakeSubstrate:
         self.subnets[netuid] = FakeSubnet(**config)
         return self.subnets[netuid]
 
-    def register(self, netuid: int, hotkey: str, coldkey: str, *, permit: bool = False) -> int:
+    def register(self, netuid: int, hotkey: str, coldkey: str, *, permit: bool = False,
+                 stake: int = 0) -> int:
+        """A new uid for ``hotkey``; ``stake`` is its total stake in rao."""
         subnet = self.subnets[netuid]
+        subnet.stakes.append(stake)
         subnet.hotkeys.append(hotkey)
         subnet.coldkeys.append(coldkey)
         subnet.permits.append(permit)
@@ -193,6 +201,9 @@ class FakeSubstrate:
             return [(hk, record) for (netuid, hk), record in self.commitments.items() if netuid == params[0]]
         if (module, storage_function) == ("Commitments", "RevealedCommitments"):
             return []
+        if (module, storage_function) == ("SubtensorModule", "Weights"):  # keyed by (netuid index, uid)
+            subnet = self.subnets[params[0] % 4096]
+            return [(uid, list(zip(*row, strict=True))) for uid, row in sorted(subnet.weights.items())]
         if (module, storage_function) == ("SubtensorModule", "Uids"):
             return [(hk, uid) for uid, hk in enumerate(self.subnets[params[0]].hotkeys)]
         raise NotImplementedError(f"the fake substrate has no storage map {module}.{storage_function}")
@@ -213,7 +224,9 @@ class FakeSubstrate:
                 "hotkeys": list(subnet.hotkeys), "coldkeys": list(subnet.coldkeys),
                 "active": [True] * len(subnet.hotkeys), "validator_permit": list(subnet.permits),
                 "axons": [axon or {"ip": 0, "port": 0, "ip_type": 4} for axon in subnet.axons],
-                "last_update": list(subnet.last_update), "block_at_registration": list(subnet.registered_at)}
+                "last_update": list(subnet.last_update), "block_at_registration": list(subnet.registered_at),
+                "alpha_stake": list(subnet.stakes), "tao_stake": [0] * len(subnet.stakes),
+                "total_stake": list(subnet.stakes)}
 
     async def compose(self, call: Any) -> Any:
         return call

@@ -6,9 +6,17 @@
 
 from arena.chain.interface import Chain
 from arena.chain.local import LocalChain
-from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
+from arena.chain.models import (
+    AxonInfo,
+    ChainError,
+    Commitment,
+    Metagraph,
+    Neuron,
+    ValidatorWeights,
+    weight_shares,
+)
 from arena.chain.settings import ChainSection, ChainSettings, open_chain
 from arena.chain.subtensor import SubtensorChain
 
 __all__ = ["AxonInfo", "Chain", "ChainError", "ChainSection", "ChainSettings", "Commitment", "LocalChain",
-           "Metagraph", "Neuron", "SubtensorChain", "open_chain"]
+           "Metagraph", "Neuron", "SubtensorChain", "ValidatorWeights", "open_chain", "weight_shares"]

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from bittensor import Wallet
 
-from arena.chain.models import AxonInfo, Commitment, Metagraph
+from arena.chain.models import AxonInfo, Commitment, Metagraph, ValidatorWeights
 from arena.weights import WeightVector
 
 
@@ -43,6 +43,11 @@ class Chain(Protocol):
     def metagraph(self) -> Metagraph: ...
 
     def is_registered(self, hotkey: str) -> bool: ...
+
+    def validator_weights(self) -> tuple[ValidatorWeights, ...]:
+        """Every neuron with a validator permit or a weight row, by uid: stake, axon and its latest weights
+        (what the chain's consensus sees), read at one block."""
+        ...
 
     def commit(self, wallet: Wallet, data: str) -> Commitment:
         """Store ``data`` as the hotkey's commitment; raises ``ChainError`` if refused."""

@@ -1,8 +1,9 @@
 """The embedded chain: a persistent registry of one subnet in a SQLite file, with a 12 s block clock.
 
-It plays the chain for a local network and for tests: hotkeys and their uids, validator permits,
-published axons, commitments, weights with their rate limit and the rules version (``version_key``) they
-were set under, refused below the subnet's ``weights_version_key`` as subtensor refuses them. Every
+It plays the chain for a local network and for tests: hotkeys and their uids, validator permits, stake
+(an operator action here, as staking is outside this arena), published axons, commitments, weights with
+their rate limit and the rules version (``version_key``) they were set under, refused below the subnet's
+``weights_version_key`` as subtensor refuses them. Every
 write is signed by the wallet's sr25519 hotkey and the signature verified before it lands, as an
 extrinsic would be; registration is an operator action (``register``), as burning TAO for a uid is
 outside this arena.
@@ -21,7 +22,15 @@ from bittensor.sp_core import verify as verify_signature
 from sqlalchemy import Engine, String, UniqueConstraint, create_engine, func, inspect, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
+from arena.chain.models import (
+    AxonInfo,
+    ChainError,
+    Commitment,
+    Metagraph,
+    Neuron,
+    ValidatorWeights,
+    weight_shares,
+)
 from arena.race.clock import Clock, SystemClock
 from arena.weights import WeightVector
 
@@ -51,6 +60,13 @@ class _NeuronRow(_Base):
     validator_permit: Mapped[bool]
     registered_block: Mapped[int]
     axon: Mapped[str | None]
+
+
+class _StakeRow(_Base):
+    __tablename__ = "stakes"
+    netuid: Mapped[int] = mapped_column(primary_key=True)
+    hotkey: Mapped[str] = mapped_column(String(64), primary_key=True)
+    stake: Mapped[float]
 
 
 class _CommitmentRow(_Base):
@@ -164,6 +180,13 @@ class LocalChain:
                  validator_permit=validator_permit)
         return uid
 
+    def set_stake(self, hotkey: str, stake: float) -> None:
+        """Give a registered hotkey ``stake`` (alpha; an operator action: a hotkey without one has 0)."""
+        self._registered(hotkey)
+        with Session(self._engine) as session, session.begin():
+            session.merge(_StakeRow(netuid=self.netuid, hotkey=hotkey, stake=float(stake)))
+        log.info("chain_stake_set", netuid=self.netuid, hotkey=hotkey, stake=stake)
+
     def metagraph(self) -> Metagraph:
         with Session(self._engine) as session:
             rows = session.scalars(select(_NeuronRow).where(_NeuronRow.netuid == self.netuid)
@@ -176,6 +199,23 @@ class LocalChain:
 
     def is_registered(self, hotkey: str) -> bool:
         return self._neuron(hotkey) is not None
+
+    def validator_weights(self) -> tuple[ValidatorWeights, ...]:
+        metagraph = self.metagraph()
+        with Session(self._engine) as session:
+            stakes = {hotkey: stake for hotkey, stake in session.execute(
+                select(_StakeRow.hotkey, _StakeRow.stake).where(_StakeRow.netuid == self.netuid))}
+        found = []
+        for neuron in metagraph.neurons:
+            latest = self.weights(neuron.hotkey)
+            if not neuron.validator_permit and latest is None:
+                continue
+            shares = {} if latest is None else weight_shares(zip(latest.uids, latest.weights, strict=True))
+            found.append(ValidatorWeights(uid=neuron.uid, hotkey=neuron.hotkey,
+                                          stake=stakes.get(neuron.hotkey, 0.0),
+                                          validator_permit=neuron.validator_permit, axon=neuron.axon,
+                                          weights=shares))
+        return tuple(found)
 
     def _neuron(self, hotkey: str) -> Neuron | None:
         return self.metagraph().neuron(hotkey)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +59,29 @@ class Metagraph(BaseModel):
     def validators(self) -> list[Neuron]:
         """Neurons with a validator permit and a published axon: where miners upload."""
         return [n for n in self.neurons if n.validator_permit and n.axon is not None]
+
+
+class ValidatorWeights(BaseModel):
+    """A neuron holding a validator permit or a weight row: its stake, its axon and the weights it set
+    last, as fractions of its row (uid -> share, summing to 1; empty when it set none, or none has been
+    revealed yet on a commit-reveal subnet)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uid: int = Field(ge=0, le=65_535)
+    hotkey: str
+    stake: float = Field(ge=0, description="Its stake weight in the subnet's alpha (0: the chain has none)")
+    validator_permit: bool = False
+    axon: AxonInfo | None = None
+    weights: dict[int, float] = Field(default_factory=dict)
+
+
+def weight_shares(row: Iterable[tuple[int, int | float]]) -> dict[int, float]:
+    """A weight row (uid, raw value) as each uid's share of the row's total; empty for an empty or all-zero
+    row. The chain stores max-upscaled u16 values whose scale means nothing; only the proportions count."""
+    values = [(int(uid), float(value)) for uid, value in row]
+    total = sum(value for _, value in values)
+    return {uid: value / total for uid, value in sorted(values) if value} if total > 0 else {}
 
 
 class Commitment(BaseModel):

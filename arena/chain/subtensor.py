@@ -1,6 +1,7 @@
 """The Bittensor network through the SDK (``bittensor`` 11.x): ``bt.Subtensor`` in blocking mode.
 
-Reads: the metagraph runtime call (``subnets.metagraph``), a hotkey's commitment (the registry read
+Reads: the metagraph runtime call (``subnets.metagraph``: neurons, axons, stake), the weight matrix
+(the registry read ``weights``, ``SubtensorModule.Weights``), a hotkey's commitment (the registry read
 ``commitment``, ``Commitments.CommitmentOf``), a block's timestamp (``Timestamp.Now`` at that block) and
 hash (``block_info``), the finalized head and the slot duration. Writes: the commitment as a
 raw call (no intent wraps ``Commitments.set_commitment``), ``ServeAxon`` and ``SetWeights`` intents,
@@ -18,7 +19,15 @@ from bittensor import BittensorError as SdkError
 from bittensor import RpcConnectionError, ServeAxon, SetWeights, Substrate, Subtensor, Wallet, calls
 
 from arena.chain.local import MAX_COMMITMENT_BYTES
-from arena.chain.models import AxonInfo, ChainError, Commitment, Metagraph, Neuron
+from arena.chain.models import (
+    AxonInfo,
+    ChainError,
+    Commitment,
+    Metagraph,
+    Neuron,
+    ValidatorWeights,
+    weight_shares,
+)
 from arena.weights import WeightVector
 
 log = structlog.get_logger(__name__)
@@ -96,6 +105,21 @@ class SubtensorChain:
 
     def is_registered(self, hotkey: str) -> bool:
         return self.metagraph().neuron(hotkey) is not None
+
+    def validator_weights(self) -> tuple[ValidatorWeights, ...]:
+        # One snapshot, so the neurons and the weight rows are of the same block. Stake is the metagraph's
+        # total_stake (the stake weight consensus counts); on a commit-reveal subnet a row changes only when
+        # its timelocked commit is revealed.
+        snapshot = self._sdk("pinning a block", self._client.at)
+        graph = self._sdk("reading the metagraph", snapshot.subnets.metagraph, self.netuid, commitments=False)
+        if graph is None:
+            raise ChainError(f"subnet {self.netuid} does not exist on {self.network}")
+        rows: dict[int, dict[int, float]] = self._sdk("reading the weights", snapshot.read, "weights",
+                                                      netuid=self.netuid)
+        return tuple(ValidatorWeights(uid=n.uid, hotkey=n.hotkey, stake=float(n.total_stake.amount),
+                                      validator_permit=n.validator_permit, axon=_axon(n.axon),
+                                      weights=weight_shares(rows.get(n.uid, {}).items()))
+                     for n in graph.neurons if n.validator_permit or rows.get(n.uid))
 
     def commit(self, wallet: Wallet, data: str) -> Commitment:
         raw = data.encode()

@@ -36,7 +36,7 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     root = tmp_path / "demo"
     args = ["network-demo", "--home", str(tmp_path / "home"), "--root", str(root),
             "--catalog-dir", str(small_world.catalog_dir), "--problems-dir", str(small_world.problems_dir),
-            "--per-category", "3", "--validators", "1", "--workers", "2"]
+            "--per-category", "3", "--validators", "2", "--vary", "judge_models=judge-b", "--workers", "2"]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     out = result.output
@@ -53,12 +53,22 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert "race 20" in out and "9 problems generated from the seed" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
-    names = {"owner", "validator-1", "baseline", "subtask", "react", "copycat", "cheater", "table-cheater"}
+    names = {"owner", "validator-1", "validator-2", "baseline", "subtask", "react", "copycat", "cheater",
+             "table-cheater"}
     hotkeys = {name: str(Wallet(name, "default", path=str(root / "wallets")).hotkey.ss58_address)
                for name in names}
     uid = {n.hotkey: n.uid for n in chain.metagraph().neurons}
     assert set(uid) == set(hotkeys.values()) and uid[hotkeys["owner"]] == 0
     weights = chain.weights(hotkeys["validator-1"])
+    # The second validator runs with another judge model: the same weights (the offline judge decides
+    # here), another rules fingerprint, which each validator names when it looks at the other.
+    assert chain.weights(hotkeys["validator-2"]) == weights
+    first, second = hotkeys["validator-1"], hotkeys["validator-2"]
+    assert "validator-2 runs with judge_models=judge-b" in out
+    for mine, other, uid_other in ((first, second, 2), (second, first, 1)):
+        assert (f"{mine[:8]}: agreement: weights match 100% of the other validators (by count), 1 with "
+                "another rules fingerprint, 0 unknown") in out
+        assert f"{mine[:8]}: disagrees with {other} (uid {uid_other}): judge_models differs" in out
     assert weights is not None and weights.uids != (0,)  # the race decided them, not the burn-only vector
 
     database = open_database(f"sqlite:///{root / 'validator-1' / 'arena.sqlite3'}")

@@ -139,3 +139,25 @@ def test_block_reads_for_race_seeds(chain: LocalChain, clock: ManualClock) -> No
     assert LocalChain(chain.path, netuid=8, clock=clock).block_hash(2) != hashes[2]
     with pytest.raises(ChainError, match="block 4 does not exist yet"):
         chain.block_hash(4)
+
+
+def test_validator_weights_list_permits_and_weight_rows_with_stake_and_axons(
+        chain: LocalChain, clock: ManualClock, tmp_path: Path) -> None:
+    wallets = {name: make_wallet(tmp_path / "w", name) for name in ("owner", "v1", "v2", "miner")}
+    for name, wallet in wallets.items():
+        register(chain, wallet, validator_permit=name in ("v1", "v2"))
+    assert [(r.uid, r.weights, r.stake) for r in chain.validator_weights()] == [(1, {}, 0.0), (2, {}, 0.0)]
+    chain.set_stake(wallets["v1"].hotkey.ss58_address, 1_250.5)
+    chain.serve_axon(wallets["v2"], AxonInfo(ip="127.0.0.1", port=8092))
+    chain.set_weights(wallets["v1"], WeightVector(uids=(0, 3), weights=(21_845, 65_535)), version_key=1)
+    v1, v2 = chain.validator_weights()
+    assert v1.hotkey == wallets["v1"].hotkey.ss58_address and v1.stake == 1_250.5 and v1.axon is None
+    assert v1.weights == {0: pytest.approx(0.25), 3: pytest.approx(0.75)}
+    assert v2.axon == AxonInfo(ip="127.0.0.1", port=8092) and v2.weights == {} and v2.validator_permit
+    # A validator that loses its permit still shows while its weight row stands; stake survives a reopen.
+    register(chain, wallets["v1"], validator_permit=False)
+    reopened = LocalChain(chain.path, netuid=7, clock=clock)
+    assert [(r.uid, r.validator_permit, r.stake) for r in reopened.validator_weights()] == [
+        (1, False, 1_250.5), (2, True, 0.0)]
+    with pytest.raises(ChainError, match="not registered"):
+        chain.set_stake(make_wallet(tmp_path / "w", "stranger").hotkey.ss58_address, 1.0)

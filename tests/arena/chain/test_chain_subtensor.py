@@ -210,3 +210,24 @@ def test_validators_derive_the_same_race_seed_from_the_first_block_at_or_after_t
     assert len(substrate.block_reads) - reads <= 7
     for client in clients:
         client.close()
+
+
+def test_validator_weights_read_the_weights_map_stake_and_axons_at_one_block(
+        net: Net, chain: SubtensorChain, tmp_path: Path) -> None:
+    """``SubtensorModule.Weights`` rows (max-upscaled u16, as the chain stores them) come back as shares,
+    with each neuron's ``total_stake`` from the metagraph runtime call and its served axon."""
+    other = make_wallet(tmp_path / "more", "other-validator")
+    net.substrate.register(NETUID, hotkey(other), other.coldkeypub.ss58_address, permit=True,
+                           stake=2_500 * 10**9)
+    net.substrate.subnets[NETUID].stakes[0] = 10_000 * 10**9
+    rows = chain.validator_weights()
+    assert [(r.uid, r.validator_permit, r.weights) for r in rows] == [(0, True, {}), (2, True, {})]
+    chain.set_weights(net.validator, WeightVector(uids=(0, 1), weights=(65_535, 13_107)), version_key=1)
+    chain.set_weights(other, WeightVector(uids=(1,), weights=(65_535,)), version_key=1)
+    chain.serve_axon(other, AxonInfo(ip="10.1.2.5", port=8092))
+    assert net.substrate.subnets[NETUID].weights[0] == ([0, 1], [65_535, 13_107])
+    mine, theirs = chain.validator_weights()
+    assert mine.hotkey == hotkey(net.validator) and mine.stake == 10_000 and mine.axon is None
+    assert mine.weights == {0: pytest.approx(5 / 6), 1: pytest.approx(1 / 6)}
+    assert theirs.uid == 2 and theirs.stake == 2_500 and theirs.weights == {1: 1.0}
+    assert theirs.axon == AxonInfo(ip="10.1.2.5", port=8092)

@@ -620,6 +620,7 @@ def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, smal
     assert result.exit_code == 0, result.output
     assert not (home / "worlds").exists()
     assert '"event": "validator_rules"' in result.output  # the fingerprint is logged at start-up
+    assert '"event": "peers_checked"' in result.output  # the look at the other validators after the tick
     validator_hotkey = str(Wallet("validator", "default", path=str(wallets)).hotkey.ss58_address)
     weights = chain.weights(validator_hotkey)
     assert weights is not None and chain.weights_version(validator_hotkey) == RULES_VERSION
