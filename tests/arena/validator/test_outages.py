@@ -170,7 +170,8 @@ def test_a_restart_mid_retry_neither_loses_nor_doubles_an_attempt(
     class Killed(BaseException):
         pass
 
-    def killed_after_one(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
+    def killed_after_one(agent: AgentFile, problems: Sequence[Problem],
+                         run_id: str) -> Iterator[AttemptRecord]:
         records = provider.run_agent(agent, problems, run_id)
         yield next(records)  # stored, then the validator dies mid-retry (no cleanup runs in the run)
         raise Killed
@@ -270,8 +271,8 @@ def test_a_judge_failing_for_most_of_a_run_retries_it_instead_of_scoring_offline
 
 def test_judge_failure_rule() -> None:
     def verdicts(*calls: tuple[int, int]) -> list[JudgeVerdict]:
-        return [JudgeVerdict(quality=0.5, judge="m", offline=False, explanation="", attempts=a, failed_calls=f)
-                for a, f in calls]
+        return [JudgeVerdict(quality=0.5, judge="m", offline=False, explanation="", attempts=a,
+                             failed_calls=f) for a, f in calls]
 
     assert not judge_failed(verdicts((1, 1), (1, 1)))  # 2 calls: fewer than 3
     assert judge_failed(verdicts((1, 1), (1, 1), (1, 0)))  # 2 of 3
