@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,18 @@ from arena.judge import (
     LLMJudge,
     OfflineJudge,
 )
+from arena.race import ManualClock
+from arena.race.events import RaceResultRecorded
+from arena.settings import ArenaSettings
+from arena.suites import FixedSource
 from arena.suites.clusters import LeakConfig
-from arena.validator import sandbox_runner
+from arena.validator import open_validator, sandbox_runner
 from arena.validator.runs import RetriesPending, RunAgent, SuiteRun, judge_failed
 from shoppingbench.agents import react_llm
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.llm_server import Fault, Faults, StubReply, create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
+from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig
 from shoppingbench.records import AttemptRecord
@@ -42,6 +48,8 @@ from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
+from tests.arena.validator.test_validator import REACT, START, accept_upload, raced_suite
+from tests.chain_support import CountingChain, make_wallet, register
 from tests.sandbox_support import UID_BASE, fake_grader
 from trajectories.store import AttemptKey, TrajectoryStore
 
@@ -278,3 +286,42 @@ def test_judge_failure_rule() -> None:
     assert judge_failed(verdicts((1, 1), (1, 1), (1, 0)))  # 2 of 3
     assert not judge_failed(verdicts((2, 1), (2, 1)))  # exactly half of 4
     assert judge_failed(verdicts((3, 2), (0, 0)))  # 2 of 3 within one verdict
+
+
+def test_a_race_waits_for_retries_until_its_deadline_then_records_what_it_has_loudly(
+        provider: Provider, faults: Faults, small_world: SampleWorld, tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    chain = CountingChain(tmp_path / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
+    wallets = {name: make_wallet(tmp_path / "wallets", name, seed=name) for name in ("owner", "alice", "v")}
+    for name, wallet in wallets.items():
+        register(chain, wallet, validator_permit=name == "v")
+    (tmp_path / "v").mkdir()
+    settings = ArenaSettings(home=tmp_path / "v", qualifying_suite_per_category=2, race_suite_per_category=1,
+                             infra_retries=10, race_retry_deadline_hours=2)
+    with ProblemGenerator.open(small_world.catalog_dir) as generator, \
+            opened(tmp_path / "trajectories.sqlite3") as store:
+        validator = open_validator(settings=settings, chain=chain, wallet=wallets["v"], clock=clock,
+                                   sources=FixedSource(generator), run_agent=provider.run_agent, store=store)
+        validator.tick()
+        accept_upload(validator.files, validator.arena_db, wallets["alice"], REACT, block=chain.block(),
+                      at=clock.now())
+        clock.advance(timedelta(minutes=5))
+        assert len(validator.tick().qualified) == 1  # 09:05, the provider answers
+        faults.outage(Fault(status=503))
+        clock.advance(timedelta(hours=7))  # 16:05: the race starts while the provider is down
+        with capture_logs() as logs:
+            started = validator.tick()
+            clock.advance(timedelta(hours=1))
+            waited = validator.tick()  # 17:05: still before the deadline (18:05)
+            clock.advance(timedelta(hours=1))
+            recorded = validator.tick()  # 18:05: the deadline
+        assert started.race_started == "2026-11-19" and started.race_results == waited.race_results == []
+        assert len(recorded.race_results) == 1
+        suite_ids = list(raced_suite(validator))
+        results = [e for e in validator.race.store.load() if isinstance(e, RaceResultRecorded)]
+    chain.close()
+    assert [e["event"] for e in logs].count("race_run_waiting_for_retries") == 2
+    (loud,) = [e for e in logs if e["event"] == "race_result_recorded_with_missing_attempts"]
+    assert loud["log_level"] == "error" and loud["missing"] == suite_ids
+    (result,) = results
+    assert result.outcomes == () and result.score == 0.0  # nothing scored: no attempt counted as failed
