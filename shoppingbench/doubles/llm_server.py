@@ -190,29 +190,7 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
         return JSONResponse({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in served]})
 
-    @app.post("/admin/faults")
-    async def command_faults(request: Request) -> Response:
-        """``{"count": K, "after": N, "kind": "status"|"hang"|"drop", "status": 503, "hang_s": 30}``, or
-        ``{"always": true, ...}`` for an outage until ``DELETE /admin/faults``."""
-        refused = unauthorised(request)
-        if refused is not None:
-            return refused
-        try:
-            body = orjson.loads(await request.body())
-            fault = Fault(kind=body.get("kind", "status"), status=int(body.get("status", 503)),
-                          hang_s=float(body.get("hang_s", 30.0)))
-        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
-            raise HTTPException(400, f"not a fault command: {exc}") from exc
-        if body.get("always"):
-            faults.outage(fault)
-        else:
-            faults.fail_next(int(body.get("count", 1)), fault, after=int(body.get("after", 0)))
-        return JSONResponse({"ok": True})
-
-    @app.delete("/admin/faults")
-    async def clear_faults() -> Response:
-        faults.clear()
-        return JSONResponse({"ok": True})
+    _mount_fault_commands(app, faults, unauthorised)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -245,6 +223,40 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
         return _completion(body, reply, next(ids), ids)
 
     return app
+
+
+def _mount_fault_commands(app: FastAPI, faults: Faults,
+                          unauthorised: Callable[[Request], JSONResponse | None]) -> None:
+    """``POST /admin/faults`` and ``DELETE /admin/faults``: :class:`Faults` over HTTP."""
+    @app.post("/admin/faults")
+    async def command_faults(request: Request) -> Response:
+        """``{"count": K, "after": N, "kind": "status"|"hang"|"drop", "status": 503, "hang_s": 30}``, or
+        ``{"always": true, ...}`` for an outage until ``DELETE /admin/faults``."""
+        refused = unauthorised(request)
+        if refused is not None:
+            return refused
+        try:
+            body = orjson.loads(await request.body())
+            if body.get("kind", "status") not in ("status", "hang", "drop"):
+                raise ValueError(f"unknown kind {body.get('kind')!r}")
+            fault = Fault(kind=body.get("kind", "status"), status=int(body.get("status", 503)),
+                          hang_s=float(body.get("hang_s", 30.0)))
+            count, after = int(body.get("count", 1)), int(body.get("after", 0))
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
+            raise HTTPException(400, f"not a fault command: {exc}") from exc
+        if body.get("always"):
+            faults.outage(fault)
+        else:
+            faults.fail_next(count, fault, after=after)
+        return JSONResponse({"ok": True})
+
+    @app.delete("/admin/faults")
+    async def clear_faults(request: Request) -> Response:
+        refused = unauthorised(request)
+        if refused is not None:
+            return refused
+        faults.clear()
+        return JSONResponse({"ok": True})
 
 
 def _completion(body: dict[str, Any], reply: StubReply, number: int,
