@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from structlog.testing import capture_logs
 
@@ -29,12 +30,16 @@ from arena.judge import (
     LLMJudge,
     OfflineJudge,
 )
-from arena.race import ManualClock
+from arena.race import ManualClock, SqlEventStore
 from arena.race.events import RaceResultRecorded
 from arena.settings import ArenaSettings
+from arena.storage import open_database
+from arena.submissions.store import FileStore
 from arena.suites import FixedSource
 from arena.suites.clusters import LeakConfig
 from arena.validator import open_validator, sandbox_runner
+from arena.validator.api import ArenaView
+from arena.validator.api import create_app as create_api
 from arena.validator.runs import RetriesPending, RunAgent, SuiteRun, judge_failed
 from shoppingbench.agents import react_llm
 from shoppingbench.catalog_dir import open_catalog
@@ -43,6 +48,7 @@ from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceBudgets, InferenceConfig
+from shoppingbench.proxy.health import observe_call
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig
@@ -325,3 +331,19 @@ def test_a_race_waits_for_retries_until_its_deadline_then_records_what_it_has_lo
     assert loud["log_level"] == "error" and loud["missing"] == suite_ids
     (result,) = results
     assert result.outcomes == () and result.score == 0.0  # nothing scored: no attempt counted as failed
+
+
+def test_metrics_serve_both_providers_health(tmp_path: Path) -> None:
+    observe_call("judge", seconds=0.2, error="junk", at=1_700_000_000.0)
+    observe_call("inference", seconds=1.5, error=None, at=1_700_000_001.0)
+    database = open_database(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
+    with opened(tmp_path / "t.sqlite3") as store:
+        view = ArenaView(events=SqlEventStore(database), store=store, files=FileStore(tmp_path / "agents"),
+                         clock=ManualClock(START))
+        with running_server(create_api(view)) as url, httpx.Client(base_url=url) as http:
+            text = http.get("/metrics").text
+    database.dispose()
+    assert 'arena_provider_errors_total{kind="junk",provider="judge"}' in text
+    assert 'arena_provider_calls_total{provider="inference"}' in text
+    assert 'arena_provider_latency_seconds_bucket{le="2.0",provider="inference"}' in text
+    assert 'arena_provider_last_success_timestamp_seconds{provider="inference"} 1.700000001e+09' in text
