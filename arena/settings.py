@@ -40,6 +40,12 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     judge_backoff_base_s: float = Field(default=1.0, ge=0)
     judge_backoff_cap_s: float = Field(default=30.0, ge=0)
     judge_max_tokens: int = Field(default=2048, ge=16)
+    # provider outages
+    infra_retries: int = Field(default=2, ge=0, description=(
+        "Times an attempt the inference provider failed is re-run (and a run whose judge failed for most of "
+        "it is judged again) before the run is scored without it"))
+    race_retry_deadline_hours: float = Field(default=6.0, ge=0, description=(
+        "Hours after a race starts during which its runs wait for those retries"))
     # leak clusters and suites
     leak_same_reward_jaccard: float = Field(default=0.85, gt=0, le=1)
     leak_any_reward_jaccard: float = Field(default=0.95, gt=0, le=1)

@@ -14,6 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from shoppingbench.scoring.attempt import AttemptScore
 
 ProxyCallKind = Literal["search", "inference", "other"]
+ProviderErrorKind = Literal[
+    "http_5xx",    # the inference provider answered a 5xx
+    "timeout",     # it did not answer within the proxy's timeout
+    "connection",  # the connection failed or dropped before a whole answer
+]
 FailureKind = Literal[
     "crash",          # agent_main raised, or the interpreter died
     "timeout",        # wall-clock limit of the problem reached
@@ -60,6 +65,9 @@ class ProxyCall(BaseModel):
     started_at: float = Field(description="Unix time the proxy received the request")
     duration_ms: float = Field(ge=0)
     error: str | None = Field(default=None, description="Why the proxy refused or failed the call")
+    provider_error: ProviderErrorKind | None = Field(
+        default=None, description="The inference provider failed this call (never the proxy's own refusals, "
+                                  "budgets or a 4xx of the provider): retried attempts are made of these")
     # search
     product_ids: list[str] = Field(default_factory=list,
                                    description="Ids the search/view answer returned, in order")
@@ -112,6 +120,15 @@ class AttemptRecord(BaseModel):
     agent_ms: float | None = Field(
         default=None, description="Agent start to answer as the sandbox measured it (informative only: "
                                   "reported from inside the sandbox); started_at/finished_at are the host's")
+    infra_failed: bool = Field(
+        default=False, description="The inference provider failed at least one call of an attempt that did "
+                                   "not succeed: an infrastructure failure, not the agent's (re-run later)")
+    infra_retries: int = Field(default=0, ge=0, description=(
+        "How many earlier tries of this attempt were infrastructure failures (it is the re-run of those)"))
+
+    def provider_errors(self) -> list[ProxyCall]:
+        """The calls the inference provider failed (5xx, timeout, dropped connection)."""
+        return [call for call in self.proxy_log if call.provider_error is not None]
 
     def refused_calls(self) -> list[ProxyCall]:
         """The calls the proxy refused: a model not allowed (403) or a spent budget (429)."""

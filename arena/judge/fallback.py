@@ -15,8 +15,10 @@ log = structlog.get_logger(__name__)
 class FallbackJudge:
     """:class:`LLMJudge` first; on :class:`JudgeUnavailable` the offline verdict, saying why.
 
-    Auth errors are not caught: a refused key is the operator's to fix, not a reason to quietly
-    switch every score of a run to the offline rules.
+    The fallback verdict keeps the failed calls (``attempts`` = ``failed_calls``), so the run can tell a
+    judge that failed for most of it (``arena.validator.runs``). Auth errors are not caught: a refused
+    key is the operator's to fix, not a reason to quietly switch every score of a run to the offline
+    rules.
     """
 
     def __init__(self, primary: LLMJudge) -> None:
@@ -28,4 +30,5 @@ class FallbackJudge:
         except JudgeUnavailable as exc:
             log.warning("judge_fallback_offline", reason=str(exc))
             verdict = judge_offline(item)
-            return verdict.model_copy(update={"explanation": f"{verdict.explanation} (fallback: {exc})"})
+            return verdict.model_copy(update={"explanation": f"{verdict.explanation} (fallback: {exc})",
+                                              "attempts": exc.calls, "failed_calls": exc.calls})

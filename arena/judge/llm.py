@@ -5,7 +5,9 @@ connection failure moves on to the next model; after a full round without an ans
 (exponential, capped) and tries another round, up to ``max_rounds``. A model that answers 200 with
 something unparseable is blacklisted for the rest of the run (this judge object's life). A 401 or 403
 stops everything: a wrong key does not fix itself and hammering the endpoint helps no one. When no
-model answers, :class:`JudgeUnavailable` lets the caller fall back to the offline judge.
+model answers, :class:`JudgeUnavailable` lets the caller fall back to the offline judge. A verdict counts
+the calls that failed before it (``failed_calls``), so a run can tell when its judge failed for most of
+it; every call is counted in the ``judge`` provider's health (``shoppingbench.proxy.health``).
 
 Gate 1 is read straight off the verified proxy log before any call: an attempt without reasoning
 tokens costs no judge call and no model can be talked into passing it. An answer must hold exactly one
@@ -32,6 +34,7 @@ from arena.judge.offline import judge_offline
 from arena.judge.parsing import parse_answer
 from arena.judge.prompt import judge_messages
 from arena.judge.verdict import PROXY_LOG_RULE, QUALITY_LEVELS, JudgeVerdict
+from shoppingbench.proxy.health import observe_call
 
 log = structlog.get_logger(__name__)
 
@@ -67,7 +70,23 @@ class JudgeAuthError(RuntimeError):
 
 
 class JudgeUnavailable(RuntimeError):
-    """No judge model produced a usable answer for this attempt."""
+    """No judge model produced a usable answer for this attempt (after ``calls`` failed calls)."""
+
+    def __init__(self, message: str, calls: int = 0) -> None:
+        super().__init__(message)
+        self.calls = calls
+
+
+def _error_kind(exc: openai.APIError) -> str:
+    """A failed judge call as a provider-health error kind."""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limited"
+    status = getattr(exc, "status_code", 0)
+    return "http_5xx" if isinstance(status, int) and status >= 500 else "http_4xx"
 
 
 def _content(response: object) -> str | None:
@@ -115,34 +134,44 @@ class LLMJudge:
                 if verdict is not None:
                     return capped(verdict, judge_offline(item))
         raise JudgeUnavailable(f"no judge model answered after {attempts} calls "
-                               f"(blacklisted: {sorted(self.blacklisted) or 'none'})")
+                               f"(blacklisted: {sorted(self.blacklisted) or 'none'})", calls=attempts)
 
     def _ask(self, model: JudgeModel, messages: list[dict[str, str]], attempts: int,
              tried: tuple[str, ...]) -> JudgeVerdict | None:
+        started = time.perf_counter()
+
+        def observed(error: str | None) -> None:
+            observe_call("judge", seconds=time.perf_counter() - started, error=error, at=time.time())
+
         try:
             response = self._clients[model.name].chat.completions.create(
                 model=model.name, messages=messages,  # type: ignore[arg-type]
                 temperature=0, max_tokens=self.config.max_tokens)
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            observed("http_4xx")
             raise JudgeAuthError(f"judge endpoint {model.base_url} refused the API key for {model.name} "
                                  f"({exc.status_code}); set ARENA_JUDGE_API_KEY") from exc
         except _TRANSIENT as exc:
+            observed(_error_kind(exc))
             log.warning("judge_call_failed", model=model.name, error=type(exc).__name__)
             return None
         except openai.APIStatusError as exc:
+            observed(_error_kind(exc))
             log.warning("judge_call_refused", model=model.name, status=exc.status_code)
             return None
         except openai.APIResponseValidationError:
             response = None
         content = _content(response)
         parsed = parse_answer(content)
+        observed(None if parsed is not None else "junk")
         if parsed is None:
             self.blacklisted.add(model.name)
             log.warning("judge_model_blacklisted", model=model.name, reason="unparseable answer",
                         answer=(content or "")[:200])
             return None
         return JudgeVerdict(quality=parsed.quality, judge=model.name, offline=False,
-                            explanation=parsed.explanation, attempts=attempts, models_tried=tried)
+                            explanation=parsed.explanation, attempts=attempts, failed_calls=attempts - 1,
+                            models_tried=tried)
 
 
 def capped(verdict: JudgeVerdict, offline: JudgeVerdict) -> JudgeVerdict:

@@ -48,6 +48,8 @@ class JudgeVerdict(BaseModel):
     offline: bool = Field(description="Decided by the offline rules rather than a judge model")
     explanation: str
     attempts: int = Field(ge=0, description="Judge-model calls made for this verdict")
+    failed_calls: int = Field(default=0, ge=0, description=(
+        "Of those, the calls that gave no verdict (provider errors, refusals, unparseable answers)"))
     models_tried: tuple[str, ...] = ()
     echoed_completions: int = Field(default=0, ge=0, description=(
         "Completions the offline rules found only repeating their request (no credit; the LLM judge may "

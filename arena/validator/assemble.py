@@ -112,11 +112,14 @@ from ``chain``'s race seeds."""
     suites = PublicSuites(sources, plan=plan, seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
     race = RaceEngine(SqlEventStore(arena_db), settings.race_rules(), clock)
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
-                    validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config())
+                    validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config(),
+                    infra_retries=settings.infra_retries)
     return Validator(chain=chain, wallet=wallet, race=race, ledger=SqlExposureLedger(arena_db),
                      arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, suites=suites,
                      seed_after=seeds.after_block,
-                     config=ValidatorConfig(weight_rules=settings.weight_rules()))
+                     config=ValidatorConfig(
+                         weight_rules=settings.weight_rules(),
+                         race_retry_deadline=timedelta(hours=settings.race_retry_deadline_hours)))
 
 
 def require_registration(chain: Chain, hotkey: str) -> None:

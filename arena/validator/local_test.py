@@ -192,7 +192,7 @@ def run_local_test(runs: SuiteRun, agent: AgentFile, chosen: ChosenSuite, *, out
 
         observed = replace(runs, run_agent=_observed(runs.run_agent, keep, progress))
         judged = observed.judged(kind="local_test", run_id=run_id, suite_name=LOCAL_TEST_SUITE, agent=agent,
-                                 hotkey=None, submitted_at=None, suite=chosen.problems)
+                                 hotkey=None, submitted_at=None, suite=chosen.problems, final=True)
     evaluation = collect(attempts, chosen.problems, run_id=run_id, progress=False)
     return LocalTestResult(run_id=run_id, evaluation=evaluation,
                            scores=final_scores(judged, chosen.problems, chosen.generated),
@@ -206,14 +206,15 @@ def final_scores(judged: JudgedRun, suite: Sequence[Problem],
     score, as a validator computes them."""
     outcomes = dict(zip(judged.problem_ids, zip(judged.successes, judged.verdicts, strict=True), strict=True))
 
-    def scored(ids: Sequence[str]) -> JudgedRun:
-        return JudgedRun(problem_ids=tuple(ids), successes=tuple(outcomes[i][0] for i in ids),
-                         verdicts=tuple(outcomes[i][1] for i in ids), labels={})
+    def scored(ids: Sequence[str]) -> JudgedRun:  # attempts the provider failed are not scored
+        kept = [i for i in ids if i in outcomes]
+        return JudgedRun(problem_ids=tuple(kept), successes=tuple(outcomes[i][0] for i in kept),
+                         verdicts=tuple(outcomes[i][1] for i in kept), labels={})
 
     scores: dict[str, FinalScore] = {}
     for category in sorted({p.category for p in suite}):
         run = scored([p.id for p in suite if p.category == category])
-        scores[category] = final_score(sum(run.successes) / len(run.successes), run.verdicts)
+        scores[category] = final_score(sum(run.successes) / max(1, len(run.successes)), run.verdicts)
     for seed, ids in generated.items():
         scores[f"suite {seed}"] = scored(ids).score()
     scores["all"] = judged.score()

@@ -8,18 +8,19 @@ problems still missing, judges only attempts still without a verdict, and scores
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import structlog
 
-from arena.judge import FinalScore, Judge, JudgeInput, JudgeVerdict, suite_score
+from arena.judge import FinalScore, Judge, JudgeInput, JudgeVerdict, final_score, suite_score
 from arena.suites.clusters import LeakConfig, cluster_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
 from trajectories.recorder import RunRecorder
-from trajectories.store import AgentEntry, AttemptKey, RunKind, TrajectoryStore
+from trajectories.store import AgentEntry, AttemptKey, RunKind, StoredAttempt, TrajectoryStore
 from trajectories.store import JudgeVerdict as StoredVerdict
 
 log = structlog.get_logger(__name__)
@@ -47,62 +48,111 @@ def defender_run_id(code_hash: str) -> str:
     return f"qualifying-defender-{code_hash[:32]}"
 
 
-def stored_verdict(verdict: JudgeVerdict) -> StoredVerdict:
-    """A judge's verdict as the trajectory store keeps it beside its attempt."""
+def stored_verdict(verdict: JudgeVerdict, *, judge_retries: int = 0) -> StoredVerdict:
+    """A judge's verdict as the trajectory store keeps it beside its attempt (``judge_retries``: how many
+    times the attempt was judged again because the judge failed for most of its run)."""
     return StoredVerdict(model=verdict.judge, quality=verdict.quality, offline=verdict.offline,
                          explanation=verdict.explanation,
                          details={"attempts": verdict.attempts, "models_tried": list(verdict.models_tried),
-                                  "echoed_completions": verdict.echoed_completions})
+                                  "echoed_completions": verdict.echoed_completions,
+                                  "failed_calls": verdict.failed_calls, "judge_retries": judge_retries})
 
 
 def _arena(verdict: StoredVerdict) -> JudgeVerdict:
     tried = verdict.details.get("models_tried", [])
     return JudgeVerdict(quality=verdict.quality, judge=verdict.model, offline=verdict.offline,
                         explanation=verdict.explanation, attempts=int(verdict.details.get("attempts", 0)),
+                        failed_calls=int(verdict.details.get("failed_calls", 0)),
                         models_tried=tuple(str(m) for m in tried) if isinstance(tried, list) else (),
                         echoed_completions=int(verdict.details.get("echoed_completions", 0)))
 
 
+JUDGE_FAILURE_MIN_CALLS: Final = 3
+"""A run's judge has failed when more than half of at least this many judge calls failed (the reference
+arena's rule)."""
+
+
+def judge_failed(verdicts: Iterable[JudgeVerdict]) -> bool:
+    """More than half of at least :data:`JUDGE_FAILURE_MIN_CALLS` judge-model calls of these verdicts
+    failed (provider errors, refusals, unparseable answers, counted after the judge's own retries)."""
+    listed = list(verdicts)
+    calls = sum(v.attempts for v in listed)
+    return calls >= JUDGE_FAILURE_MIN_CALLS and 2 * sum(v.failed_calls for v in listed) > calls
+
+
+class RetriesPending(RuntimeError):
+    """The run is not scored yet: some attempts failed for the inference provider and may be re-run, or
+    the judge failed for most of the run and may be asked again. Score it again later (a later tick)."""
+
+    def __init__(self, run_id: str, problem_ids: Sequence[str], judge: bool) -> None:
+        what = [f"{len(problem_ids)} attempts the inference provider failed"] if problem_ids else []
+        what += ["a judge that failed for most of the run"] if judge else []
+        super().__init__(f"run {run_id} owes retries: {' and '.join(what)}")
+        self.run_id = run_id
+        self.problem_ids = tuple(problem_ids)
+        self.judge = judge
+
+
 @dataclass(frozen=True)
 class JudgedRun:
-    """Each problem's success and verdict, in suite order, and the structural-filter labels of the attempts
-    the call that judged them ran (not those it found already stored)."""
+    """Each scored problem's success and verdict, in suite order, and the structural-filter labels of the
+    attempts the call that judged them ran (not those it found already stored). ``missing``: problems
+    left out of the score because the inference provider failed their attempts (retries spent, or the
+    race's deadline passed): neither a success nor a failure of the agent."""
 
     problem_ids: tuple[str, ...]
     successes: tuple[bool, ...]
     verdicts: tuple[JudgeVerdict, ...]
     labels: Mapping[str, int]
+    missing: tuple[str, ...] = ()
 
     def score(self) -> FinalScore:
-        """The suite's final score, with each problem's outcome."""
+        """The final score over the scored problems, with each one's outcome (0 when none was scored)."""
+        if not self.problem_ids:
+            return final_score(0.0, [])
         return suite_score(self.successes, self.verdicts, self.problem_ids)
+
+
+@dataclass
+class _Progress:
+    """What one call of :meth:`SuiteRun.judged` knows about each problem so far."""
+
+    records: dict[str, AttemptRecord]
+    verdicts: dict[str, JudgeVerdict]
+    judge_retries: dict[str, int]
 
 
 @dataclass(frozen=True)
 class SuiteRun:
     """What one run needs besides the agent: where to record, how to run and how to judge. A validator's
-    runs name it (``validator``); a miner's local test does not."""
+    runs name it (``validator``); a miner's local test does not. ``infra_retries``: how many times an
+    attempt the inference provider failed is re-run (and a run whose judge failed for most of it is
+    judged again) before the run is scored without it."""
 
     store: TrajectoryStore
     run_agent: RunAgent
     judge: Judge
     validator: str | None
     leak_config: LeakConfig
+    infra_retries: int = 2
 
     def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
-              submitted_at: float | None, suite: Sequence[Problem]) -> FinalScore:
+              submitted_at: float | None, suite: Sequence[Problem], final: bool = False) -> FinalScore:
         """Run what is missing of ``suite``, judge what is unjudged, and score the whole suite (with each
-        problem's outcome, in suite order)."""
-        result = self.judged(kind=kind, run_id=run_id, suite_name=suite_name, agent=agent, hotkey=hotkey,
-                             submitted_at=submitted_at, suite=suite).score()
+        problem's outcome, in suite order). Raises :class:`RetriesPending` while retries are owed, unless
+        ``final`` (a deadline passed): then it scores what it has and says loudly what is missing."""
+        judged = self.judged(kind=kind, run_id=run_id, suite_name=suite_name, agent=agent, hotkey=hotkey,
+                             submitted_at=submitted_at, suite=suite, final=final)
+        result = judged.score()
         log.info("suite_run_scored", run_id=run_id, kind=kind, success_rate=result.success_rate,
-                 mean_quality=result.mean_quality, score=result.score, judges=result.judge_label)
+                 mean_quality=result.mean_quality, score=result.score, judges=result.judge_label,
+                 missing=len(judged.missing))
         return result
 
     def judged(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
-               submitted_at: float | None, suite: Sequence[Problem]) -> JudgedRun:
-        """Run what is missing of ``suite`` and judge what is unjudged: every problem's success and
-        verdict, in suite order."""
+               submitted_at: float | None, suite: Sequence[Problem], final: bool = False) -> JudgedRun:
+        """Run what is missing of ``suite`` (and re-run attempts the provider failed, retries allowing) and
+        judge what is unjudged: every scored problem's success and verdict, in suite order."""
         try:
             code: str | None = agent.source.decode("utf-8")
         except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
@@ -114,31 +164,86 @@ class SuiteRun:
                                problems=suite,
                                leak_clusters=cluster_problems(suite, self.leak_config).cluster_of)
         stored = {p.id: self.store.get_attempt(AttemptKey(run_id, agent.sha256, p.id)) for p in suite}
-        missing = [p for p in suite if stored[p.id] is None]
+        missing = [p for p in suite if stored[p.id] is None or self._retry_owed(stored[p.id])]
         log.info("suite_run_started", run_id=run_id, kind=kind, problems=len(suite),
-                 resumed=len(suite) - len(missing))
-        verdicts: dict[str, JudgeVerdict] = {}
-        successes: dict[str, bool] = {}
-        if missing:
-            for record in self.run_agent(agent, missing, run_id):
-                recorder.record(record)
-                verdicts[record.problem_id] = self._judge(record)
-                successes[record.problem_id] = record.score.success
-        for problem_id, attempt in stored.items():
-            if attempt is None:
-                continue
-            successes[problem_id] = attempt.record.score.success
-            verdicts[problem_id] = (_arena(attempt.judge) if attempt.judge is not None
-                                    else self._judge(attempt.record))
-        lost = [p.id for p in suite if p.id not in successes]
+                 resumed=len(suite) - len(missing),
+                 retried=sum(stored[p.id] is not None for p in missing))
+        progress = self._stored_progress(stored, {p.id for p in missing})
+        self._judge_again_if_failed(progress)
+        for record in self.run_agent(agent, missing, run_id) if missing else ():
+            previous = stored[record.problem_id]
+            if previous is not None:  # the re-run of an attempt the provider failed
+                record = record.model_copy(update={"infra_retries": previous.record.infra_retries + 1})
+            recorder.record(record)
+            progress.records[record.problem_id] = record
+            if not record.infra_failed:
+                progress.verdicts[record.problem_id] = self._judge(record)
+        for problem_id, record in progress.records.items():
+            if not record.infra_failed and problem_id not in progress.verdicts:
+                progress.verdicts[problem_id] = self._judge(record)
+        lost = [p.id for p in suite if p.id not in progress.records]
         if lost:  # the runner yields every problem or raises; a silent gap must not score as a failure
             raise RuntimeError(f"run {run_id} ended without attempts for {len(lost)} problems: {lost[:3]}")
-        recorder.finish()
-        return JudgedRun(problem_ids=tuple(p.id for p in suite),
-                         successes=tuple(successes[p.id] for p in suite),
-                         verdicts=tuple(verdicts[p.id] for p in suite), labels=dict(recorder.labels))
+        return self._settle(run_id, suite, progress, recorder, final=final)
 
-    def _judge(self, record: AttemptRecord) -> JudgeVerdict:
+    def _retry_owed(self, attempt: StoredAttempt | None) -> bool:
+        return attempt is not None and attempt.record.infra_failed and \
+            attempt.record.infra_retries < self.infra_retries
+
+    @staticmethod
+    def _stored_progress(stored: Mapping[str, StoredAttempt | None], rerun: set[str]) -> _Progress:
+        progress = _Progress(records={}, verdicts={}, judge_retries={})
+        for problem_id, attempt in stored.items():
+            if attempt is None or problem_id in rerun:
+                continue
+            progress.records[problem_id] = attempt.record
+            if attempt.judge is not None and not attempt.record.infra_failed:
+                progress.verdicts[problem_id] = _arena(attempt.judge)
+                progress.judge_retries[problem_id] = int(attempt.judge.details.get("judge_retries", 0))
+        return progress
+
+    def _judge_again_if_failed(self, progress: _Progress) -> None:
+        """When the stored verdicts say the judge failed for most of the run, ask it again for every
+        verdict it failed (retries allowing): the run is retried, not scored offline."""
+        if not judge_failed(progress.verdicts.values()):
+            return
+        for problem_id, verdict in list(progress.verdicts.items()):
+            retries = progress.judge_retries.get(problem_id, 0)
+            if verdict.offline and verdict.failed_calls and retries < self.infra_retries:
+                progress.verdicts[problem_id] = self._judge(progress.records[problem_id],
+                                                            judge_retries=retries + 1)
+                progress.judge_retries[problem_id] = retries + 1
+
+    def _settle(self, run_id: str, suite: Sequence[Problem], progress: _Progress, recorder: RunRecorder, *,
+                final: bool) -> JudgedRun:
+        infra = [p.id for p in suite if progress.records[p.id].infra_failed]
+        owed = [pid for pid in infra if progress.records[pid].infra_retries < self.infra_retries]
+        judge_down = judge_failed(progress.verdicts.values())
+        judge_owed = judge_down and any(
+            v.offline and v.failed_calls and progress.judge_retries.get(pid, 0) < self.infra_retries
+            for pid, v in progress.verdicts.items())
+        if (owed or judge_owed) and not final:
+            log.warning("suite_run_retries_pending", run_id=run_id, provider_failed=owed,
+                        judge_failed=judge_owed)
+            raise RetriesPending(run_id, owed, judge_owed)
+        if infra:
+            log.error("suite_run_recorded_with_missing_attempts", run_id=run_id, missing=infra,
+                      reason="deadline passed" if owed else "retries spent",
+                      hint="the inference provider failed these attempts: they count neither as successes "
+                           "nor as failures; check the provider (arena_provider_errors in /metrics)")
+        if judge_down:
+            log.error("suite_run_scored_with_failing_judge", run_id=run_id,
+                      reason="deadline passed" if judge_owed else "retries spent",
+                      hint="the judge failed for most of the run: its failed verdicts are the offline rules'")
+        recorder.finish()
+        scored = [p.id for p in suite if p.id not in infra]
+        return JudgedRun(problem_ids=tuple(scored),
+                         successes=tuple(progress.records[pid].score.success for pid in scored),
+                         verdicts=tuple(progress.verdicts[pid] for pid in scored),
+                         labels=dict(recorder.labels), missing=tuple(infra))
+
+    def _judge(self, record: AttemptRecord, *, judge_retries: int = 0) -> JudgeVerdict:
         verdict = self.judge.judge(JudgeInput.from_record(record))
-        self.store.set_judge_verdict(AttemptKey.of(record), stored_verdict(verdict))
+        self.store.set_judge_verdict(AttemptKey.of(record),
+                                     stored_verdict(verdict, judge_retries=judge_retries))
         return verdict

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import structlog
 from bittensor import Wallet
@@ -19,14 +20,20 @@ from arena.chain import Chain, ChainError, Metagraph
 from arena.judge import FinalScore, final_score
 from arena.race import RaceEngine
 from arena.race.events import QualifyingFinished, RaceStarted
-from arena.race.state import Submission
+from arena.race.state import RunningRace, Submission
 from arena.rules_fingerprint import RULES_VERSION
 from arena.submissions.store import FileStore
 from arena.suites import ExposureLedger, exposures
 from arena.suites.public import PublicSuites, RaceSeed, RaceSuite
 from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
-from arena.validator.runs import SuiteRun, defender_run_id, qualifying_suite_name, run_id_for
+from arena.validator.runs import (
+    RetriesPending,
+    SuiteRun,
+    defender_run_id,
+    qualifying_suite_name,
+    run_id_for,
+)
 from arena.weights import WeightRules, WeightVector, compute_weights
 from shoppingbench.problems.models import Problem
 from shoppingbench.sandbox.runner import AgentFile
@@ -40,6 +47,9 @@ class ValidatorConfig(BaseModel):
 
     weight_rules: WeightRules = WeightRules()
     version_key: int = RULES_VERSION
+    race_retry_deadline: timedelta = timedelta(hours=6)
+    """How long after a race starts its runs wait for retries of attempts the inference provider failed
+    (and of a judge that failed for most of a run); after it each run records what it has."""
 
 
 class TickReport(BaseModel):
@@ -98,16 +108,38 @@ class Validator:
         running = self.race.state.running
         if running is not None:
             self._expose_race(running.race_id, running.suite_ids)
-            suite = self._running_suite()
-            for submission_id in self.race.pending_race_runs():
-                result = self._score(self.race.state.submissions[submission_id], "race",
-                                     run_id_for("race", submission_id, running.suite_ids),
-                                     f"race-{running.race_id}", suite)
-                self.race.record_race_result(submission_id, result.score, result.outcomes)
-                report.race_results.append(submission_id)
+            report.race_results = self._race_runs(running)
         report.weights_set_at = self._set_weights_each_tempo(self.metagraph)
         log.info("validator_tick", **report.model_dump())
         return report
+
+    def _race_runs(self, running: RunningRace) -> list[str]:
+        """Run and record each entrant still owing a result; an entrant whose run owes retries waits for a
+        later tick until the race's retry deadline, after which it records what it has, loudly."""
+        suite = self._running_suite()
+        deadline = running.started_at + self.config.race_retry_deadline
+        final = self.race.clock.now() >= deadline
+        recorded: list[str] = []
+        for submission_id in self.race.pending_race_runs():
+            try:
+                result = self._score(self.race.state.submissions[submission_id], "race",
+                                     run_id_for("race", submission_id, running.suite_ids),
+                                     f"race-{running.race_id}", suite, final=final)
+            except RetriesPending as exc:
+                log.warning("race_run_waiting_for_retries", race_id=running.race_id,
+                            submission_id=submission_id, problems=list(exc.problem_ids), judge=exc.judge,
+                            deadline=deadline.isoformat())
+                continue
+            scored = {o.problem_id for o in result.outcomes}
+            missing = [pid for pid in running.suite_ids if pid not in scored]
+            if missing:
+                log.error("race_result_recorded_with_missing_attempts", race_id=running.race_id,
+                          submission_id=submission_id, missing=missing, deadline=deadline.isoformat(),
+                          hint="the inference provider failed these attempts until the deadline or the "
+                               "retry limit: they are not counted against the agent")
+            self.race.record_race_result(submission_id, result.score, result.outcomes)
+            recorded.append(submission_id)
+        return recorded
 
     def known_answers(self) -> frozenset[str]:
         """The target products of this week's practice suite and of every suite generated so far: what
@@ -152,13 +184,18 @@ class Validator:
         ids = [p.id for p in suite]
         self.ledger.record(exposures(ids, "qualifying", sid, self.race.clock.now()))
         name = qualifying_suite_name(sid)
-        score = self._score(submission, "qualifying", run_id_for("qualifying", sid, ids), name, suite)
-        reign = self.race.state.reign
-        winner_score = None
-        if reign is not None:
-            winner = self.race.state.submissions[reign.submission_id]
-            winner_score = self._score(winner, "qualifying", defender_run_id(winner.code_hash), name,
-                                       suite).score
+        try:
+            score = self._score(submission, "qualifying", run_id_for("qualifying", sid, ids), name, suite)
+            reign = self.race.state.reign
+            winner_score = None
+            if reign is not None:
+                winner = self.race.state.submissions[reign.submission_id]
+                winner_score = self._score(winner, "qualifying", defender_run_id(winner.code_hash), name,
+                                           suite).score
+        except RetriesPending as exc:  # the provider or the judge failed: a later tick retries
+            log.warning("qualifying_waiting_for_retries", submission_id=sid, run_id=exc.run_id,
+                        problems=list(exc.problem_ids), judge=exc.judge)
+            return None
         return self.race.record_qualifying(sid, score.score, winner_score=winner_score)
 
     def _running_suite(self) -> tuple[Problem, ...]:
@@ -220,7 +257,7 @@ class Validator:
             self.ledger.record(exposures(sorted(missing), "race", race_id, self.race.clock.now()))
 
     def _score(self, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
-               suite: Sequence[Problem]) -> FinalScore:
+               suite: Sequence[Problem], *, final: bool = False) -> FinalScore:
         path = self.files.path(submission.code_hash)
         if not path.exists():
             # Our gate stores every accepted file before recording it; a missing one is lost storage.
@@ -228,7 +265,8 @@ class Validator:
             return final_score(0.0, [])
         return self.runs.score(
             kind=kind, run_id=run_id, suite_name=suite_name, agent=AgentFile.read(path),
-            hotkey=submission.hotkey, submitted_at=submission.submitted_at.timestamp(), suite=suite)
+            hotkey=submission.hotkey, submitted_at=submission.submitted_at.timestamp(), suite=suite,
+            final=final)
 
     def _set_weights_each_tempo(self, metagraph: Metagraph) -> int | None:
         epoch = metagraph.block // self.chain.tempo()

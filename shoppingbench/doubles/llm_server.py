@@ -13,6 +13,12 @@ test talks to it exactly as it would to a real endpoint:
 - Errors as OpenAI sends them, ``{"error": {"message", "type", "param", "code"}}``: 401 for a missing
   or wrong key (when the server has one), 404 for a model it does not serve, 400 for a malformed
   body, and whatever status the policy asks for (429, 500, ...) to rehearse outages.
+- Failures on command (:class:`Faults`, also ``POST /admin/faults`` and ``DELETE /admin/faults``):
+  fail the next K calls (optionally after N good ones), or every call until cleared, in one of the
+  three ways a hosted provider fails: an OpenAI-style 5xx error (``{"error": {...,"type":
+  "server_error"}}``, 503 by default, as OpenAI and vLLM answer when overloaded), a hang (no answer for
+  ``hang_s`` seconds: the client's timeout fires first), or a dropped connection (the response starts,
+  then the connection closes mid-body, as a crashed upstream or a reset load balancer leaves it).
 
 What a reply says is decided by a *policy*, a plain function of the request body. Token counts come
 from a simple word-and-punctuation split, a deterministic stand-in for a tokenizer; ``max_tokens``
@@ -29,10 +35,10 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -54,6 +60,63 @@ class StubReply:
 
 Policy = Callable[[dict[str, Any]], StubReply]
 """Decides the reply from the parsed chat-completions request body."""
+
+FaultKind = Literal["status", "hang", "drop"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How one call fails: an error ``status`` (5xx), a hang of ``hang_s`` s, or a dropped connection."""
+
+    kind: FaultKind = "status"
+    status: int = 503
+    hang_s: float = 30.0
+
+
+class Faults:
+    """Provider failures on command, decided per chat-completions call in arrival order. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plan: list[Fault | None] = []
+        self._always: Fault | None = None
+        self.failed = 0
+        """Calls failed so far."""
+
+    def fail_next(self, count: int, fault: Fault | None = None, *, after: int = 0) -> None:
+        """Let ``after`` calls through, then fail ``count`` calls with ``fault`` (a 503 by default); queued
+        behind any plan not yet played."""
+        with self._lock:
+            self._plan.extend([None] * after + [fault or Fault()] * count)
+
+    def outage(self, fault: Fault | None = None) -> None:
+        """Fail every call with ``fault`` (a 503 by default) until :meth:`clear`."""
+        with self._lock:
+            self._always = fault or Fault()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plan.clear()
+            self._always = None
+
+    def take(self) -> Fault | None:
+        """The fault of the call that just arrived, if it is to fail."""
+        with self._lock:
+            fault = self._plan.pop(0) if self._plan else self._always
+            self.failed += fault is not None
+            return fault
+
+
+async def _failed(fault: Fault) -> Response:
+    if fault.kind == "hang":
+        await asyncio.sleep(fault.hang_s)
+        return _error(504, "The upstream did not answer in time.", "server_error")
+    if fault.kind == "drop":
+        async def cut_off() -> AsyncIterator[bytes]:
+            yield b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"ind'
+            raise ConnectionResetError("the double drops the connection mid-answer")
+        return StreamingResponse(cut_off(), media_type="application/json")
+    return _error(fault.status, "The server is overloaded or not ready yet.", "server_error")
 
 
 def count_tokens(text: str) -> int:
@@ -99,14 +162,17 @@ def _tool_call_entries(calls: list[dict[str, Any]], ids: itertools.count[int]) -
     return entries
 
 
-def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] | None = None) -> FastAPI:
+def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] | None = None,
+               faults: Faults | None = None) -> FastAPI:
     """The server. ``models`` lists the served models (any name is accepted when it is ``None``);
-    with ``api_key`` every request must carry ``Authorization: Bearer <api_key>``.
+    with ``api_key`` every request must carry ``Authorization: Bearer <api_key>``; ``faults`` (also
+    ``app.state.faults``) fails calls on command.
 
     ``app.state.requests`` keeps every well-formed request body received, in order, for assertions.
     """
     app = FastAPI(title="OpenAI-compatible test double", docs_url=None, redoc_url=None)
     app.state.requests = []
+    app.state.faults = faults = faults or Faults()
     lock = threading.Lock()
     ids = itertools.count()
 
@@ -123,6 +189,8 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
         served = models or ["stub"]
         return JSONResponse({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in served]})
+
+    _mount_fault_commands(app, faults, unauthorised)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -143,6 +211,9 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
                           "model_not_found")
         with lock:
             app.state.requests.append(body)
+        fault = faults.take()
+        if fault is not None:
+            return await _failed(fault)
         reply = await asyncio.to_thread(policy, body)
         if reply.delay_s > 0:
             await asyncio.sleep(reply.delay_s)
@@ -152,6 +223,40 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
         return _completion(body, reply, next(ids), ids)
 
     return app
+
+
+def _mount_fault_commands(app: FastAPI, faults: Faults,
+                          unauthorised: Callable[[Request], JSONResponse | None]) -> None:
+    """``POST /admin/faults`` and ``DELETE /admin/faults``: :class:`Faults` over HTTP."""
+    @app.post("/admin/faults")
+    async def command_faults(request: Request) -> Response:
+        """``{"count": K, "after": N, "kind": "status"|"hang"|"drop", "status": 503, "hang_s": 30}``, or
+        ``{"always": true, ...}`` for an outage until ``DELETE /admin/faults``."""
+        refused = unauthorised(request)
+        if refused is not None:
+            return refused
+        try:
+            body = orjson.loads(await request.body())
+            if body.get("kind", "status") not in ("status", "hang", "drop"):
+                raise ValueError(f"unknown kind {body.get('kind')!r}")
+            fault = Fault(kind=body.get("kind", "status"), status=int(body.get("status", 503)),
+                          hang_s=float(body.get("hang_s", 30.0)))
+            count, after = int(body.get("count", 1)), int(body.get("after", 0))
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
+            raise HTTPException(400, f"not a fault command: {exc}") from exc
+        if body.get("always"):
+            faults.outage(fault)
+        else:
+            faults.fail_next(count, fault, after=after)
+        return JSONResponse({"ok": True})
+
+    @app.delete("/admin/faults")
+    async def clear_faults(request: Request) -> Response:
+        refused = unauthorised(request)
+        if refused is not None:
+            return refused
+        faults.clear()
+        return JSONResponse({"ok": True})
 
 
 def _completion(body: dict[str, Any], reply: StubReply, number: int,

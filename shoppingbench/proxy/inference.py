@@ -8,10 +8,16 @@ against the budgets (``budgets.Ledger``: 429 when a budget is spent or too many 
 in flight), sets the configured ``forced_params`` (e.g. a sampling temperature) and the ``max_tokens``
 the budget granted, and forwards the rest unchanged to ``{base_url}/chat/completions`` (vLLM, a hosted
 API, or the test stub). The upstream's answer goes back to the agent byte for byte.
+
+A failure of the upstream itself, a 5xx answer, a timeout or a failed or dropped connection (502 to the
+agent), is marked on the call's log entry as its ``provider_error`` (``http_5xx``, ``timeout``,
+``connection``) and counted in the provider's health (``health.py``); the proxy's own refusals (400,
+403, 429, 503 without an endpoint) and the upstream's 4xx are not provider errors.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +27,8 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from shoppingbench.proxy.budgets import InferenceBudgets, Ledger, Refusal, Reservation, Spending
+from shoppingbench.proxy.health import observe_call
+from shoppingbench.records import ProviderErrorKind
 
 log = structlog.get_logger(__name__)
 
@@ -210,12 +218,25 @@ class InferenceForwarder:
         for name in named or ["max_tokens"]:
             forwarded[name] = admitted.max_tokens
         fields["params"] = {k: v for k, v in forwarded.items() if k != "messages"}
+        started = time.perf_counter()
+        outcome = await self._post(forwarded, fields)
+        kind = outcome.log_fields.get("provider_error")
+        observe_call("inference", seconds=time.perf_counter() - started, error=kind, at=time.time())
+        return outcome
+
+    async def _post(self, forwarded: dict[str, Any], fields: dict[str, Any]) -> InferenceOutcome:
+        assert self._client is not None
         try:
             response = await self._client.post("/chat/completions", content=orjson.dumps(forwarded),
                                                headers={"Content-Type": "application/json"})
         except httpx.HTTPError as exc:
-            log.warning("inference_upstream_failed", error=repr(exc))
-            return _error(502, f"inference upstream failed: {type(exc).__name__}: {exc}", fields)
+            kind = transport_error_kind(exc)
+            log.warning("inference_upstream_failed", error=repr(exc), provider_error=kind)
+            return _error(502, f"inference upstream failed: {type(exc).__name__}: {exc}",
+                          {**fields, "provider_error": kind})
+        if response.status_code >= 500:
+            fields["provider_error"] = "http_5xx"
+            log.warning("inference_upstream_failed", status=response.status_code, provider_error="http_5xx")
         try:
             answer = orjson.loads(response.content)
         except orjson.JSONDecodeError:
@@ -225,3 +246,9 @@ class InferenceForwarder:
         if response.status_code >= 400:
             fields["error"] = f"inference upstream answered {response.status_code}"
         return InferenceOutcome(response.status_code, response.content, fields)
+
+
+def transport_error_kind(exc: httpx.HTTPError) -> ProviderErrorKind:
+    """A failed exchange with the upstream as a provider error: ``timeout`` (connect, read, write or pool
+    timeout) or ``connection`` (refused, reset, dropped mid-answer, unreadable)."""
+    return "timeout" if isinstance(exc, httpx.TimeoutException) else "connection"

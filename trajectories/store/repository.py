@@ -77,7 +77,7 @@ CONTEXT_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
     "reference_success", "gt", "rule",
     "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
     "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
-    "filter_label", "filter_json", "echoed_completions")]
+    "filter_label", "filter_json", "echoed_completions", "infra_failed")]
 """The attempt columns :meth:`TrajectoryStore.attempts_in_context` reads: all but ``content_hash``."""
 CONTEXT_COLUMNS = [
     PROBLEMS.c.version.label("problem_version"), PROBLEMS.c.suite.label("problem_suite"),
@@ -350,7 +350,7 @@ class TrajectoryStore:
 
     def category_scores(self, kinds: Iterable[RunKind]) -> list[CategoryScore]:
         """Per run of ``kinds``, agent and problem category: attempts, success rate, mean judge quality;
-        by run, then category."""
+        by run, then category. Attempts the inference provider failed are left out (not the agent's)."""
         query = (select(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash, AGENTS.c.hotkey,
                         PROBLEMS.c.category, func.count().label("attempts"),
                         func.sum(cast(ATTEMPTS.c.success, Integer)).label("successes"),
@@ -358,7 +358,7 @@ class TrajectoryStore:
                  .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
                  .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
                  .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash)
-                 .where(RUNS.c.kind.in_(list(kinds)))
+                 .where(RUNS.c.kind.in_(list(kinds)), ATTEMPTS.c.infra_failed.is_not(True))
                  .group_by(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash,
                            AGENTS.c.hotkey, PROBLEMS.c.category)
                  .order_by(ATTEMPTS.c.run_id, PROBLEMS.c.category))

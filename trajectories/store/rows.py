@@ -68,6 +68,7 @@ def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
         "n_inference_calls": len(inference),
         "completion_tokens": min(tokens, INT32_MAX),
         "echoed_completions": len(echoed_calls(record.proxy_log, record.query)),
+        "infra_failed": record.infra_failed,
         "header": header.decode(), "payload": payload, "steps_size": len(steps),
         "proxy_log_size": len(proxy_log),
         "content_hash": digest.hexdigest(),

@@ -124,6 +124,9 @@ class AttemptRow(Base):
     # Completions that only repeated their request (``shoppingbench.echo``, migration 0004): measured
     # from the record when written; NULL on rows stored before the measure (the dumps measure those).
     echoed_completions: Mapped[int | None] = mapped_column(Integer)
+    # The inference provider failed the attempt (migration 0005): not the agent's failure. NULL on rows
+    # stored before the flag.
+    infra_failed: Mapped[bool | None] = mapped_column(Boolean)
 
 
 # The Core tables, for bulk statements that bypass the ORM.

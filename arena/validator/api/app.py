@@ -19,7 +19,7 @@ from arena.validator.api.routes import (
     submissions,
     winner,
 )
-from arena.validator.api.views.monitoring import StateCollector
+from arena.validator.api.views.monitoring import ProviderHealthCollector, StateCollector
 from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
@@ -35,6 +35,7 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
     app.state.view = view
     app.state.registry = registry or CollectorRegistry()
     app.state.registry.register(StateCollector(view))
+    app.state.registry.register(ProviderHealthCollector())
     if gate is not None:
         app.include_router(submissions_router(gate))
     for router in ROUTERS:

@@ -26,7 +26,9 @@ VERIFIED_ANSWER_COLUMNS = ("answer_verified", "reference_success")
 """Added by migration 0003."""
 ECHO_COLUMNS = ("echoed_completions",)
 """Added by migration 0004."""
-HEAD = "0004"
+INFRA_COLUMNS = ("infra_failed",)
+"""Added by migration 0005."""
+HEAD = "0005"
 
 
 def test_an_empty_database_migrates_to_exactly_the_models(store_url: str) -> None:
@@ -61,7 +63,8 @@ def test_a_populated_database_keeps_its_attempts_through_the_upgrade(store_url: 
                                 (RUNS, [{"id": "run-1"}])):
                 connection.execute(insert(table).values(rows))
             old_rows = [{k: v for k, v in encode_attempt(AttemptWrite(record=r)).items()
-                         if k not in (*DERIVED_COLUMNS, *VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS)}
+                         if k not in (*DERIVED_COLUMNS, *VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS,
+                                      *INFRA_COLUMNS)}
                         for r in records]
             connection.execute(insert(ATTEMPTS).values(old_rows))
         with pytest.raises(StoreError, match="dump migrate"):
@@ -115,7 +118,7 @@ def _row_written_before_0003(record: AttemptRecord) -> dict[str, Any]:
     """The row a 0002-era writer stored: no verified-answer columns, and neither the record's header nor
     its proxy log knows the fields added with them (reference score, answer check, tool results)."""
     row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items()
-           if k not in (*VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS)}
+           if k not in (*VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS, *INFRA_COLUMNS)}
     header = blobs.loads(row["header"])
     for name in ("reference_score", "answer_verified"):
         del header[name]
@@ -154,3 +157,34 @@ def test_0003_upgrades_a_0002_database_with_its_rows_readable(store_url: str) ->
     assert all(call.results == [] and call.response_sha256 is None for call in old.proxy_log)
     assert [c.product_ids for c in old.proxy_log] == [c.product_ids for c in record.proxy_log]
     assert old.steps == record.steps and old.score == record.score
+
+
+def test_0005_upgrades_a_0004_database_and_summaries_leave_out_provider_failures(store_url: str) -> None:
+    """Rows written before the flag read back as not infra-failed (NULL column, no header field); an
+    attempt written infra-failed after the upgrade is left out of the per-category scores."""
+    engine = make_engine(store_url)
+    record = react_record()
+    try:
+        upgrade(engine, "0004")
+        row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items() if k not in INFRA_COLUMNS}
+        header = blobs.loads(row["header"])
+        for name in ("infra_failed", "infra_retries"):
+            del header[name]
+        with engine.begin() as connection:
+            connection.execute(insert(PROBLEMS).values(id=record.problem_id, version=1,
+                                                       category=record.category, query="q"))
+            connection.execute(insert(AGENTS).values(code_hash=record.agent_hash))
+            connection.execute(insert(RUNS).values(id=record.run_id, kind="race"))
+            connection.execute(insert(ATTEMPTS).values(row | {"header": blobs.dumps(header).decode()}))
+        upgrade(engine)
+        with engine.connect() as connection:
+            assert connection.execute(select(ATTEMPTS.c.infra_failed)).scalar_one() is None
+    finally:
+        engine.dispose()
+    with TrajectoryStore.open(store_url) as store:
+        stored = store.get_attempt(AttemptKey.of(record))
+        assert stored is not None and stored.record == record and not stored.record.infra_failed
+        (before,) = store.category_scores(["race"])
+        assert before.attempts == 1
+        store.write_attempt(record.model_copy(update={"infra_failed": True}))
+        assert store.category_scores(["race"]) == []

@@ -1,5 +1,6 @@
 """Prometheus metrics of the validator: gauges read from the race log at scrape time, the rules
-fingerprint as an info gauge, and the counters the work loop updates after each tick."""
+fingerprint as an info gauge, the counters the work loop updates after each tick, and the LLM
+providers' health (``shoppingbench.proxy.health``: the agents' inference provider and the judge)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,21 @@ from collections.abc import Iterator
 from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from arena.race.state import SubmissionStatus
 from arena.validator.api.views.view import ArenaView
 from arena.validator.service import TickReport
+from shoppingbench.proxy.health import PROVIDER_REGISTRY
+
+
+class ProviderHealthCollector(Collector):
+    """The process's provider-health metrics (calls, provider errors by kind, latency, last success, per
+    provider), served in the app's registry beside its own."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from PROVIDER_REGISTRY.collect()
 
 
 class StateCollector(Collector):

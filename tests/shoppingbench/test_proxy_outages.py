@@ -1,0 +1,99 @@
+"""Provider failures through the verified proxy: a 5xx, a hang past the timeout and a dropped connection
+of the inference provider are logged as ``provider_error`` calls and counted in the provider's health;
+the proxy's own refusals (budget 429, model 403) and the provider's 4xx are not.
+
+The provider is the OpenAI-compatible test double (``shoppingbench.doubles.llm_server``) under a real
+uvicorn server, failing on command (its ``Faults`` schedule and its ``/admin/faults`` endpoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import generate_latest
+
+from shoppingbench.doubles.llm_server import Fault, Faults, StubReply, create_app
+from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
+from shoppingbench.proxy.health import PROVIDER_REGISTRY
+from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.tools.serving import running_server
+
+TIMEOUT_S = 0.5
+"""The proxy's upstream timeout here; a hang lasts four times as long."""
+
+
+def _policy(body: dict[str, Any]) -> StubReply:
+    return StubReply(content="fine", reasoning="thinking")
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[tuple[str, Faults]]:
+    faults = Faults()
+    with running_server(create_app(_policy, models=["small"], faults=faults)) as url:
+        yield url, faults
+
+
+def _client(proxy: ProxyServer) -> httpx.Client:
+    channel = proxy.channels[0]
+    assert channel.unix_path is not None
+    return httpx.Client(base_url="http://proxy", transport=httpx.HTTPTransport(uds=str(channel.unix_path)),
+                        timeout=30)
+
+
+def _chat(client: httpx.Client, model: str = "small") -> int:
+    return client.post("/inference/chat/completions",
+                       json={"model": model, "messages": [{"role": "user", "content": "hi"}]}).status_code
+
+
+def _metric(name: str, **labels: str) -> float:
+    value = PROVIDER_REGISTRY.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def test_provider_failures_are_classified_and_refusals_are_not(
+        small_engine: BM25SearchEngine, provider: tuple[str, Faults]) -> None:
+    url, faults = provider
+    config = InferenceConfig(base_url=f"{url}/v1", models=["small", "other"], timeout_s=TIMEOUT_S,
+                             budgets=InferenceBudgets(attempt_calls=6))
+    before = {kind: _metric("arena_provider_errors_total", provider="inference", kind=kind)
+              for kind in ("http_5xx", "timeout", "connection")}
+    calls_before = _metric("arena_provider_calls_total", provider="inference")
+    faults.fail_next(1, Fault(kind="status", status=503))
+    faults.fail_next(1, Fault(kind="hang", hang_s=4 * TIMEOUT_S))
+    faults.fail_next(1, Fault(kind="drop"))
+    with ProxyServer(small_engine, config, channels=1) as proxy, _client(proxy) as client:
+        proxy.begin(0, "run", "p1")
+        statuses = [_chat(client) for _ in range(4)]  # 503, hang, drop, then an answer
+        statuses.append(_chat(client, model="other"))  # the provider's own 404 for a model it lacks
+        statuses.append(_chat(client, model="forbidden"))  # the proxy's allowlist: 403
+        statuses += [_chat(client) for _ in range(2)]  # the 7th call is over the budget: 429
+        calls = proxy.end(0)
+    assert statuses == [503, 502, 502, 200, 404, 403, 200, 429]
+    assert [c.provider_error for c in calls] == ["http_5xx", "timeout", "connection", None, None, None, None,
+                                                 None]
+    assert calls[4].error == "inference upstream answered 404"
+    for kind in ("http_5xx", "timeout", "connection"):
+        assert _metric("arena_provider_errors_total", provider="inference", kind=kind) == before[kind] + 1
+    # Forwarded calls only: the proxy's own refusals never reach the provider.
+    assert _metric("arena_provider_calls_total", provider="inference") == calls_before + 6
+    assert _metric("arena_provider_last_success_timestamp_seconds", provider="inference") > 0
+    assert b"arena_provider_latency_seconds_bucket" in generate_latest(PROVIDER_REGISTRY)
+
+
+def test_the_double_takes_fault_commands_over_http(provider: tuple[str, Faults]) -> None:
+    url, faults = provider
+    with httpx.Client(base_url=url, timeout=10) as client:
+        assert client.post("/admin/faults", json={"count": 1, "after": 1, "status": 500}).status_code == 200
+        body = {"model": "small", "messages": [{"role": "user", "content": "hi"}]}
+        first, second, third = (client.post("/v1/chat/completions", json=body) for _ in range(3))
+        assert (first.status_code, second.status_code, third.status_code) == (200, 500, 200)
+        assert second.json()["error"]["type"] == "server_error"
+        assert client.post("/admin/faults", json={"always": True, "status": 502}).status_code == 200
+        assert [client.post("/v1/chat/completions", json=body).status_code for _ in range(2)] == [502, 502]
+        assert client.delete("/admin/faults").status_code == 200
+        assert client.post("/v1/chat/completions", json=body).status_code == 200
+        assert client.post("/admin/faults", content=b"junk").status_code == 400
+    faults.clear()
