@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
@@ -19,6 +20,7 @@ from arena.validator.api.routes import (
     submissions,
     winner,
 )
+from arena.validator.api.site.pages import STATIC_DIR
 from arena.validator.api.views.monitoring import StateCollector
 from arena.validator.api.views.view import ArenaView
 
@@ -39,4 +41,5 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
         app.include_router(submissions_router(gate))
     for router in ROUTERS:
         app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
