@@ -3,20 +3,18 @@ page renders from real data, with no request leaving the host."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 
 from arena.race.state import RaceState
 from arena.validator.api import ArenaView
-from tests.arena.validator.site_support import BrowserPage, screenshot
+from tests.arena.validator.site_support import BrowserPage
 
 pytestmark = pytest.mark.browser
 
 
 def test_the_leaderboard_renders_styled_with_the_race_and_no_request_leaves_the_host(
-    site_url: str, site_view: ArenaView, browser_page: BrowserPage, screenshots_tmp: Path
+    site_url: str, site_view: ArenaView, browser_page: BrowserPage
 ) -> None:
     state: RaceState = site_view.state()
     assert state.last_race is not None
@@ -32,7 +30,6 @@ def test_the_leaderboard_renders_styled_with_the_race_and_no_request_leaves_the_
     requests = browser_page.requests
     requests.assert_loopback_only()
     assert any(url.endswith("/static/site.css") for url in requests.seen)
-    screenshot(page, "foundation", screenshots_tmp)
 
 
 def test_the_stylesheet_is_served_from_the_package_with_cache_headers(site_url: str) -> None:
