@@ -56,6 +56,7 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         registry = CollectorRegistry()
         rules = validator_rules(settings, plan=validator.suites.plan, sources=sources)
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,
-                         rules=rules, race_rules=settings.race_rules())
+                         rules=rules, race_rules=settings.race_rules(),
+                         dumps_dir=settings.dumps_root())
         api = create_app(view, gate=gate, registry=registry)
         yield ValidatorStack(validator=validator, api=api, metrics=TickMetrics(registry), rules=rules)

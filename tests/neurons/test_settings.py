@@ -52,6 +52,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_INFERENCE_RUN_CALLS": ("70", 70),
     "ARENA_INFERENCE_RUN_TOKENS": ("90000", 90_000),
     "ARENA_STORE_URL": ("postgresql+psycopg://u@db:5432/store", "postgresql+psycopg://u@db:5432/store"),
+    "ARENA_DUMPS_DIR": ("/srv/dumps", Path("/srv/dumps")),
     "ARENA_CHAIN": ("finney", "finney"),
     "ARENA_NETUID": ("5", 5),
     "ARENA_CHAIN_DB": ("/srv/chain.sqlite3", Path("/srv/chain.sqlite3")),

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 from arena.submissions import SubmissionGate, submissions_router
 from arena.validator.api.routes import (
     code,
+    dumps,
     embargo,
     health,
     leaderboard,
@@ -25,7 +26,7 @@ from arena.validator.api.views.monitoring import StateCollector
 from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
-           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router)
+           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router, dumps.router)
 """In the order their paths are listed in the OpenAPI document."""
 
 

@@ -24,7 +24,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -40,6 +40,7 @@ from arena.validator.assemble import agent_files_dir
 from neurons.network_demo import run_network_demo
 from shoppingbench.sample_world import SampleWorld
 from tests.sandbox_support import UID_BASE
+from trajectories.dumps import DumpWindow, export_dump
 from trajectories.store import TrajectoryStore
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class DemoSite:
     settings: ArenaSettings
     finished_at: datetime
     output: str
+    dumps: Path | None = None
+    """The demo's daily dumps (``dump export`` of each day with attempts), which the site serves."""
 
 
 def build_demo_site(root: Path, world: SampleWorld) -> DemoSite:
@@ -111,9 +114,35 @@ def build_demo_site(root: Path, world: SampleWorld) -> DemoSite:
         database.dispose()
     assert state.last_race is not None, "the network demo finished no race"
     output = console.file.getvalue()  # type: ignore[attr-defined]
-    return DemoSite(
-        root=root, home=home, settings=own, finished_at=state.last_race.finished_at, output=output
+    own = own.model_copy(update={"dumps_dir": root / "dumps"})
+    export_demo_days(
+        own,
+        first=state.last_race.finished_at.date() - timedelta(days=3),
+        last=state.last_race.finished_at.date(),
     )
+    return DemoSite(
+        root=root,
+        home=home,
+        settings=own,
+        finished_at=state.last_race.finished_at,
+        output=output,
+        dumps=own.dumps_root(),
+    )
+
+
+def export_demo_days(settings: ArenaSettings, *, first: date, last: date) -> list[date]:
+    """``dump export`` of each day in ``first..last`` whose attempts the demo stored, into the settings'
+    dumps folder (as the validator's operator runs it); the days exported."""
+    exported = []
+    with TrajectoryStore.open(settings.trajectory_store_url()) as store:
+        day = first
+        while day <= last:
+            window = DumpWindow.day(day)
+            if store.attempt_ids(window.since.timestamp(), window.until.timestamp()):
+                export_dump(store, window, settings.dumps_root() / day.isoformat(), progress=False)
+                exported.append(day)
+            day += timedelta(days=1)
+    return exported
 
 
 @contextmanager
@@ -130,6 +159,7 @@ def open_site_view(site: DemoSite, clock: ManualClock) -> Iterator[ArenaView]:
             files=FileStore(agent_files_dir(site.settings)),
             clock=clock,
             race_rules=site.settings.race_rules(),
+            dumps_dir=site.dumps,
         )
 
 

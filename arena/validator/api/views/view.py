@@ -8,6 +8,7 @@ store, and the rules fingerprint the validator was assembled under. Nothing here
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -23,7 +24,8 @@ from trajectories.store import TrajectoryStore
 @dataclass
 class ArenaView:
     """Read-only access to what the validator recorded, and the rules it runs (``rules`` ``None``: not
-    given; ``race_rules``: the race's, for what a challenger must beat, the defaults unless given)."""
+    given; ``race_rules``: the race's, for what a challenger must beat, the defaults unless given;
+    ``dumps_dir``: the daily dumps the site lists and serves, none unless given)."""
 
     events: EventStore
     store: TrajectoryStore
@@ -31,6 +33,7 @@ class ArenaView:
     clock: Clock
     rules: RulesFingerprint | None = None
     race_rules: RaceRules = field(default_factory=RaceRules)
+    dumps_dir: Path | None = None
     _log: FollowedHistory = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
