@@ -128,3 +128,12 @@ def test_pages_are_autoescaped_and_the_filters_format() -> None:
         "0m",
         "-",
     )
+
+
+def test_a_fixed_x_range_places_points_within_it() -> None:
+    svg = line_chart([Series("s", [(10.0, 0.5)])], title="t", x_range=(0.0, 10.0))
+    circle = parse(svg).find(f".//{SVG}circle")
+    plot = next(r for r in parse(svg).iter(f"{SVG}rect") if r.get("class") == "plot")
+    assert circle is not None
+    right_edge = float(plot.get("x", "0")) + float(plot.get("width", "0"))
+    assert float(circle.get("cx", "0")) == right_edge  # the last day of the window is the right edge

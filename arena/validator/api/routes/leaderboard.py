@@ -25,12 +25,13 @@ router = APIRouter()
 
 
 def score_chart(past: LeaderboardHistory) -> Markup:
-    """Race scores per day: the winner, the best challenger and the field's median."""
+    """Race scores per day over the window: the winner, the best challenger and the field's median."""
     races = sorted(past.items, key=lambda r: r.day)
 
     def line(name: str, values: list[tuple[date, float | None]]) -> Series:
         return Series(name, [(d.toordinal(), v) for d, v in values if v is not None])
 
+    window = [past.since + timedelta(days=n) for n in range(past.days)]
     return line_chart(
         [
             line("winner", [(r.day, r.winner_score) for r in races]),
@@ -38,7 +39,8 @@ def score_chart(past: LeaderboardHistory) -> Markup:
             line("field median", [(r.day, r.field_median) for r in races]),
         ],
         title=f"Race scores per day, last {past.days} days",
-        x_ticks=day_ticks([r.day for r in races]),
+        x_ticks=day_ticks(window),
+        x_range=(past.since.toordinal(), past.until.toordinal()),
     )
 
 

@@ -84,8 +84,10 @@ def line_chart(
     height: int = 240,
     y_range: tuple[float, float] | None = (0.0, 1.0),
     x_ticks: Sequence[tuple[float, str]] = (),
+    x_range: tuple[float, float] | None = None,
 ) -> Markup:
-    """Lines of ``series`` on shared axes (``y_range`` None: fitted to the data), with a legend."""
+    """Lines of ``series`` on shared axes (``y_range``, ``x_range`` None: fitted to the data), with a
+    legend."""
     top, right, bottom, left = MARGIN
     points = [p for s in series for p in s.points]
     body = [
@@ -94,7 +96,7 @@ def line_chart(
     ]
     if not points:
         return _frame(width, height, title, [*body, _no_data(width, height)], "line-chart")
-    x0, x1 = _span([x for x, _ in points], None)
+    x0, x1 = _span([x for x, _ in points], x_range)
     y0, y1 = _span([y for _, y in points], y_range)
 
     def at(x: float, y: float) -> str:
