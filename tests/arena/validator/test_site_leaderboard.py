@@ -30,11 +30,15 @@ T0 = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)  # a Monday
 
 @dataclass(frozen=True)
 class EngineLog:
-    """A race log the real engine wrote: alice wins day one, ``challenger`` takes the crown on day two."""
+    """A race log the real engine wrote: alice wins day one, ``HOSTILE`` takes the crown on day two; the
+    engine and its store stay open to write more."""
 
     view: ArenaView
     clock: ManualClock
     ids: dict[str, str]
+    engine: RaceEngine
+    events: MemoryEventStore
+    problems: list[str]
 
 
 def _race(
@@ -79,7 +83,7 @@ def engine_log(tmp_path: Path) -> Iterator[EngineLog]:
         clock.advance(timedelta(hours=17 if day == 0 else 5))  # day two ends at 21:00, under embargo
     engine.submit("mallory", "m-code", Rejection(kind="integrity", reason=f"embedded text {HOSTILE}"))
     view = ArenaView(events=events, store=store, files=FileStore(tmp_path / "agents"), clock=clock)
-    yield EngineLog(view=view, clock=clock, ids=ids)
+    yield EngineLog(view=view, clock=clock, ids=ids, engine=engine, events=events, problems=problems)
     store.close()
 
 
@@ -149,6 +153,25 @@ def test_what_a_challenger_must_beat_follows_the_rules_and_the_clock(engine_log:
     assert challenge["last_lead_lower_bound"] > challenge["last_required_margin"]  # it was promoted
     until = view.state().embargoed[reign.submission_id]
     assert board["embargo_remaining_s"] == (until - clock.now()).total_seconds() > 0
+
+
+def test_the_history_follows_the_growing_log_as_a_full_replay_would(engine_log: EngineLog) -> None:
+    """Each request folds in only the new events; the history then equals one built from scratch."""
+    view, engine, clock = engine_log.view, engine_log.engine, engine_log.clock
+    with running_server(create_app(view)) as url, httpx.Client(base_url=url) as http:
+        before = http.get("/api/leaderboard/history").json()
+        assert before["total"] == 2
+        carol = engine.submit("carol", "carol-code", commitment_block=2).submission_id
+        assert carol is not None and engine.record_qualifying(carol, 0.9, winner_score=0.1).qualified
+        clock.advance(timedelta(hours=11))  # Wednesday 08:00, before the slot
+        _race(engine, clock, "0xseed2", engine_log.problems, {"carol": "0" * 30, HOSTILE: "1" * 30})
+        after = http.get("/api/leaderboard/history").json()
+        board = http.get("/api/leaderboard").json()
+    assert [d["day"] for d in after["items"]] == ["2026-11-18", "2026-11-17", "2026-11-16"]
+    assert after["items"][0]["winner_hotkey"] == HOSTILE and after["items"][0]["promoted"] is False
+    assert [s["hotkey"] for s in board["items"]] == [HOSTILE, "carol"]
+    fresh = ArenaView(events=engine_log.events, store=view.store, files=view.files, clock=clock)
+    assert fresh.followed() == view.followed()  # folding forward equals a full replay
 
 
 def challenge_age(board: dict[str, Any]) -> float:
