@@ -60,7 +60,8 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         registry = CollectorRegistry()
         rules = validator_rules(settings, plan=validator.suites.plan, sources=sources)
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,
-                         rules=rules)
+                         rules=rules, race_rules=settings.race_rules(),
+                         dumps_dir=settings.dumps_root())
         api = create_app(view, gate=gate, registry=registry)
         peers = PeerWatch(chain=chain, hotkey=hotkey, rules=rules, tolerance=settings.peer_weight_tolerance,
                           timeout_s=settings.peer_timeout_s, check_blocks=settings.peer_check_blocks)

@@ -87,6 +87,12 @@ def _store_url(store_url: str | None) -> str:
     return store_url or ResearchSettings().trajectory_store_url()
 
 
+def _dumps_root() -> Path:
+    from neurons.settings import ResearchSettings
+
+    return ResearchSettings().dumps_root()
+
+
 def _open(store_url: str | None) -> TrajectoryStore:
     try:
         return TrajectoryStore.open(_store_url(store_url), migrate=False)
@@ -97,8 +103,9 @@ def _open(store_url: str | None) -> TrajectoryStore:
 
 @app.command()
 def export(
-    out: Annotated[Path, typer.Option(
-        "--out", help="Directory to write the dump into (must not exist or be empty)")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Directory to write the dump into (must not exist or be empty); default "
+                      "$ARENA_DUMPS_DIR/DAY (the folder the validator's site serves at /dumps)")] = None,
     day: DayOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
@@ -132,6 +139,7 @@ def export(
         split_rule=SplitRule(held_out_fraction=held_out_fraction, salt=split_salt,
                              held_out_clusters=_held_out(held_out_clusters)),
         filter=_filter_config(filter_config), jsonl=jsonl, rows_per_file=rows_per_file)
+    out = out or _dumps_root() / window.label
     with _open(store_url) as store:
         try:
             manifest = export_dump(store, window, out, options=options, progress=progress,

@@ -92,6 +92,16 @@ def test_the_store_url_comes_from_the_environment(sqlite_url: str, tmp_path: Pat
     assert "27 attempts" in output
 
 
+def test_without_out_a_day_goes_to_the_dumps_folder_the_site_serves(sqlite_url: str, tmp_path: Path) -> None:
+    _fill(sqlite_url)
+    dumps = tmp_path / "dumps"
+    code, output = _invoke("export", "--day", DAY, "--no-progress",
+                           env={"ARENA_STORE_URL": sqlite_url, "ARENA_DUMPS_DIR": str(dumps)})
+    assert code == 0, output
+    assert f"{DAY}: 27 attempts -> {dumps / DAY}" in output
+    assert (dumps / DAY / "manifest.json").is_file()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--day", DAY, "--since", "2026-09-21"], "either --day or --since/--until"),
     (["--since", "2026-09-21"], "both --since and --until"),

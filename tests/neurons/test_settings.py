@@ -21,8 +21,9 @@ from shoppingbench.settings import HarnessSettings
 REPO = Path(__file__).resolve().parents[2]
 ROOTS: tuple[type[HarnessSettings], ...] = (HarnessSettings, ArenaSettings, ChainSettings, ResearchSettings,
                                             ValidatorSettings)
-# Documented, but read elsewhere: the teacher's key is named by a training config (``api_key_env``).
-NOT_SETTINGS = {"ARENA_TEACHER_API_KEY"}
+# Documented, but read elsewhere: the teacher's key is named by a training config (``api_key_env``); the
+# site's browser tests write the README's screenshots when ARENA_UPDATE_SCREENSHOTS=1 (a test switch).
+NOT_SETTINGS = {"ARENA_TEACHER_API_KEY", "ARENA_UPDATE_SCREENSHOTS"}
 SCHEDULE = '[{"from_day": "2026-11-16", "version": "sbgen-1"}]'
 # name: (value in the environment, the value the settings then hold), none of them a default
 SAMPLES: dict[str, tuple[str, Any]] = {
@@ -59,6 +60,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_INFERENCE_RUN_CALLS": ("70", 70),
     "ARENA_INFERENCE_RUN_TOKENS": ("90000", 90_000),
     "ARENA_STORE_URL": ("postgresql+psycopg://u@db:5432/store", "postgresql+psycopg://u@db:5432/store"),
+    "ARENA_DUMPS_DIR": ("/srv/dumps", Path("/srv/dumps")),
     "ARENA_CHAIN": ("finney", "finney"),
     "ARENA_NETUID": ("5", 5),
     "ARENA_CHAIN_DB": ("/srv/chain.sqlite3", Path("/srv/chain.sqlite3")),

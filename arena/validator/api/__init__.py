@@ -1,9 +1,11 @@
 """The validator's public HTTP API: race state, qualifiers, winner, scores, embargo, published code,
-the rules fingerprint (``/rules``), a server-rendered leaderboard, ``/metrics`` (Prometheus) and
-``/health``; plus the submissions router.
+the rules fingerprint (``/rules``), ``/metrics`` (Prometheus) and ``/health``; plus the submissions
+router; and the public site: server-rendered pages (the leaderboard at ``/``, the dumps index at
+``/dumps``) with their JSON under ``/api/``.
 
 ``create_app`` (``app.py``) mounts one router per resource (``routes/``) over an :class:`ArenaView`
-(``view.py``); the leaderboard page is ``templates/leaderboard.html``.
+(``views/view.py``); pages are ``templates/*.html`` rendered by ``site/pages.py``, styled by
+``static/site.css``.
 """
 
 from arena.validator.api.app import create_app

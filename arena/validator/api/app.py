@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
 from arena.validator.api.routes import (
     code,
+    dumps,
     embargo,
     health,
     leaderboard,
@@ -19,11 +21,12 @@ from arena.validator.api.routes import (
     submissions,
     winner,
 )
+from arena.validator.api.site.pages import STATIC_DIR
 from arena.validator.api.views.monitoring import ProviderHealthCollector, StateCollector
 from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
-           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router)
+           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router, dumps.router)
 """In the order their paths are listed in the OpenAPI document."""
 
 
@@ -40,4 +43,5 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
         app.include_router(submissions_router(gate))
     for router in ROUTERS:
         app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
