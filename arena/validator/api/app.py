@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
 from arena.validator.api.routes import (
+    attempts,
     code,
     embargo,
     health,
@@ -17,6 +18,7 @@ from arena.validator.api.routes import (
     race,
     rules,
     scores,
+    submission_pages,
     submissions,
     winner,
 )
@@ -25,7 +27,8 @@ from arena.validator.api.views.monitoring import StateCollector
 from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
-           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router)
+           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router,
+           submission_pages.router, attempts.router)
 """In the order their paths are listed in the OpenAPI document."""
 
 
