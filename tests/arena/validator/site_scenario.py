@@ -3,9 +3,9 @@ engine writes the SQL race log, the trajectory store (SQLite) holds synthetic at
 agents' by ``trajectories.doubles.synthetic``) under the run and suite names the validator uses.
 
 alice qualifies and wins the race of 2026-11-18 (promoted, code under embargo until the next day);
-bob has submitted and his qualifying run has stored attempts but is not scored (hidden); alice's agent
-also has held-out attempts (never shown). One race attempt of alice's carries ``XSS`` in its reasoning
-and in a tool result.
+bob has submitted and his qualifying run has stored attempts but is not scored (hidden); carol's file was
+rejected by static analysis; alice's agent also has held-out attempts (never shown). One race attempt of
+alice's carries ``XSS`` in its reasoning and in a tool result, and claims a search the proxy never saw.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from arena.judge import ProblemOutcome
-from arena.race import ManualClock, RaceEngine, RaceRules, SqlEventStore
+from arena.race import ManualClock, RaceEngine, RaceRules, Rejection, SqlEventStore
+from arena.race.state import submission_id
 from arena.storage import open_database
 from arena.submissions.store import FileStore
 from arena.validator.api import ArenaView
 from arena.validator.runs import qualifying_suite_name, run_id_for
 from shoppingbench.records import AttemptRecord, ReturnedProduct
+from shoppingbench.submission_check import check_agent
 from trajectories.doubles.synthetic import make_attempt, make_problems
 from trajectories.filter import label_attempt
 from trajectories.store import AttemptKey, AttemptWrite, JudgeVerdict, RunEntry, RunKind, TrajectoryStore
@@ -32,6 +34,8 @@ from trajectories.store import AttemptKey, AttemptWrite, JudgeVerdict, RunEntry,
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
 RACE_DAY = "2026-11-18"
 XSS = "<script>alert(1)</script>"
+INVENTED = "A product the agent invented"
+CAROL_CODE = b"import socket\n\n\ndef agent_main(problem):\n    return []\n"
 ALICE_CODE = b"def agent_main(problem):\n    # pick the <b>cheapest</b>\n    return []\n"
 
 
@@ -42,6 +46,7 @@ class Scenario:
     clock: ManualClock
     alice: str
     bob: str
+    carol: str
     attempts: dict[str, list[int]] = field(default_factory=dict)
     """Attempt ids by part: ``qualifying``, ``race``, ``xss``, ``held_out``, ``bob``."""
 
@@ -50,8 +55,18 @@ class Scenario:
 
 
 def _xss(record: AttemptRecord) -> AttemptRecord:
+    """``XSS`` in the first step's reasoning and in a tool result the proxy logged; and a search the
+    agent's steps claim with an invented result, which the proxy never saw."""
     steps: list[Any] = copy.deepcopy(record.steps)
-    steps[0]["completion"]["message"]["think"] = f"I think {XSS} is best"
+    message = steps[0]["completion"]["message"]
+    message["think"] = f"I think {XSS} is best"
+    message["tool_call"].append(
+        {
+            "name": "find_product",
+            "parameters": {"q": "never searched"},
+            "result": [{"product_id": "invented", "title": INVENTED}],
+        }
+    )
     calls = list(record.proxy_log)
     first = next(i for i, c in enumerate(calls) if c.kind == "search")
     calls[first] = calls[first].model_copy(
@@ -102,7 +117,8 @@ def _write(
     return sorted(a.id for a in (store.get_attempt(AttemptKey(*k)) for k in keys) if a is not None)
 
 
-def build_scenario(tmp_path: Path) -> Scenario:
+def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
+    """The history above; ``finish_race`` off leaves the race running (alice's result not recorded)."""
     clock = ManualClock(T0)
     database = open_database(f"sqlite:///{tmp_path / 'arena.sqlite3'}")
     writer = RaceEngine(SqlEventStore(database), RaceRules(), clock)
@@ -112,6 +128,9 @@ def build_scenario(tmp_path: Path) -> Scenario:
     alice = writer.submit("alice", alice_hash, commitment_block=7).submission_id
     bob = writer.submit("bob", "b" * 64, commitment_block=8).submission_id
     assert alice is not None and bob is not None
+    report = check_agent(CAROL_CODE)
+    writer.submit("carol", report.sha256, Rejection.from_report(report))
+    carol = submission_id("carol", report.sha256, clock.now())
     store = TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}")
     rng = random.Random(11)
     scenario = Scenario(
@@ -120,6 +139,7 @@ def build_scenario(tmp_path: Path) -> Scenario:
         clock=clock,
         alice=alice,
         bob=bob,
+        carol=carol,
     )
     scenario.attempts["qualifying"] = _write(
         store,
@@ -160,13 +180,17 @@ def build_scenario(tmp_path: Path) -> Scenario:
     scenario.attempts["race"] = _write(
         store, rng, run_id=race_run, kind="race", suite=f"race-{RACE_DAY}", agent=alice_hash, count=6
     )
-    writer.record_race_result(
-        alice,
-        0.4,
-        [
-            ProblemOutcome(problem_id="p1", success=True, quality=0.9),
-            ProblemOutcome(problem_id="p2", success=False, quality=0.5),
-        ],
-    )
-    assert writer.state.reign is not None and writer.state.reign.submission_id == alice
+    if finish_race:
+        finish_the_race(scenario)
     return scenario
+
+
+def finish_the_race(scenario: Scenario) -> None:
+    """Record alice's race result: the race finishes and promotes her."""
+    outcomes = [
+        ProblemOutcome(problem_id="p1", success=True, quality=0.9),
+        ProblemOutcome(problem_id="p2", success=False, quality=0.5),
+    ]
+    scenario.writer.record_race_result(scenario.alice, 0.4, outcomes)
+    reign = scenario.writer.state.reign
+    assert reign is not None and reign.submission_id == scenario.alice

@@ -12,7 +12,14 @@ import httpx
 import pytest
 
 from arena.validator.api import create_app
-from tests.arena.validator.site_scenario import RACE_DAY, XSS, Scenario, build_scenario
+from tests.arena.validator.site_scenario import (
+    INVENTED,
+    RACE_DAY,
+    XSS,
+    Scenario,
+    build_scenario,
+    finish_the_race,
+)
 from tests.servers import running_server
 
 
@@ -151,3 +158,45 @@ def test_the_code_shows_highlighted_once_its_embargo_lifts(scenario: Scenario, h
     assert "<b>cheapest</b>" not in page.text
     assert http.get(f"/code/{scenario.alice}").status_code == 200
     assert f'href="/attempts/{scenario.attempts["qualifying"][0]}"' in page.text
+
+
+def test_the_running_race_s_attempts_stay_hidden_until_it_finishes(tmp_path: Path) -> None:
+    scenario = build_scenario(tmp_path, finish_race=False)
+    try:
+        with running_server(create_app(scenario.view)) as url, httpx.Client(base_url=url) as http:
+            race_attempt = scenario.attempts["race"][0]
+            assert http.get(f"/api/attempts/{race_attempt}").status_code == 404
+            listed = http.get(f"/api/submissions/{scenario.alice}/attempts").json()
+            assert listed["total"] == 6  # its scored qualifying attempts only
+            finish_the_race(scenario)
+            assert http.get(f"/api/attempts/{race_attempt}").status_code == 200
+            assert http.get(f"/api/submissions/{scenario.alice}/attempts").json()["total"] == 13
+    finally:
+        scenario.close()
+
+
+def test_a_rejected_file_shows_each_finding_with_its_rule_and_line(
+    scenario: Scenario, http: httpx.Client
+) -> None:
+    detail = http.get(f"/api/submissions/{scenario.carol}").json()
+    assert detail["submission"]["status"] == "rejected"
+    (analysis,) = [e for e in detail["timeline"] if e["kind"] == "static_analysis"]
+    assert analysis["title"].startswith("rejected by static analysis")
+    assert [(f["rule"], f["line"], f["category"]) for f in analysis["findings"]] == [
+        ("network", 1, "security")
+    ]
+    page = http.get(f"/submissions/{scenario.carol}/page").text
+    assert '<td class="mono">network</td><td class="num">1</td>' in page and "import of socket" in page
+    assert detail["runs"] == [] and "not published" in detail["code"]["reason"]
+
+
+def test_a_call_the_proxy_never_saw_is_marked_and_its_claimed_result_never_shown(
+    scenario: Scenario, http: httpx.Client
+) -> None:
+    (attempt_id,) = scenario.attempts["xss"]
+    detail = http.get(f"/api/attempts/{attempt_id}").json()
+    claimed = [c for c in detail["steps"][0]["tool_calls"] if "never searched" in c["arguments"]]
+    assert len(claimed) == 1 and claimed[0]["proxy_seq"] is None
+    assert INVENTED not in http.get(f"/api/attempts/{attempt_id}").text
+    page = http.get(f"/attempts/{attempt_id}").text
+    assert "not in the verified proxy log" in page and INVENTED not in page
