@@ -1,10 +1,12 @@
-"""Reads for the validator's public site: one attempt in its context, an agent's attempts a page at a
-time, and the counts its submission page sums up. Every read is an indexed lookup, never a scan:
+"""Reads for the validator's public site: one attempt in its context, an agent's attempts (their ids and
+the counts its submission page sums up), a page of attempts by id. Every read is an indexed lookup,
+never a scan:
 
-- :meth:`SiteReads.attempt`: ``attempts`` by primary key, its run and problem by theirs.
-- :meth:`SiteReads.agent_attempts` and :meth:`SiteReads.agent_counts`: ``attempts`` through
-  ``ix_attempts_agent_hash`` (one agent's rows only; SQLite keeps them in id order inside that index, so
-  the page needs no sort), each joined to its run and problem by primary key.
+- :meth:`SiteReads.attempt` and :meth:`SiteReads.summaries`: ``attempts`` by primary key, each joined to
+  its run, problem (and agent) by theirs.
+- :meth:`SiteReads.agent_index`: ``attempts`` through ``ix_attempts_agent_hash`` (one agent's rows only;
+  SQLite keeps them in id order inside that index, so the order needs no sort), joined likewise.
+- :meth:`SiteReads.latest_attempt_id`: the primary key's last entry.
 
 Which attempts may be shown is the caller's rule (the arena's: public problems only); this module only
 applies it, as a :class:`Scope`: run kinds, suite-name prefixes, and suites still hidden.
@@ -12,6 +14,7 @@ applies it, as a :class:`Scope`: run kinds, suite-name prefixes, and suites stil
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,6 +130,16 @@ _SUMMARY_COLUMNS = (
     ATTEMPTS.c.n_inference_calls,
     ATTEMPTS.c.completion_tokens,
 )
+_COUNT_NAMES = (
+    "run_id",
+    "run_kind",
+    "problem_suite",
+    "category",
+    "success",
+    "answer_verified",
+    "judge_quality",
+    "filter_label",
+)
 _COUNT_KEYS = (
     ATTEMPTS.c.run_id,
     RUNS.c.kind,
@@ -137,6 +150,14 @@ _COUNT_KEYS = (
     ATTEMPTS.c.judge_quality,
     ATTEMPTS.c.filter_label,
 )
+
+
+@dataclass(frozen=True)
+class AgentIndex:
+    """An agent's attempts in a scope: ids oldest first, and counts."""
+
+    ids: list[int]
+    counts: list[AttemptCount]
 
 
 def _joined(query: Select[Any]) -> Select[Any]:
@@ -188,48 +209,37 @@ class SiteReads:
             hotkey=row.hotkey,
         )
 
-    def agent_attempts(
-        self,
-        agent_hash: str,
-        scope: Scope,
-        *,
-        runs: Sequence[str],
-        offset: int,
-        limit: int,
-    ) -> tuple[list[AttemptSummary], int]:
-        """A page of the agent's attempts in ``scope`` in runs whose id starts with one of ``runs`` (oldest
-        first, by id), and how many there are."""
-        limit = max(0, min(limit, MAX_PAGE))
-        where = _agent_clause(agent_hash, scope, runs)
-        page = _joined(select(*_SUMMARY_COLUMNS)).where(*where).order_by(ATTEMPTS.c.id)
-        count = _joined(select(func.count()).select_from(ATTEMPTS)).where(*where)
+    def summaries(self, ids: Sequence[int]) -> list[AttemptSummary]:
+        """The attempts ``ids`` (at most :data:`MAX_PAGE`) as a list shows them, in ``ids`` order."""
+        wanted = list(ids)[:MAX_PAGE]
+        if not wanted:
+            return []
+        query = _joined(select(*_SUMMARY_COLUMNS)).where(ATTEMPTS.c.id.in_(wanted))
         with self.engine.connect() as connection:
-            total = int(connection.execute(count).scalar_one())
-            rows = connection.execute(page.offset(max(0, offset)).limit(limit)).all()
-        return [AttemptSummary.model_validate(row._asdict()) for row in rows], total
+            found = {row.id: row for row in connection.execute(query)}
+        return [AttemptSummary.model_validate(found[i]._asdict()) for i in wanted if i in found]
 
-    def agent_counts(self, agent_hash: str, scope: Scope, *, runs: Sequence[str]) -> list[AttemptCount]:
-        """The agent's attempts as :meth:`agent_attempts` selects them, counted by run, category, success
-        and verdicts."""
+    def agent_index(self, agent_hash: str, scope: Scope, *, runs: Sequence[str]) -> AgentIndex:
+        """The agent's attempts in ``scope`` in runs whose id starts with one of ``runs``: their ids, oldest
+        first, and their counts by run, category, success and verdicts (one pass over the agent's rows)."""
         query = (
-            _joined(select(*_COUNT_KEYS, func.count().label("attempts")))
+            _joined(select(ATTEMPTS.c.id, *_COUNT_KEYS))
             .where(*_agent_clause(agent_hash, scope, runs))
-            .group_by(*_COUNT_KEYS)
-            .order_by(*_COUNT_KEYS)
+            .order_by(ATTEMPTS.c.id)
         )
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
-        return [
-            AttemptCount(
-                run_id=r.run_id,
-                run_kind=r.kind,
-                problem_suite=r.suite,
-                category=r.category,
-                success=r.success,
-                answer_verified=r.answer_verified,
-                judge_quality=r.judge_quality,
-                filter_label=r.filter_label,
-                attempts=int(r.attempts),
-            )
-            for r in rows
-        ]
+        counts: Counter[tuple[Any, ...]] = Counter(tuple(row)[1:] for row in rows)
+        return AgentIndex(
+            ids=[row.id for row in rows],
+            counts=[
+                AttemptCount(**dict(zip(_COUNT_NAMES, key, strict=True)), attempts=n)
+                for key, n in sorted(counts.items(), key=lambda item: tuple(map(str, item[0])))
+            ],
+        )
+
+    def latest_attempt_id(self) -> int:
+        """The highest attempt id (0 for none): it grows with every attempt written, so a reader can tell
+        cheaply (primary key) whether the store has grown since it last looked."""
+        with self.engine.connect() as connection:
+            return int(connection.execute(select(func.max(ATTEMPTS.c.id))).scalar() or 0)

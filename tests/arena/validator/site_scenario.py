@@ -79,7 +79,7 @@ def _xss(record: AttemptRecord) -> AttemptRecord:
     return record.model_copy(update={"steps": steps, "proxy_log": calls})
 
 
-def _write(
+def write_run(
     store: TrajectoryStore,
     rng: random.Random,
     *,
@@ -90,6 +90,8 @@ def _write(
     count: int,
     xss: bool = False,
 ) -> list[int]:
+    """``count`` synthetic attempts of ``agent`` on fresh problems of ``suite`` in run ``run_id``, judged
+    and labelled; their ids."""
     problems = make_problems(rng, count, suite=suite)
     store.register_problems(problems)
     store.register_run(RunEntry(id=run_id, kind=kind, suite=suite, started_at=T0.timestamp()))
@@ -141,7 +143,7 @@ def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
         bob=bob,
         carol=carol,
     )
-    scenario.attempts["qualifying"] = _write(
+    scenario.attempts["qualifying"] = write_run(
         store,
         rng,
         run_id=run_id_for("qualifying", alice, ["q"]),
@@ -151,7 +153,7 @@ def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
         count=6,
     )
     writer.record_qualifying(alice, 0.5)
-    scenario.attempts["bob"] = _write(
+    scenario.attempts["bob"] = write_run(
         store,
         rng,
         run_id=run_id_for("qualifying", bob, ["q"]),
@@ -160,14 +162,14 @@ def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
         agent="b" * 64,
         count=2,
     )
-    scenario.attempts["held_out"] = _write(
+    scenario.attempts["held_out"] = write_run(
         store, rng, run_id="held-out-alice", kind="held_out", suite="held-out-v1", agent=alice_hash, count=2
     )
     clock.advance(datetime.combine(T0.date(), time(16), tzinfo=UTC) - clock.now())
     started = writer.start_race("0xseed", ["p1", "p2"])
     assert started.type == "race_started"
     race_run = run_id_for("race", alice, ["p1", "p2"])
-    scenario.attempts["xss"] = _write(
+    scenario.attempts["xss"] = write_run(
         store,
         rng,
         run_id=race_run,
@@ -177,7 +179,7 @@ def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
         count=1,
         xss=True,
     )
-    scenario.attempts["race"] = _write(
+    scenario.attempts["race"] = write_run(
         store, rng, run_id=race_run, kind="race", suite=f"race-{RACE_DAY}", agent=alice_hash, count=6
     )
     if finish_race:

@@ -4,6 +4,7 @@ pagination, cache headers, the OpenAPI document, the code after its embargo, tra
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from tests.arena.validator.site_scenario import (
     Scenario,
     build_scenario,
     finish_the_race,
+    write_run,
 )
 from tests.servers import running_server
 
@@ -200,3 +202,23 @@ def test_a_call_the_proxy_never_saw_is_marked_and_its_claimed_result_never_shown
     assert INVENTED not in http.get(f"/api/attempts/{attempt_id}").text
     page = http.get(f"/attempts/{attempt_id}").text
     assert "not in the verified proxy log" in page and INVENTED not in page
+
+
+def test_the_kept_public_attempts_follow_the_store_as_it_grows(
+    scenario: Scenario, http: httpx.Client
+) -> None:
+    path = f"/api/submissions/{scenario.alice}/attempts"
+    assert http.get(path).json()["total"] == 13
+    race = scenario.view.store.load(scenario.attempts["race"][:1])[0].record
+    (added,) = write_run(
+        scenario.view.store,
+        random.Random(5),
+        run_id=race.run_id,
+        kind="race",
+        suite=f"race-{RACE_DAY}",
+        agent=race.agent_hash,
+        count=1,
+    )
+    listed = http.get(path, params={"page": 3, "page_size": 5}).json()
+    assert listed["total"] == 14 and listed["items"][-1]["id"] == added
+    assert sum(g["attempts"] for g in http.get(f"/api/submissions/{scenario.alice}").json()["gates"]) == 14

@@ -1,13 +1,16 @@
 """A submission's page and its JSON: ``GET /submissions/{id}/page``, ``GET /api/submissions/{id}`` and
 ``GET /api/submissions/{id}/attempts`` (its public attempts, a page at a time).
 
-Read from the race log (the submission, its timeline) and the trajectory store through the indexed reads
-of ``trajectories.store.site_reads``; the code is shown only where ``GET /code/{id}`` serves it.
+Read from the race log (the submission, its timeline folded as the log grows) and the trajectory store
+through the indexed reads of ``trajectories.store.site_reads`` (a submission's public attempts kept until
+the log or the store grows: ``views.public_attempts``); the code is shown only where ``GET /code/{id}``
+serves it.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated
 
@@ -17,19 +20,19 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from arena.race import RaceState
 from arena.race.state import Submission
 from arena.validator.api.routes.code import published_code
 from arena.validator.api.site.charts import bar_chart
 from arena.validator.api.site.pages import page
 from arena.validator.api.site.paging import Page, PageDep, PageParams, cached_json, paged
+from arena.validator.api.views.public_attempts import PublicAttempts
 from arena.validator.api.views.submission_view import (
     CodeStatus,
     SubmissionDetail,
     gate_counts,
     label_counts,
-    public_scope,
     run_summaries,
-    submission_runs,
     verified_counts,
 )
 from arena.validator.api.views.timeline import Timelines
@@ -37,20 +40,30 @@ from arena.validator.api.views.view import ArenaView, ViewDep
 from trajectories.store.site_reads import AttemptSummary, SiteReads
 
 router = APIRouter()
-_TIMELINES = threading.Lock()
+_MADE = threading.Lock()
 
 
-def app_timelines(request: Request) -> Timelines:
-    """The app's submission timelines, made on first use over the view's race log."""
-    with _TIMELINES:
-        timelines: Timelines | None = getattr(request.app.state, "timelines", None)
-        if timelines is None:
-            timelines = Timelines(request.app.state.view.events)
-            request.app.state.timelines = timelines
-        return timelines
+@dataclass(frozen=True)
+class SubmissionSources:
+    """What the submission routes keep between requests: the timelines folded from the race log, and each
+    submission's public attempts (``views.public_attempts``)."""
+
+    timelines: Timelines
+    attempts: PublicAttempts
 
 
-TimelinesDep = Annotated[Timelines, Depends(app_timelines)]
+def app_sources(request: Request) -> SubmissionSources:
+    """The app's :class:`SubmissionSources`, made on first use over its view."""
+    with _MADE:
+        sources: SubmissionSources | None = getattr(request.app.state, "submission_sources", None)
+        if sources is None:
+            view: ArenaView = request.app.state.view
+            sources = SubmissionSources(Timelines(view.events), PublicAttempts(SiteReads(view.store)))
+            request.app.state.submission_sources = sources
+        return sources
+
+
+SourcesDep = Annotated[SubmissionSources, Depends(app_sources)]
 
 
 @lru_cache(maxsize=32)
@@ -60,8 +73,8 @@ def highlighted(code: str) -> Markup:
     return Markup(highlight(code, PythonLexer(), formatter))
 
 
-def _submission(view: ArenaView, submission_id: str) -> Submission:
-    submission = view.state().submissions.get(submission_id)
+def _submission(state: RaceState, submission_id: str) -> Submission:
+    submission = state.submissions.get(submission_id)
     if submission is None:
         raise HTTPException(404, f"no submission {submission_id}")
     return submission
@@ -79,57 +92,55 @@ def _code(view: ArenaView, submission_id: str) -> tuple[CodeStatus, str | None]:
 
 
 def submission_detail(
-    view: ArenaView,
-    timelines: Timelines,
-    submission_id: str,
+    view: ArenaView, sources: SubmissionSources, submission_id: str
 ) -> tuple[SubmissionDetail, str | None]:
     """The submission page's figures, and its code when published."""
-    submission = _submission(view, submission_id)
-    rows = SiteReads(view.store).agent_counts(
-        submission.code_hash, public_scope(view.state()), runs=submission_runs(submission)
-    )
+    state = view.state()
+    submission = _submission(state, submission_id)
+    rows = sources.attempts.of(state, submission).counts
     code_status, code = _code(view, submission_id)
-    return SubmissionDetail(
+    detail = SubmissionDetail(
         submission=submission,
-        timeline=timelines.of(submission_id),
+        timeline=sources.timelines.of(submission_id),
         runs=run_summaries(rows, submission.code_hash),
         gates=gate_counts(rows),
         labels=label_counts(rows),
         verified=verified_counts(rows),
         code=code_status,
         attempts_url=f"/api/submissions/{submission_id}/attempts",
-    ), code
-
-
-def attempts_page(view: ArenaView, submission_id: str, params: PageParams) -> Page[AttemptSummary]:
-    submission = _submission(view, submission_id)
-    items, total = SiteReads(view.store).agent_attempts(
-        submission.code_hash,
-        public_scope(view.state()),
-        runs=submission_runs(submission),
-        offset=params.offset,
-        limit=params.limit,
     )
-    return paged(items, params, total=total)
+    return detail, code
+
+
+def attempts_page(
+    view: ArenaView, sources: SubmissionSources, submission_id: str, params: PageParams
+) -> Page[AttemptSummary]:
+    """A page of the submission's public attempts, oldest first: a slice of its ids, read by primary key."""
+    state = view.state()
+    ids = sources.attempts.of(state, _submission(state, submission_id)).ids
+    chosen = ids[params.offset : params.offset + params.limit]
+    return paged(SiteReads(view.store).summaries(chosen), params, total=len(ids))
 
 
 @router.get("/api/submissions/{submission_id}", response_model=SubmissionDetail)
-def submission_json(submission_id: str, request: Request, view: ViewDep, timelines: TimelinesDep) -> Response:
-    detail, _ = submission_detail(view, timelines, submission_id)
+def submission_json(submission_id: str, request: Request, view: ViewDep, sources: SourcesDep) -> Response:
+    detail, _ = submission_detail(view, sources, submission_id)
     return cached_json(request, detail)
 
 
 @router.get("/api/submissions/{submission_id}/attempts", response_model=Page[AttemptSummary])
-def submission_attempts(submission_id: str, request: Request, view: ViewDep, params: PageDep) -> Response:
-    return cached_json(request, attempts_page(view, submission_id, params))
+def submission_attempts(
+    submission_id: str, request: Request, view: ViewDep, sources: SourcesDep, params: PageDep
+) -> Response:
+    return cached_json(request, attempts_page(view, sources, submission_id, params))
 
 
 @router.get("/submissions/{submission_id}/page", include_in_schema=False)
 def submission_page(
-    submission_id: str, request: Request, view: ViewDep, timelines: TimelinesDep, params: PageDep
+    submission_id: str, request: Request, view: ViewDep, sources: SourcesDep, params: PageDep
 ) -> Response:
-    detail, code = submission_detail(view, timelines, submission_id)
-    attempts = attempts_page(view, submission_id, params)
+    detail, code = submission_detail(view, sources, submission_id)
+    attempts = attempts_page(view, sources, submission_id, params)
     chart = bar_chart(
         [(f"gate {g.stopped_at_gate}" if g.stopped_at_gate else g.label, g.attempts) for g in detail.gates],
         title="Attempts by the judge gate they stopped at",
