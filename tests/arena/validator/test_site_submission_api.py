@@ -222,3 +222,12 @@ def test_the_kept_public_attempts_follow_the_store_as_it_grows(
     listed = http.get(path, params={"page": 3, "page_size": 5}).json()
     assert listed["total"] == 14 and listed["items"][-1]["id"] == added
     assert sum(g["attempts"] for g in http.get(f"/api/submissions/{scenario.alice}").json()["gates"]) == 14
+
+
+def test_the_page_lists_its_attempts_a_page_at_a_time(scenario: Scenario, http: httpx.Client) -> None:
+    page = http.get(f"/submissions/{scenario.alice}/page", params={"page": 2, "page_size": 5}).text
+    assert "Page 2 of 3 (13 attempts)" in page
+    assert '<a href="?page=1&amp;page_size=5">previous</a>' in page
+    assert '<a href="?page=3&amp;page_size=5">next</a>' in page
+    public = sorted(scenario.attempts["qualifying"] + scenario.attempts["xss"] + scenario.attempts["race"])
+    assert [f'href="/attempts/{i}"' in page for i in public] == [5 <= n < 10 for n in range(13)]
