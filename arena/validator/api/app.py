@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
 from arena.validator.api.routes import (
+    attempts,
     code,
     dumps,
     embargo,
@@ -18,6 +19,7 @@ from arena.validator.api.routes import (
     race,
     rules,
     scores,
+    submission_pages,
     submissions,
     winner,
 )
@@ -26,7 +28,8 @@ from arena.validator.api.views.monitoring import ProviderHealthCollector, StateC
 from arena.validator.api.views.view import ArenaView
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
-           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router, dumps.router)
+           embargo.router, qualifying.router, code.router, rules.router, leaderboard.router,
+           submission_pages.router, attempts.router, dumps.router)
 """In the order their paths are listed in the OpenAPI document."""
 
 
