@@ -67,7 +67,11 @@ class ProxyCall(BaseModel):
     error: str | None = Field(default=None, description="Why the proxy refused or failed the call")
     provider_error: ProviderErrorKind | None = Field(
         default=None, description="The inference provider failed this call (never the proxy's own refusals, "
-                                  "budgets or a 4xx of the provider): retried attempts are made of these")
+                                  "budgets or a 4xx of the provider)")
+    provider_down: bool | None = Field(
+        default=None, description="After a provider error: whether the proxy's own probe failed too (the "
+                                  "provider was down: retried attempts are made of these) or was answered "
+                                  "(the agent's request broke the provider: its own failure)")
     # search
     product_ids: list[str] = Field(default_factory=list,
                                    description="Ids the search/view answer returned, in order")
@@ -121,14 +125,19 @@ class AttemptRecord(BaseModel):
         default=None, description="Agent start to answer as the sandbox measured it (informative only: "
                                   "reported from inside the sandbox); started_at/finished_at are the host's")
     infra_failed: bool = Field(
-        default=False, description="The inference provider failed at least one call of an attempt that did "
-                                   "not succeed: an infrastructure failure, not the agent's (re-run later)")
+        default=False, description="The inference provider was down for at least one call of an attempt "
+                                   "that did not succeed (a provider error the proxy's probe confirmed): an "
+                                   "infrastructure failure, not the agent's (re-run later)")
     infra_retries: int = Field(default=0, ge=0, description=(
         "How many earlier tries of this attempt were infrastructure failures (it is the re-run of those)"))
 
     def provider_errors(self) -> list[ProxyCall]:
         """The calls the inference provider failed (5xx, timeout, dropped connection)."""
         return [call for call in self.proxy_log if call.provider_error is not None]
+
+    def provider_outages(self) -> list[ProxyCall]:
+        """The provider errors the proxy's probe confirmed: the provider was down, not broken by the call."""
+        return [call for call in self.provider_errors() if call.provider_down]
 
     def refused_calls(self) -> list[ProxyCall]:
         """The calls the proxy refused: a model not allowed (403) or a spent budget (429)."""

@@ -18,7 +18,9 @@ test talks to it exactly as it would to a real endpoint:
   three ways a hosted provider fails: an OpenAI-style 5xx error (``{"error": {...,"type":
   "server_error"}}``, 503 by default, as OpenAI and vLLM answer when overloaded), a hang (no answer for
   ``hang_s`` seconds: the client's timeout fires first), or a dropped connection (the response starts,
-  then the connection closes mid-body, as a crashed upstream or a reset load balancer leaves it).
+  then the connection closes mid-body, as a crashed upstream or a reset load balancer leaves it); or
+  (``Faults.break_on``) every call whose messages contain a text, as a server fails on an input that
+  crashes it while answering everything else.
 
 What a reply says is decided by a *policy*, a plain function of the request body. Token counts come
 from a simple word-and-punctuation split, a deterministic stand-in for a tokenizer; ``max_tokens``
@@ -80,6 +82,7 @@ class Faults:
         self._lock = threading.Lock()
         self._plan: list[Fault | None] = []
         self._always: Fault | None = None
+        self._breaking: tuple[str, Fault] | None = None
         self.failed = 0
         """Calls failed so far."""
 
@@ -94,14 +97,25 @@ class Faults:
         with self._lock:
             self._always = fault or Fault()
 
+    def break_on(self, text: str, fault: Fault | None = None) -> None:
+        """Fail every call whose messages contain ``text`` with ``fault`` (a 500 by default), as a server
+        fails on an input that crashes it, while it answers every other call."""
+        with self._lock:
+            self._breaking = (text, fault or Fault(status=500))
+
     def clear(self) -> None:
         with self._lock:
             self._plan.clear()
             self._always = None
+            self._breaking = None
 
-    def take(self) -> Fault | None:
-        """The fault of the call that just arrived, if it is to fail."""
+    def take(self, body: dict[str, Any] | None = None) -> Fault | None:
+        """The fault of the call that just arrived (its request ``body``), if it is to fail."""
         with self._lock:
+            breaking = self._breaking
+            if breaking is not None and body is not None and breaking[0] in str(body.get("messages")):
+                self.failed += 1
+                return breaking[1]
             fault = self._plan.pop(0) if self._plan else self._always
             self.failed += fault is not None
             return fault
@@ -211,7 +225,7 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
                           "model_not_found")
         with lock:
             app.state.requests.append(body)
-        fault = faults.take()
+        fault = faults.take(body)
         if fault is not None:
             return await _failed(fault)
         reply = await asyncio.to_thread(policy, body)

@@ -13,6 +13,12 @@ A failure of the upstream itself, a 5xx answer, a timeout or a failed or dropped
 agent), is marked on the call's log entry as its ``provider_error`` (``http_5xx``, ``timeout``,
 ``connection``) and counted in the provider's health (``health.py``); the proxy's own refusals (400,
 403, 429, 503 without an endpoint) and the upstream's 4xx are not provider errors.
+
+An agent can make a provider fail on purpose (a request some servers answer with a 500), and an attempt
+the provider failed is re-run rather than scored: so right after such a failure the proxy sends the
+provider its own minimal request (``PROBE_MESSAGES``, one token) and records the answer as the call's
+``provider_down``. Only a failure the probe confirms (the probe failed too) makes the attempt an
+infrastructure failure; one the provider answers the probe after is the agent's own doing.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from shoppingbench.records import ProviderErrorKind
 log = structlog.get_logger(__name__)
 
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+PROBE_MESSAGES = ({"role": "user", "content": "Reply with OK."},)
+"""The validator's own request that tells a provider that is down from one an agent's request broke."""
+PROBE_TIMEOUT_S = 30.0
 SINGLE_COMPLETION_FIELDS = ("n", "best_of")
 
 
@@ -222,7 +231,25 @@ class InferenceForwarder:
         outcome = await self._post(forwarded, fields)
         kind = outcome.log_fields.get("provider_error")
         observe_call("inference", seconds=time.perf_counter() - started, error=kind, at=time.time())
+        if kind is not None:
+            down = await self._provider_down(model)
+            outcome.log_fields["provider_down"] = down
+            log.warning("inference_provider_probed", provider_error=kind, provider_down=down)
         return outcome
+
+    async def _provider_down(self, model: str) -> bool:
+        """Whether the provider fails the proxy's own minimal request too (a 5xx, a timeout or a failed
+        connection): asked right after an agent's call failed, never charged to the agent."""
+        assert self._client is not None
+        probe = {**self.config.forced_params, "model": model, "messages": list(PROBE_MESSAGES),
+                 "max_tokens": 1, "stream": False}
+        try:
+            response = await self._client.post("/chat/completions", content=orjson.dumps(probe),
+                                               headers={"Content-Type": "application/json"},
+                                               timeout=min(self.config.timeout_s, PROBE_TIMEOUT_S))
+        except httpx.HTTPError:
+            return True
+        return response.status_code >= 500
 
     async def _post(self, forwarded: dict[str, Any], fields: dict[str, Any]) -> InferenceOutcome:
         assert self._client is not None

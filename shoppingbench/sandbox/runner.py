@@ -8,9 +8,9 @@ come through here.
 Per run: one proxy with a channel per slot, one slot per worker. Each worker thread takes the next
 problem, begins the attempt on its channel, runs the problem in its slot (which enforces the limits
 and never raises for agent misbehaviour), ends the attempt (collecting its proxy log) and grades it.
-An attempt that did not succeed while the inference provider failed one of its calls (a call the
-proxy logged with a ``provider_error``) is marked ``infra_failed``: the provider's failure, not the
-agent's.
+An attempt that did not succeed while the inference provider was down for one of its calls (a call the
+proxy logged with a ``provider_error`` its probe confirmed, ``provider_down``) is marked
+``infra_failed``: the provider's failure, not the agent's.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def _attempt(slot: Slot, problem: Problem, proxy: ProxyServer, grader: Grader, a
                            failure=outcome.failure, started_at=outcome.started_at,
                            finished_at=outcome.finished_at, proxy_log=calls, stderr_tail=outcome.stderr_tail,
                            agent_ms=outcome.agent_ms)
-    errors = record.provider_errors()
+    errors = record.provider_outages()
     if errors and not record.score.success:
         # The provider failed it, not the agent: the validator re-runs it instead of scoring it.
         record = record.model_copy(update={"infra_failed": True})

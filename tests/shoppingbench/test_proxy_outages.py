@@ -61,9 +61,10 @@ def test_provider_failures_are_classified_and_refusals_are_not(
     before = {kind: _metric("arena_provider_errors_total", provider="inference", kind=kind)
               for kind in ("http_5xx", "timeout", "connection")}
     calls_before = _metric("arena_provider_calls_total", provider="inference")
-    faults.fail_next(1, Fault(kind="status", status=503))
-    faults.fail_next(1, Fault(kind="hang", hang_s=4 * TIMEOUT_S))
-    faults.fail_next(1, Fault(kind="drop"))
+    # Each failed call is followed by the proxy's probe, which the provider, down, fails too.
+    faults.fail_next(2, Fault(kind="status", status=503))
+    faults.fail_next(2, Fault(kind="hang", hang_s=4 * TIMEOUT_S))
+    faults.fail_next(2, Fault(kind="drop"))
     with ProxyServer(small_engine, config, channels=1) as proxy, _client(proxy) as client:
         proxy.begin(0, "run", "p1")
         statuses = [_chat(client) for _ in range(4)]  # 503, hang, drop, then an answer
@@ -74,6 +75,7 @@ def test_provider_failures_are_classified_and_refusals_are_not(
     assert statuses == [503, 502, 502, 200, 404, 403, 200, 429]
     assert [c.provider_error for c in calls] == ["http_5xx", "timeout", "connection", None, None, None, None,
                                                  None]
+    assert [c.provider_down for c in calls] == [True, True, True, None, None, None, None, None]
     assert calls[4].error == "inference upstream answered 404"
     for kind in ("http_5xx", "timeout", "connection"):
         assert _metric("arena_provider_errors_total", provider="inference", kind=kind) == before[kind] + 1
@@ -81,6 +83,26 @@ def test_provider_failures_are_classified_and_refusals_are_not(
     assert _metric("arena_provider_calls_total", provider="inference") == calls_before + 6
     assert _metric("arena_provider_last_success_timestamp_seconds", provider="inference") > 0
     assert b"arena_provider_latency_seconds_bucket" in generate_latest(PROVIDER_REGISTRY)
+
+
+def test_a_request_that_breaks_the_provider_is_the_agents_failure_not_an_outage(
+        small_engine: BM25SearchEngine, provider: tuple[str, Faults]) -> None:
+    """An agent that makes the provider fail on purpose gets no re-run: the probe after its call is
+    answered, so the call is logged as a provider error the provider was not down for."""
+    url, faults = provider
+    faults.break_on("crash the server")
+    config = InferenceConfig(base_url=f"{url}/v1", models=["small"], timeout_s=TIMEOUT_S)
+    try:
+        with ProxyServer(small_engine, config, channels=1) as proxy, _client(proxy) as client:
+            proxy.begin(0, "run", "p1")
+            broken = client.post("/inference/chat/completions", json={
+                "model": "small", "messages": [{"role": "user", "content": "please crash the server"}]})
+            answered = _chat(client)
+            calls = proxy.end(0)
+    finally:
+        faults.clear()
+    assert (broken.status_code, answered) == (500, 200)
+    assert [(c.provider_error, c.provider_down) for c in calls] == [("http_5xx", False), (None, None)]
 
 
 def test_the_double_takes_fault_commands_over_http(provider: tuple[str, Faults]) -> None:

@@ -61,8 +61,9 @@ from trajectories.store import AttemptKey, TrajectoryStore
 
 MODEL = "stub-shopper"
 AGENT = AgentFile.read(Path(react_llm.__file__))
-FAILS_ONE_CALL = 3
-"""Failed provider calls that make the agent give up one LLM call (its SDK tries each call 3 times)."""
+FAILS_ONE_CALL = 3 * 2
+"""Failed provider calls that make the agent give up one LLM call (its SDK tries each call 3 times, and
+the proxy probes the provider after each failure: the probe must fail too for an outage)."""
 JUDGE_ANSWER = StubReply(content='{"reasoning_quality": 0.9, "explanation": "compares two candidates"}')
 
 
@@ -247,6 +248,21 @@ def test_a_spent_budget_is_the_agents_failure_and_is_not_retried(
     assert not record.infra_failed and record.provider_errors() == []
     assert [o.problem_id for o in result.outcomes] == [suite[0].id]  # counted, as the agent's own doing
     assert asked == [[suite[0].id]]
+
+
+def test_a_request_that_breaks_the_provider_is_the_agents_failure_and_is_not_retried(
+        provider: Provider, faults: Faults, suite: list[Problem], tmp_path: Path) -> None:
+    """A miner cannot turn hard problems into unscored ones by making the provider fail on purpose: the
+    proxy's probe is answered, so the attempt counts as the agent's failure."""
+    faults.break_on(suite[0].query)
+    asked: list[list[str]] = []
+    with opened(tmp_path / "t.sqlite3") as store:
+        result = suite_run(store, recording(provider.run_agent, asked)).score(**run_args(suite[:1]))
+        record = attempt(store, suite[0])
+    errors = record.provider_errors()
+    assert errors and all(c.provider_error == "http_5xx" and c.provider_down is False for c in errors)
+    assert not record.infra_failed and not record.score.success
+    assert [o.problem_id for o in result.outcomes] == [suite[0].id] and asked == [[suite[0].id]]
 
 
 @pytest.fixture(scope="module")
