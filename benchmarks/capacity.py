@@ -146,6 +146,8 @@ def measure(bench: Bench, slots: int, attempts: int,
     failures = Counter(a.record.failure.kind for a in stored
                        if a is not None and a.record.failure is not None)
     calls = [len(a.record.proxy_log or []) for a in stored if a is not None]
+    reasons = {a.record.failure.kind: a.record.failure.reason[:300] for a in reversed(stored)
+               if a is not None and a.record.failure is not None}  # the first reason of each kind
     figures = {
         "slots": slots, "attempts": attempts, "wall_s": round(wall, 1),
         "attempts_per_hour": round(attempts / wall * 3600, 1),
@@ -161,6 +163,7 @@ def measure(bench: Bench, slots: int, attempts: int,
         "judged_online": sum(1 for v in judged.verdicts if not v.offline),
         "proxy_calls_per_attempt": round(sum(calls) / max(1, len(calls)), 1),
         "failures": dict(failures),
+        "failure_reasons": reasons,
     }
     _say(f"  {slots} slots: {attempts} attempts in {figures['wall_s']} s = {figures['attempts_per_hour']}/h; "
          f"validator {figures['validator_rss_mb']} MB, sandboxes {figures['sandbox_rss_mb']} MB "
@@ -242,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             size = store_bytes(store_file) - empty
         finally:
             engine.close()
-    result = _summary(result, size, backend, args, agent_latency)
+    result = _summary(result, size, backend, args, (agent_latency, judge_latency))
     print(orjson.dumps(result).decode())
     return result
 
@@ -263,7 +266,8 @@ def _run_all(bench: Bench, counts: dict[int, int], *, warmup: bool) -> dict[str,
 
 
 def _summary(result: dict[str, Any], size: int, backend: BackendName, args: argparse.Namespace,
-             latency: Latency) -> dict[str, Any]:
+             latencies: tuple[Latency, Latency]) -> dict[str, Any]:
+    latency, judge = latencies
     per_slots = result["per_slots"]
     bytes_per_attempt = size / max(1, result["scheduled"])
     sixteen = per_slots.get("16")
@@ -271,7 +275,10 @@ def _summary(result: dict[str, Any], size: int, backend: BackendName, args: argp
     summary = {
         "sandbox": backend, "cpus": os.cpu_count(), "quick": bool(args.quick),
         "llm": {"p50_s": args.p50, "p95_s": args.p95, "mean_s": round(latency.mean_s, 3), "calls": args.calls,
-                "judge_p50_s": args.judge_p50 or args.p50, "judge_p95_s": args.judge_p95 or args.p95},
+                "judge_p50_s": judge.p50_s, "judge_p95_s": judge.p95_s,
+                "judge_mean_s": round(judge.mean_s, 3)},
+        # SuiteRun judges a run's attempts one after another as they finish: a ceiling whatever the slots.
+        "judge_serial_cap_per_hour": round(3600 / judge.mean_s, 1) if judge.mean_s > 0 else None,
         "attempts_per_hour": {k: v["attempts_per_hour"] for k, v in per_slots.items()},
         "rss_mb_per_slot": {k: v["rss_mb_per_slot"] for k, v in per_slots.items()},
         "validator_rss_mb": {k: v["validator_rss_mb"] for k, v in per_slots.items()},
