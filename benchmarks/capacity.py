@@ -11,8 +11,9 @@ process of its own): every call, the agent's and the judge's, waits a lognormal 
 problem) model calls per problem, each followed by a catalog search, before its scripted answer.
 
 Per slot count: ``attempts_per_hour`` (attempts / wall time of the run, slot start-up and the last wave's
-tail included), the peak RSS of the validator process and of the sandboxes, ``rss_mb_per_slot`` (sandbox
-peak / slots), the validator's own CPU share (its CPU time / wall time / cores) and the machine's. Over all:
+tail included; ``slot_bound_per_hour``: slots x 3600 / the mean attempt's own duration), the peak RSS of
+the validator process and of the sandboxes, ``rss_mb_per_slot`` (sandbox peak / slots), the validator's
+own CPU share (its CPU time / wall time / cores) and the machine's. Over all:
 ``lost_attempts`` and ``doubled_attempts`` (the store's attempt keys against the ones scheduled), the store's
 bytes per attempt (its file's growth over the runs / attempts) and ``busy_day_hours_16_slots``: a busy day's
 attempts (200 qualifying runs of 60 problems and a 150-problem race with 10 entrants: 13,500) at the
@@ -146,11 +147,16 @@ def measure(bench: Bench, slots: int, attempts: int,
     failures = Counter(a.record.failure.kind for a in stored
                        if a is not None and a.record.failure is not None)
     calls = [len(a.record.proxy_log or []) for a in stored if a is not None]
+    durations = [a.record.finished_at - a.record.started_at for a in stored if a is not None]
+    mean_attempt_s = sum(durations) / max(1, len(durations))
     reasons = {a.record.failure.kind: a.record.failure.reason[:300] for a in reversed(stored)
                if a is not None and a.record.failure is not None}  # the first reason of each kind
     figures = {
         "slots": slots, "attempts": attempts, "wall_s": round(wall, 1),
         "attempts_per_hour": round(attempts / wall * 3600, 1),
+        "mean_attempt_s": round(mean_attempt_s, 1),
+        # What the slots would do if never idle (no start-up, no last-wave tail, no wait for the judge).
+        "slot_bound_per_hour": round(slots * 3600 / mean_attempt_s, 1) if mean_attempt_s > 0 else None,
         "validator_rss_mb": round(memory.validator_peak_kb / 1024, 1),
         "sandbox_rss_mb": round(memory.sandbox_peak_kb / 1024, 1),
         "rss_mb_per_slot": round(memory.sandbox_peak_kb / 1024 / slots, 1),
@@ -165,7 +171,8 @@ def measure(bench: Bench, slots: int, attempts: int,
         "failures": dict(failures),
         "failure_reasons": reasons,
     }
-    _say(f"  {slots} slots: {attempts} attempts in {figures['wall_s']} s = {figures['attempts_per_hour']}/h; "
+    _say(f"  {slots} slots: {attempts} attempts in {figures['wall_s']} s = {figures['attempts_per_hour']}/h "
+         f"(mean attempt {figures['mean_attempt_s']} s, slot-bound {figures['slot_bound_per_hour']}/h); "
          f"validator {figures['validator_rss_mb']} MB, sandboxes {figures['sandbox_rss_mb']} MB "
          f"({figures['rss_mb_per_slot']} MB/slot); validator CPU {figures['validator_cpu_share']:.1%}, "
          f"machine {figures['machine_cpu_share']:.1%}; judged online {figures['judged_online']}; "
