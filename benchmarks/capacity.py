@@ -138,7 +138,8 @@ def measure(bench: Bench, slots: int, attempts: int,
     busy0, total0 = machine_busy()
     cpu0, children0 = cpu_s(), cpu_s(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    with MemorySampler(exclude=bench.exclude) as memory:
+    prefix = f"sb-{run_id[:12]}-" if sandbox.backend == "docker" else None  # DockerBackend.container_name
+    with MemorySampler(exclude=bench.exclude, container_prefix=prefix) as memory:
         judged = runs.judged(kind="race", run_id=run_id, suite_name=f"capacity-{label}", agent=bench.agent,
                              hotkey=None, submitted_at=None, suite=suite)
     wall = time.perf_counter() - started

@@ -2,18 +2,19 @@
 process and of its sandboxes (sampled from ``/proc``), CPU time, and what the store holds afterwards.
 
 Sandbox processes are the validator's descendants (``namespace`` and ``none`` backends) or, with the
-``docker`` backend, the processes of the engine's containers (their cgroup names ``docker``; the engine's own
-service cgroup, ``docker.service``, is not counted). A process tree ``exclude`` names (the LLM double's) is
-left out of both.
+``docker`` backend, the processes of the run's containers (named ``sb-<run id prefix>-<slot>``: their ids,
+from ``docker ps``, appear in the processes' cgroup paths; other jobs' containers are not counted). A
+process tree ``exclude`` names (the LLM double's) is left out of both.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import subprocess
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,21 +39,32 @@ def _parent(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])  # the name may hold spaces and parentheses
 
 
-def _in_container(pid: int) -> bool:
+def container_ids(name_prefix: str) -> list[str]:
+    """The full ids of the running Docker containers whose name starts with ``name_prefix``."""
+    try:
+        listed = subprocess.run(["docker", "ps", "--no-trunc", "-q", "--filter", f"name=^{name_prefix}"],
+                                capture_output=True, text=True, check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return listed.stdout.split() if listed.returncode == 0 else []
+
+
+def _in_container(pid: int, containers: Sequence[str]) -> bool:
+    if not containers:
+        return False
     try:
         cgroups = (PROC / str(pid) / "cgroup").read_text()
     except OSError:
         return False
-    return any(("/docker/" in line or "docker-" in line) and "docker.service" not in line
-               for line in cgroups.splitlines())
+    return any(container in cgroups for container in containers)
 
 
 def _pids() -> list[int]:
     return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
 
 
-def sandbox_pids(root: int, exclude: Iterable[int] = ()) -> list[int]:
-    """The processes below ``root`` (not under an ``exclude`` pid) and those of Docker containers."""
+def sandbox_pids(root: int, exclude: Iterable[int] = (), containers: Sequence[str] = ()) -> list[int]:
+    """The processes below ``root`` (not under an ``exclude`` pid) and those of the ``containers``."""
     pids = _pids()
     parents = {pid: _parent(pid) for pid in pids}
     excluded = set(exclude)
@@ -69,7 +81,7 @@ def sandbox_pids(root: int, exclude: Iterable[int] = ()) -> list[int]:
         return False
 
     return [pid for pid in pids
-            if pid != root and pid not in excluded and (below_root(pid) or _in_container(pid))]
+            if pid != root and pid not in excluded and (below_root(pid) or _in_container(pid, containers))]
 
 
 def cpu_s(who: int = resource.RUSAGE_SELF) -> float:
@@ -89,6 +101,8 @@ class MemorySampler:
     """Samples every ``interval_s`` in a thread: the peak RSS of this process and of its sandboxes."""
 
     exclude: tuple[int, ...] = ()
+    container_prefix: str | None = None
+    """With the docker backend: the name prefix of the run's containers."""
     interval_s: float = 1.0
     validator_peak_kb: int = 0
     sandbox_peak_kb: int = 0
@@ -99,7 +113,8 @@ class MemorySampler:
     def sample(self) -> None:
         me = os.getpid()
         self.validator_peak_kb = max(self.validator_peak_kb, _rss_kb(me))
-        pids = sandbox_pids(me, self.exclude)
+        containers = container_ids(self.container_prefix) if self.container_prefix else []
+        pids = sandbox_pids(me, self.exclude, containers)
         self.sandbox_peak_kb = max(self.sandbox_peak_kb, sum(_rss_kb(pid) for pid in pids))
         self.sandbox_peak_processes = max(self.sandbox_peak_processes, len(pids))
 
