@@ -61,11 +61,6 @@ class LogFile:
                                                     backupCount=self.backups, encoding="utf-8")
 
 
-def configure_from_settings(settings: HarnessSettings) -> None:
-    """:func:`configure_logging` with the settings' format, level and log file."""
-    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
-
-
 def configure_logging(fmt: Literal["console", "json"] = "console", level: str = "info", *,
                       file: LogFile | None = None) -> None:
     """Route structlog (and stdlib logging, e.g. uvicorn) through one renderer on stderr and, given a
