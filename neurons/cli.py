@@ -14,7 +14,7 @@ from rich.console import Console
 
 from neurons import demo as demo_module
 from neurons.options import HomeOption, LogFormatOption
-from shoppingbench.logs import configure_logging
+from shoppingbench.logs import LogFile, configure_logging
 from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.settings import HarnessSettings
 
@@ -39,7 +39,7 @@ SeedOption = Annotated[int | None, typer.Option("--seed", help="Sample world see
 
 def _settings(**overrides: Any) -> HarnessSettings:
     settings = HarnessSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     return settings
 
 
@@ -109,7 +109,7 @@ def network_demo(
                                  "qualifying_suite_per_category": per_category,
                                  "race_suite_per_category": per_category}
     settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     if catalog_dir is not None and problems_dir is not None:
         world = SampleWorld(world_dir=catalog_dir.parent, catalog_dir=catalog_dir, problems_dir=problems_dir)
     else:

@@ -27,7 +27,7 @@ from neurons import options
 from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
-from shoppingbench.logs import configure_logging
+from shoppingbench.logs import LogFile, configure_logging
 from shoppingbench.problems.loaders import ProblemFileError
 from shoppingbench.problems.models import Problem
 from shoppingbench.results import results_path
@@ -100,7 +100,7 @@ def test(
                                  "inference_base_url": inference_url,
                                  "inference_models": ",".join(models) if models else None}
     settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     console = Console()
     agent_file = AgentFile.read(agent)
     chosen, catalog_engine = _chosen_suite(settings, console, catalog, suite_files or [], generated=generated,
@@ -218,7 +218,7 @@ def submit(
 
 def _chain_settings(**overrides: Any) -> ChainSettings:
     settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     return settings
 
 

@@ -46,7 +46,7 @@ from arena.validator.held_out import check_held_out, create_held_out, held_out_d
 from arena.validator.peers import check_peers, peer_table
 from neurons import options
 from shoppingbench.doubles.scripted_inference import scripted_inference
-from shoppingbench.logs import configure_logging
+from shoppingbench.logs import LogFile, configure_logging
 from shoppingbench.problems.held_out import DEFAULT_NAME
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sandbox.runner import InferenceProvider, configured_inference
@@ -174,7 +174,7 @@ def run(
                                  "external_ip": external_ip,
                                  "generator_schedule": parse_schedule(generator_schedule)}
     settings = ValidatorSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     try:
         wallet = load_wallet(settings)
     except OSError as exc:
@@ -225,7 +225,7 @@ def held_out(
     overrides: dict[str, Any] = {"home": home, "catalog_dir": catalog_dir,
                                  "generator_schedule": parse_schedule(generator_schedule)}
     settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     if check:
         found = check_held_out(settings, name)
         if found is None:

@@ -1,12 +1,23 @@
-"""structlog set-up shared by every entry point: human-readable on a console, JSON in production."""
+"""structlog set-up shared by every entry point: human-readable on a console, JSON in production.
+
+Lines go to stderr and, when a log file is configured (``ARENA_LOG_FILE``), also to that file through a
+stdlib rotating handler: by size (``ARENA_LOG_ROTATE=size``, ``ARENA_LOG_MAX_MB``) or at midnight UTC
+(``daily``), keeping ``ARENA_LOG_BACKUPS`` rotated files, so a validator left running for months does not
+fill its disk.
+"""
 
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import structlog
+
+from shoppingbench.settings import HarnessSettings
 
 
 class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -22,8 +33,38 @@ class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure_logging(fmt: Literal["console", "json"] = "console", level: str = "info") -> None:
-    """Route structlog (and stdlib logging, e.g. uvicorn) through one renderer on stderr."""
+@dataclass(frozen=True)
+class LogFile:
+    """A log file and how it rotates: at ``max_bytes`` (``size``) or at midnight UTC (``daily``), keeping
+    ``backups`` rotated files (``path.1``, ... by size; ``path.YYYY-MM-DD`` daily)."""
+
+    path: Path
+    rotate: Literal["size", "daily"] = "size"
+    max_bytes: int = 100 * 2**20
+    backups: int = 10
+
+    @classmethod
+    def from_settings(cls, settings: HarnessSettings) -> LogFile | None:
+        """The configured log file (``ARENA_LOG_FILE`` and its rotation), or ``None`` for stderr only."""
+        if settings.log_file is None:
+            return None
+        return cls(path=settings.log_file.expanduser(), rotate=settings.log_rotate,
+                   max_bytes=max(1, int(settings.log_max_mb * 2**20)), backups=settings.log_backups)
+
+    def handler(self) -> logging.Handler:
+        """The stdlib handler that writes and rotates the file (its folder created first)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.rotate == "daily":
+            return logging.handlers.TimedRotatingFileHandler(self.path, when="midnight", utc=True,
+                                                             backupCount=self.backups, encoding="utf-8")
+        return logging.handlers.RotatingFileHandler(self.path, maxBytes=self.max_bytes,
+                                                    backupCount=self.backups, encoding="utf-8")
+
+
+def configure_logging(fmt: Literal["console", "json"] = "console", level: str = "info", *,
+                      file: LogFile | None = None) -> None:
+    """Route structlog (and stdlib logging, e.g. uvicorn) through one renderer on stderr and, given a
+    ``file``, into that rotating file too (same format)."""
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     )
@@ -40,16 +81,23 @@ def configure_logging(fmt: Literal["console", "json"] = "console", level: str = 
         # tests' structlog.testing.capture_logs); the lookup it saves is negligible at our log rates.
         cache_logger_on_first_use=False,
     )
-    handler = _CurrentStderrHandler()
     # JSON lines carry an exception as a structured traceback; without this they said only "exc_info": true.
     exceptions: list[structlog.typing.Processor] = (
         [structlog.processors.dict_tracebacks] if fmt == "json" else [])
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+    formatter = structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *exceptions, renderer],
         foreign_pre_chain=shared,
-    ))
+    )
+    handlers: list[logging.Handler] = [_CurrentStderrHandler()]
+    if file is not None:
+        handlers.append(file.handler())
+    for handler in handlers:
+        handler.setFormatter(formatter)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in root.handlers:
+        if old not in handlers:
+            old.close()  # a reconfiguration must not leave the previous log file open
+    root.handlers[:] = handlers
     root.setLevel(level.upper())
     # httpx logs every request at INFO; one line per tool call drowns the events that matter.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))

@@ -52,6 +52,11 @@ class HarnessSettings(BaseSettings):
     llm_model: str | None = Field(default=None, description="Model that rewords sample-world queries")
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_file: Path | None = Field(default=None, description="Also write log lines to this file, rotated")
+    log_rotate: Literal["size", "daily"] = Field(
+        default="size", description="Rotate at ARENA_LOG_MAX_MB (size) or at midnight UTC (daily)")
+    log_max_mb: float = Field(default=100.0, gt=0, description="Size at which the log file rotates (size)")
+    log_backups: int = Field(default=10, ge=1, description="Rotated log files kept")
     # The sandbox every untrusted agent runs in (docs/runner.md).
     sandbox: Literal["namespace", "docker", "none"] = Field(
         default="namespace", description="namespace (bubblewrap), docker, or none (trusted debugging only)")

@@ -1,13 +1,18 @@
-"""The shared log set-up: one JSON object per line in production, exceptions included."""
+"""The shared log set-up: one JSON object per line in production, exceptions included; a configured log
+file rotates."""
 
 from __future__ import annotations
 
 import json
+import logging
+import logging.handlers
+from pathlib import Path
 
 import pytest
 import structlog
 
-from shoppingbench.logs import configure_logging
+from shoppingbench.logs import LogFile, configure_logging
+from shoppingbench.settings import HarnessSettings
 
 
 def test_a_json_log_line_carries_the_exception_it_reports(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,3 +30,44 @@ def test_a_json_log_line_carries_the_exception_it_reports(capsys: pytest.Capture
         assert raised["frames"][-1]["name"] == "test_a_json_log_line_carries_the_exception_it_reports"
     finally:
         configure_logging("console")
+
+
+def test_a_configured_log_file_rotates_at_its_size_keeping_its_backups(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "validator.log"
+    configure_logging("json", file=LogFile(path=path, max_bytes=400, backups=2))
+    try:
+        for tick in range(40):
+            structlog.get_logger("tick").info("validator_tick", tick=tick, padding="x" * 40)
+    finally:
+        configure_logging("console")
+    rotated = sorted(p.name for p in path.parent.iterdir())
+    assert rotated == ["validator.log", "validator.log.1", "validator.log.2"]
+    for file in path.parent.iterdir():
+        assert file.stat().st_size <= 400
+        assert all(json.loads(line)["event"] == "validator_tick" for line in file.read_text().splitlines())
+    # The newest lines are in the live file, the oldest kept ones in the last backup; older ones are gone.
+    ticks = [json.loads(line)["tick"] for name in ("validator.log.2", "validator.log.1", "validator.log")
+             for line in (path.parent / name).read_text().splitlines()]
+    assert ticks == sorted(ticks) and ticks[-1] == 39 and ticks[0] > 0
+
+
+def test_the_settings_name_the_log_file_and_how_it_rotates(tmp_path: Path) -> None:
+    assert LogFile.from_settings(HarnessSettings(_env_file=None)) is None
+    settings = HarnessSettings(_env_file=None, log_file=tmp_path / "arena.log", log_rotate="daily",
+                               log_max_mb=0.5, log_backups=3)
+    log_file = LogFile.from_settings(settings)
+    assert log_file == LogFile(path=tmp_path / "arena.log", rotate="daily", max_bytes=2**19, backups=3)
+    handler = log_file.handler()
+    try:
+        assert isinstance(handler, logging.handlers.TimedRotatingFileHandler)
+        assert (handler.when, handler.utc, handler.backupCount) == ("MIDNIGHT", True, 3)
+    finally:
+        handler.close()
+
+
+def test_configuring_again_closes_the_previous_log_file(tmp_path: Path) -> None:
+    configure_logging("console", file=LogFile(path=tmp_path / "a.log"))
+    (handler,) = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    configure_logging("console")
+    assert handler.stream is None  # closed
+    assert not [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]

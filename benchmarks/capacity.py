@@ -1,0 +1,312 @@
+"""Validator capacity: the real validator path at 4, 16 and 64 slots against an LLM with realistic latency.
+
+    python -m benchmarks.capacity [--slots 4,16,64] [--attempts-per-slot 3] [--sandbox auto] [--quick]
+
+Each slot count runs one suite through the validator's own :class:`~arena.validator.runs.SuiteRun`: the
+configured sandbox backend (``auto``: docker when its engine answers and the sandbox image is built, else
+namespace), the verified proxy, the production grader, the LLM judge (with its offline fallback), the run
+recorder and a SQLite trajectory store. Only the hosted LLM is a double (``benchmarks.capacity_llm``, in a
+process of its own): every call, the agent's and the judge's, waits a lognormal time fitted to
+``--p50``/``--p95`` (default 2 s and 8 s), and the agent makes ``--calls`` (default 8-20, seeded per
+problem) model calls per problem, each followed by a catalog search, before its scripted answer.
+
+Per slot count: ``attempts_per_hour`` (attempts / wall time of the run, slot start-up and the last wave's
+tail included; ``slot_bound_per_hour``: slots x 3600 / the mean attempt's own duration), the peak RSS of
+the validator process and of the sandboxes, ``rss_mb_per_slot`` (sandbox peak / slots), the validator's
+own CPU share (its CPU time / wall time / cores) and the machine's. Over all:
+``lost_attempts`` and ``doubled_attempts`` (the store's attempt keys against the ones scheduled), the store's
+bytes per attempt (its file's growth over the runs / attempts) and ``busy_day_hours_16_slots``: a busy day's
+attempts (200 qualifying runs of 60 problems and a 150-problem race with 10 entrants: 13,500) at the
+measured 16-slot rate, extrapolated from that run's attempts, with the store's growth for that day. The
+last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from arena.settings import ArenaSettings
+from arena.validator.assemble import sandbox_runner
+from arena.validator.runs import SuiteRun, run_id_for
+from benchmarks.capacity_llm import (
+    AGENT_MODEL,
+    JUDGE_MODEL,
+    Latency,
+    LatencyPolicy,
+    agent_source,
+    served_double,
+)
+from benchmarks.capacity_probe import (
+    MemorySampler,
+    cpu_s,
+    lost_and_doubled,
+    machine_busy,
+    store_bytes,
+    stored_keys,
+)
+from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.grading.grader import Grader
+from shoppingbench.logs import configure_logging
+from shoppingbench.problems.models import CATEGORIES, Problem
+from shoppingbench.sample_world import ensure_sample_world
+from shoppingbench.sandbox.backends import BackendName, SandboxUnavailable, make_backend
+from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
+from shoppingbench.search.base import SearchEngine
+from shoppingbench.settings import HarnessSettings
+from trajectories.store import AttemptKey, TrajectoryStore
+
+BUSY_DAY_QUALIFYING_RUNS = 200
+BUSY_DAY_QUALIFYING_PROBLEMS = 60
+BUSY_DAY_RACE_PROBLEMS = 150
+BUSY_DAY_RACE_ENTRANTS = 10
+BUSY_DAY_ATTEMPTS = (BUSY_DAY_QUALIFYING_RUNS * BUSY_DAY_QUALIFYING_PROBLEMS
+                     + BUSY_DAY_RACE_PROBLEMS * BUSY_DAY_RACE_ENTRANTS)
+"""13,500: a busy day's attempts (the defending winner's runs on challengers' problems come on top)."""
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def choose_backend(name: str, image: str) -> BackendName:
+    """``auto``: docker when the engine answers and has the image, else namespace; or the named one."""
+    if name != "auto":
+        if name not in ("namespace", "docker", "none"):
+            raise SystemExit(f"unknown sandbox backend {name!r}: auto, namespace, docker or none")
+        return cast(BackendName, name)
+    try:
+        probe = subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30)
+        engine_up = probe.returncode == 0
+        make_backend("docker", docker_image=image).check()
+    except (OSError, subprocess.TimeoutExpired, SandboxUnavailable):
+        engine_up = False
+    return "docker" if engine_up else "namespace"
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What every slot count shares: settings, catalog, grader, agent, suite pool, store."""
+
+    settings: ArenaSettings
+    engine: SearchEngine
+    grader: Grader
+    agent: AgentFile
+    problems: list[Problem]
+    store: TrajectoryStore
+    exclude: tuple[int, ...]
+
+
+def _suite_pool(world_dir: Path, products: int, needed: int) -> tuple[Path, list[Problem]]:
+    """The world's catalog and ``needed`` of its problems, the categories interleaved."""
+    world = ensure_sample_world(world_dir, products=products, seed=0, progress=False)
+    per_category = -(-needed // len(CATEGORIES))
+    suite = world.suite(per_category)
+    by_category = {c: [p for p in suite if p.category == c] for c in CATEGORIES}
+    interleaved = [p for group in zip(*by_category.values(), strict=False) for p in group]
+    if len(interleaved) < needed:
+        raise SystemExit(f"the world has {len(interleaved)} problems, {needed} are needed: "
+                         "use more --products")
+    return world.catalog_dir, interleaved[:needed]
+
+
+def measure(bench: Bench, slots: int, attempts: int,
+            label: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """One run of ``attempts`` problems at ``slots`` slots through the validator's SuiteRun."""
+    suite = bench.problems[:attempts]
+    ids = [p.id for p in suite]
+    run_id = run_id_for("race", f"capacity-{label}-{slots}", ids)
+    sandbox = SandboxConfig.from_settings(bench.settings)
+    run_agent = sandbox_runner(bench.engine, bench.grader, inference=inference_config(bench.settings),
+                               sandbox=sandbox, workers=slots)
+    runs = SuiteRun(store=bench.store, run_agent=run_agent, judge=bench.settings.judge(),
+                    validator="capacity-benchmark", leak_config=bench.settings.leak_config())
+    cores = os.cpu_count() or 1
+    busy0, total0 = machine_busy()
+    cpu0, children0 = cpu_s(), cpu_s(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    prefix = f"sb-{run_id[:12]}-" if sandbox.backend == "docker" else None  # DockerBackend.container_name
+    with MemorySampler(exclude=bench.exclude, container_prefix=prefix) as memory:
+        judged = runs.judged(kind="race", run_id=run_id, suite_name=f"capacity-{label}", agent=bench.agent,
+                             hotkey=None, submitted_at=None, suite=suite)
+    wall = time.perf_counter() - started
+    busy1, total1 = machine_busy()
+    stored = [bench.store.get_attempt(AttemptKey(run_id, bench.agent.sha256, pid)) for pid in ids]
+    failures = Counter(a.record.failure.kind for a in stored
+                       if a is not None and a.record.failure is not None)
+    calls = [len(a.record.proxy_log or []) for a in stored if a is not None]
+    durations = [a.record.finished_at - a.record.started_at for a in stored if a is not None]
+    mean_attempt_s = sum(durations) / max(1, len(durations))
+    reasons = {a.record.failure.kind: a.record.failure.reason[:300] for a in reversed(stored)
+               if a is not None and a.record.failure is not None}  # the first reason of each kind
+    figures = {
+        "slots": slots, "attempts": attempts, "wall_s": round(wall, 1),
+        "attempts_per_hour": round(attempts / wall * 3600, 1),
+        "mean_attempt_s": round(mean_attempt_s, 1),
+        # What the slots would do if never idle (no start-up, no last-wave tail, no wait for the judge).
+        "slot_bound_per_hour": round(slots * 3600 / mean_attempt_s, 1) if mean_attempt_s > 0 else None,
+        "validator_rss_mb": round(memory.validator_peak_kb / 1024, 1),
+        "sandbox_rss_mb": round(memory.sandbox_peak_kb / 1024, 1),
+        "rss_mb_per_slot": round(memory.sandbox_peak_kb / 1024 / slots, 1),
+        "sandbox_processes": memory.sandbox_peak_processes,
+        "validator_cpu_share": round((cpu_s() - cpu0) / wall / cores, 3),
+        "sandbox_child_cpu_share": round((cpu_s(resource.RUSAGE_CHILDREN) - children0) / wall / cores, 3),
+        "machine_cpu_share": round((busy1 - busy0) / max(1.0, total1 - total0), 3),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "success_rate": round(sum(judged.successes) / len(suite), 3),
+        "judged_online": sum(1 for v in judged.verdicts if not v.offline),
+        "proxy_calls_per_attempt": round(sum(calls) / max(1, len(calls)), 1),
+        "failures": dict(failures),
+        "failure_reasons": reasons,
+    }
+    _say(f"  {slots} slots: {attempts} attempts in {figures['wall_s']} s = {figures['attempts_per_hour']}/h "
+         f"(mean attempt {figures['mean_attempt_s']} s, slot-bound {figures['slot_bound_per_hour']}/h); "
+         f"validator {figures['validator_rss_mb']} MB, sandboxes {figures['sandbox_rss_mb']} MB "
+         f"({figures['rss_mb_per_slot']} MB/slot); validator CPU {figures['validator_cpu_share']:.1%}, "
+         f"machine {figures['machine_cpu_share']:.1%}; judged online {figures['judged_online']}; "
+         f"failures {dict(failures)}")
+    return figures, [(run_id, pid) for pid in ids]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--slots", default="4,16,64", help="comma list of slot counts")
+    parser.add_argument("--attempts-per-slot", type=float, default=3.0,
+                        help="attempts measured per slot count = this x slots")
+    parser.add_argument("--p50", type=float, default=2.0, help="median seconds of one agent LLM call")
+    parser.add_argument("--p95", type=float, default=8.0, help="95th percentile of one agent LLM call")
+    parser.add_argument("--judge-p50", type=float, default=None, help="judge call median (default --p50)")
+    parser.add_argument("--judge-p95", type=float, default=None, help="judge call p95 (default --p95)")
+    parser.add_argument("--calls", default="8-20", help="LLM calls per problem: LOW-HIGH, seeded per problem")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sandbox", default="auto", help="auto, namespace, docker or none")
+    parser.add_argument("--products", type=int, default=3000, help="sample world size (built once, cached)")
+    parser.add_argument("--world-dir", type=Path, default=None, help="sample world (default: under --home)")
+    parser.add_argument("--home", type=Path, default=None, help="data root: embedding cache, default world")
+    parser.add_argument("--no-warmup", action="store_true", help="skip the untimed 2-problem warm-up run")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: slots 1,2, 2 attempts per slot, 10-20 ms calls, 2-3 calls per "
+                             "problem, the none backend")
+    return parser
+
+
+def _settings(args: argparse.Namespace, backend: BackendName, llm_url: str) -> ArenaSettings:
+    overrides: dict[str, Any] = {
+        "sandbox": backend, "sandbox_timeout_s": 300.0, "inference_base_url": f"{llm_url}/v1",
+        "inference_models": AGENT_MODEL, "judge_base_url": f"{llm_url}/v1", "judge_models": [JUDGE_MODEL]}
+    if args.home is not None:
+        overrides["home"] = args.home
+    return ArenaSettings(_env_file=None, **overrides)
+
+
+def _apply_quick(args: argparse.Namespace) -> None:
+    if args.quick:
+        args.slots, args.attempts_per_slot, args.p50, args.p95, args.calls = "1,2", 2.0, 0.01, 0.02, "2-3"
+        args.sandbox = "none" if args.sandbox == "auto" else args.sandbox
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = _parser().parse_args(argv)
+    _apply_quick(args)
+    slot_counts = [int(s) for s in args.slots.split(",") if s.strip()]
+    low, _, high = args.calls.partition("-")
+    agent_latency = Latency(args.p50, args.p95, args.seed)
+    judge_latency = Latency(args.judge_p50 if args.judge_p50 is not None else args.p50,
+                            args.judge_p95 if args.judge_p95 is not None else args.p95, args.seed)
+    configure_logging("console", "warning")
+    home = (args.home or HarnessSettings(_env_file=None).root).expanduser()
+    world_dir = args.world_dir or home / "benchmarks" / f"capacity-world-{args.products}"
+    counts = {slots: max(1, round(args.attempts_per_slot * slots)) for slots in slot_counts}
+    catalog_dir, problems = _suite_pool(world_dir, args.products, max(counts.values()))
+    source = agent_source(seed=args.seed, calls_low=int(low), calls_high=int(high or low))
+    agent = AgentFile(name="capacity_agent.py", source=source, sha256=hashlib.sha256(source).hexdigest())
+    _say(f"sandbox {args.sandbox}, slots {slot_counts}, calls {args.calls} per problem, LLM p50 {args.p50} s "
+         f"p95 {args.p95} s (mean {agent_latency.mean_s:.2f} s), judge p50 {judge_latency.p50_s} s")
+    with tempfile.TemporaryDirectory(prefix="bench-capacity-") as tmp, \
+            served_double(LatencyPolicy(agent_latency, judge_latency)) as (llm_url, llm_pid):
+        backend = choose_backend(args.sandbox, ArenaSettings(_env_file=None).sandbox_docker_image)
+        settings = _settings(args, backend, llm_url)
+        store_file = Path(tmp) / "trajectories.sqlite3"
+        engine = open_catalog(catalog_dir)
+        try:
+            with TrajectoryStore.open(f"sqlite:///{Path(tmp) / 'empty.sqlite3'}"):
+                pass  # an empty store's size (the schema), measured as the run's is: closed
+            empty = store_bytes(Path(tmp) / "empty.sqlite3")
+            with TrajectoryStore.open(f"sqlite:///{store_file}") as store:
+                grader = Grader.from_settings(engine.get_products, settings)
+                bench = Bench(settings=settings, engine=engine, grader=grader, agent=agent, problems=problems,
+                              store=store, exclude=(llm_pid,))
+                result = _run_all(bench, counts, warmup=not args.no_warmup)
+            size = store_bytes(store_file) - empty
+        finally:
+            engine.close()
+    result = _summary(result, size, backend, args, (agent_latency, judge_latency))
+    print(orjson.dumps(result).decode())
+    return result
+
+
+def _run_all(bench: Bench, counts: dict[int, int], *, warmup: bool) -> dict[str, Any]:
+    scheduled: list[tuple[str, str]] = []
+    if warmup:  # loads the embedding model, warms the page cache and the judge client; not timed
+        _, keys = measure(bench, min(2, len(bench.problems)), min(2, len(bench.problems)), "warmup")
+        scheduled += keys
+    per_slots: dict[str, Any] = {}
+    for slots, attempts in counts.items():
+        figures, keys = measure(bench, slots, attempts, "measured")
+        per_slots[str(slots)] = figures
+        scheduled += keys
+    lost, doubled = lost_and_doubled(scheduled, stored_keys(bench.store))
+    return {"per_slots": per_slots, "scheduled": len(scheduled), "lost_attempts": lost,
+            "doubled_attempts": doubled}
+
+
+def _summary(result: dict[str, Any], size: int, backend: BackendName, args: argparse.Namespace,
+             latencies: tuple[Latency, Latency]) -> dict[str, Any]:
+    latency, judge = latencies
+    per_slots = result["per_slots"]
+    bytes_per_attempt = size / max(1, result["scheduled"])
+    sixteen = per_slots.get("16")
+    busy_day = (round(BUSY_DAY_ATTEMPTS / sixteen["attempts_per_hour"], 2) if sixteen else None)
+    summary = {
+        "sandbox": backend, "cpus": os.cpu_count(), "quick": bool(args.quick),
+        "llm": {"p50_s": args.p50, "p95_s": args.p95, "mean_s": round(latency.mean_s, 3), "calls": args.calls,
+                "judge_p50_s": judge.p50_s, "judge_p95_s": judge.p95_s,
+                "judge_mean_s": round(judge.mean_s, 3)},
+        # SuiteRun judges a run's attempts one after another as they finish: a ceiling whatever the slots.
+        "judge_serial_cap_per_hour": round(3600 / judge.mean_s, 1) if judge.mean_s > 0 else None,
+        "attempts_per_hour": {k: v["attempts_per_hour"] for k, v in per_slots.items()},
+        "rss_mb_per_slot": {k: v["rss_mb_per_slot"] for k, v in per_slots.items()},
+        "validator_rss_mb": {k: v["validator_rss_mb"] for k, v in per_slots.items()},
+        "validator_cpu_share": {k: v["validator_cpu_share"] for k, v in per_slots.items()},
+        "machine_cpu_share": {k: v["machine_cpu_share"] for k, v in per_slots.items()},
+        "per_slots": per_slots,
+        "busy_day_attempts": BUSY_DAY_ATTEMPTS,
+        "busy_day_hours_16_slots": busy_day,
+        "busy_day_basis": (f"extrapolated from {sixteen['attempts']} attempts at 16 slots" if sixteen
+                           else "no 16-slot run"),
+        "lost_attempts": result["lost_attempts"], "doubled_attempts": result["doubled_attempts"],
+        "store_bytes": size, "store_bytes_per_attempt": round(bytes_per_attempt),
+        "store_growth_mb_per_busy_day": round(bytes_per_attempt * BUSY_DAY_ATTEMPTS / 2**20, 1),
+    }
+    _say(f"busy day ({BUSY_DAY_ATTEMPTS} attempts) at 16 slots: {busy_day} h ({summary['busy_day_basis']}); "
+         f"lost {result['lost_attempts']}, doubled {result['doubled_attempts']}; store "
+         f"{summary['store_bytes_per_attempt']} B/attempt, "
+         f"{summary['store_growth_mb_per_busy_day']} MB per busy day")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
