@@ -40,6 +40,8 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     judge_backoff_base_s: float = Field(default=1.0, ge=0)
     judge_backoff_cap_s: float = Field(default=30.0, ge=0)
     judge_max_tokens: int = Field(default=2048, ge=16)
+    judge_concurrency: int = Field(default=8, ge=1, description=(
+        "Verdicts asked of the judge at once (a remote model: a serial judge caps the attempts per hour)"))
     # provider outages
     infra_retries: int = Field(default=2, ge=0, description=(
         "Times an attempt the inference provider failed is re-run (and a run whose judge failed for most of "

@@ -133,7 +133,8 @@ def measure(bench: Bench, slots: int, attempts: int,
     run_agent = sandbox_runner(bench.engine, bench.grader, inference=inference_config(bench.settings),
                                sandbox=sandbox, workers=slots)
     runs = SuiteRun(store=bench.store, run_agent=run_agent, judge=bench.settings.judge(),
-                    validator="capacity-benchmark", leak_config=bench.settings.leak_config())
+                    validator="capacity-benchmark", leak_config=bench.settings.leak_config(),
+                    judge_concurrency=bench.settings.judge_concurrency)
     cores = os.cpu_count() or 1
     busy0, total0 = machine_busy()
     cpu0, children0 = cpu_s(), cpu_s(resource.RUSAGE_CHILDREN)

@@ -113,7 +113,7 @@ from ``chain``'s race seeds."""
     race = RaceEngine(SqlEventStore(arena_db), settings.race_rules(), clock)
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
                     validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config(),
-                    infra_retries=settings.infra_retries)
+                    infra_retries=settings.infra_retries, judge_concurrency=settings.judge_concurrency)
     return Validator(chain=chain, wallet=wallet, race=race, ledger=SqlExposureLedger(arena_db),
                      arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, suites=suites,
                      seed_after=seeds.after_block,

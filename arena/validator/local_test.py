@@ -160,7 +160,7 @@ def local_suite_run(settings: ArenaSettings, engine: SearchEngine, store: Trajec
     settings' judge, for no validator, calling the endpoint ``inference`` opens."""
     with catalog_agent_runner(settings, engine, inference=inference) as run_agent:
         yield SuiteRun(store=store, run_agent=run_agent, judge=settings.judge(), validator=None,
-                       leak_config=settings.leak_config())
+                       leak_config=settings.leak_config(), judge_concurrency=settings.judge_concurrency)
 
 
 def _observed(run_agent: RunAgent, on_attempt: Callable[[AttemptRecord], None], progress: bool) -> RunAgent:

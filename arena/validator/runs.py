@@ -16,6 +16,7 @@ import structlog
 
 from arena.judge import FinalScore, Judge, JudgeInput, JudgeVerdict, final_score, suite_score
 from arena.suites.clusters import LeakConfig, cluster_problems
+from arena.validator.judging import ConcurrentJudging
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
@@ -127,7 +128,8 @@ class SuiteRun:
     """What one run needs besides the agent: where to record, how to run and how to judge. A validator's
     runs name it (``validator``); a miner's local test does not. ``infra_retries``: how many times an
     attempt the inference provider failed is re-run (and a run whose judge failed for most of it is
-    judged again) before the run is scored without it."""
+    judged again) before the run is scored without it. ``judge_concurrency``: verdicts asked at once
+    (``ARENA_JUDGE_CONCURRENCY``)."""
 
     store: TrajectoryStore
     run_agent: RunAgent
@@ -135,6 +137,7 @@ class SuiteRun:
     validator: str | None
     leak_config: LeakConfig
     infra_retries: int = 2
+    judge_concurrency: int = 8
 
     def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
               submitted_at: float | None, suite: Sequence[Problem], final: bool = False) -> FinalScore:
@@ -170,17 +173,24 @@ class SuiteRun:
                  retried=sum(stored[p.id] is not None for p in missing))
         progress = self._stored_progress(stored, {p.id for p in missing})
         self._judge_again_if_failed(progress)
-        for record in self.run_agent(agent, missing, run_id) if missing else ():
-            previous = stored[record.problem_id]
-            if previous is not None:  # the re-run of an attempt the provider failed
-                record = record.model_copy(update={"infra_retries": previous.record.infra_retries + 1})
-            recorder.record(record)
-            progress.records[record.problem_id] = record
-            if not record.infra_failed:
-                progress.verdicts[record.problem_id] = self._judge(record)
-        for problem_id, record in progress.records.items():
-            if not record.infra_failed and problem_id not in progress.verdicts:
-                progress.verdicts[problem_id] = self._judge(record)
+
+        def keep(record: AttemptRecord, verdict: JudgeVerdict) -> None:
+            self._store_verdict(record, verdict)
+            progress.verdicts[record.problem_id] = verdict
+
+        with ConcurrentJudging(self.judge, keep, self.judge_concurrency) as judging:
+            for record in self.run_agent(agent, missing, run_id) if missing else ():
+                previous = stored[record.problem_id]
+                if previous is not None:  # the re-run of an attempt the provider failed
+                    record = record.model_copy(update={"infra_retries": previous.record.infra_retries + 1})
+                recorder.record(record)
+                progress.records[record.problem_id] = record
+                if not record.infra_failed:
+                    judging.ask(record)
+            for problem_id, record in progress.records.items():
+                if not record.infra_failed and problem_id not in progress.verdicts \
+                        and not judging.asked(problem_id):
+                    judging.ask(record)
         lost = [p.id for p in suite if p.id not in progress.records]
         if lost:  # the runner yields every problem or raises; a silent gap must not score as a failure
             raise RuntimeError(f"run {run_id} ended without attempts for {len(lost)} problems: {lost[:3]}")
@@ -210,8 +220,9 @@ class SuiteRun:
         for problem_id, verdict in list(progress.verdicts.items()):
             retries = progress.judge_retries.get(problem_id, 0)
             if verdict.offline and verdict.failed_calls and retries < self.infra_retries:
-                progress.verdicts[problem_id] = self._judge(progress.records[problem_id],
-                                                            judge_retries=retries + 1)
+                record = progress.records[problem_id]
+                progress.verdicts[problem_id] = self._store_verdict(
+                    record, self.judge.judge(JudgeInput.from_record(record)), judge_retries=retries + 1)
                 progress.judge_retries[problem_id] = retries + 1
 
     def _settle(self, run_id: str, suite: Sequence[Problem], progress: _Progress, recorder: RunRecorder, *,
@@ -242,8 +253,8 @@ class SuiteRun:
                          verdicts=tuple(progress.verdicts[pid] for pid in scored),
                          labels=dict(recorder.labels), missing=tuple(infra))
 
-    def _judge(self, record: AttemptRecord, *, judge_retries: int = 0) -> JudgeVerdict:
-        verdict = self.judge.judge(JudgeInput.from_record(record))
+    def _store_verdict(self, record: AttemptRecord, verdict: JudgeVerdict, *,
+                       judge_retries: int = 0) -> JudgeVerdict:
         self.store.set_judge_verdict(AttemptKey.of(record),
                                      stored_verdict(verdict, judge_retries=judge_retries))
         return verdict

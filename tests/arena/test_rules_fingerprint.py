@@ -60,7 +60,7 @@ UNRELATED: list[tuple[str, dict[str, Any]]] = [
     ("workers", {"workers": 9}),
     ("logs", {"log_format": "json", "log_level": "debug"}),
     ("store", {"database_url": "sqlite:////tmp/x.sqlite3"}),
-    ("judge_retries", {"judge_timeout_s": 5, "judge_max_rounds": 5}),
+    ("judge_retries", {"judge_timeout_s": 5, "judge_max_rounds": 5, "judge_concurrency": 2}),
     ("sandbox_backend_details", {"sandbox_uid_base": 62000, "sandbox_docker_image": "other:1"}),
     ("clock_skew", {"submission_clock_skew_s": 60}),
     ("peers", {"peer_weight_tolerance": 0.1, "peer_check_blocks": 10, "peer_timeout_s": 1}),
