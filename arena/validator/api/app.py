@@ -7,6 +7,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
+from arena.validator.api.cache import ResponseCache
 from arena.validator.api.routes import (
     code,
     embargo,
@@ -23,6 +24,7 @@ from arena.validator.api.routes import (
 from arena.validator.api.site.pages import STATIC_DIR
 from arena.validator.api.views.monitoring import StateCollector
 from arena.validator.api.views.view import ArenaView
+from trajectories.store.stamp import attempts_stamp
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
            embargo.router, qualifying.router, code.router, rules.router, leaderboard.router)
@@ -42,4 +44,6 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # Public pages and JSON answered once per URL and version of the records (``cache.py``).
+    app.add_middleware(ResponseCache, version=lambda: (view.state().events, attempts_stamp(view.store)))
     return app
