@@ -9,11 +9,15 @@ as ``benchmarks.store`` makes them) with the race log, agent files and dump dire
 ``create_app`` under uvicorn on loopback, in its own process. One httpx client then requests each page
 (leaderboard ``/``, a submission page, an attempt viewer, the dumps index) ``--requests`` times, and
 ``--clients`` clients at once make ``--client-requests`` requests each over all of them.
-PostgreSQL gets a throwaway database on the loopback server (``--pg-server``), filled by the same
-generator and dropped at the end. The last line printed is one JSON object: ``page_p95_ms`` (the worst
-page's p95, single client), ``pages`` (each page's figures, or ``missing`` for a page this build does
-not serve), ``concurrent_p95_ms`` and ``errors`` for SQLite at the top level, the same under
-``postgresql``, and the 1-minute load average around each phase (the machine is shared).
+PostgreSQL gets a throwaway database on the loopback server (``--pg-server``) holding a copy of the
+SQLite world's rows (``trajectories.store.copy``: the same attempts, ids and race log), dropped at the
+end. Every SELECT the API sends is explained afterwards (``benchmarks.site_plans``, ``--plans``).
+
+The last line printed is one JSON object: ``page_p95_ms`` (the worst page's p95, single client),
+``pages`` (each page's figures, or ``missing`` for a page this build does not serve),
+``concurrent_p95_ms`` and ``errors``, ``full_scans`` (statements reading a whole table of attempts or
+problems) for SQLite at the top level, the same under ``postgresql``, and the 1-minute load average
+around each phase (the machine is shared).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -36,8 +41,9 @@ import orjson
 from arena.race import ManualClock, SqlEventStore
 from arena.race.state import replay
 from arena.submissions.store import FileStore
-from benchmarks.site_build import World, WorldSpec, build_sqlite, fill
+from benchmarks.site_build import World, WorldSpec, build_sqlite, copy_world
 from benchmarks.site_load import Page, concurrent, present, single_client
+from benchmarks.site_plans import PlanRecorder
 from shoppingbench.logs import configure_logging
 from trajectories.store import TrajectoryStore
 from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
@@ -53,15 +59,18 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def serve(world: World, now: float, urls: Any, stop: Event) -> None:
-    """The validator API over ``world``, as ``validator run`` serves it, until ``stop`` is set."""
+def serve(world: World, now: float, urls: Any, stop: Event, plans: Path) -> None:
+    """The validator API over ``world``, as ``validator run`` serves it, until ``stop`` is set; then the
+    plans of the statements it sent, to ``plans`` (``site_plans``)."""
     from arena.validator.api import ArenaView, create_app
     from shoppingbench.tools.serving import running_server
 
     configure_logging("console", "warning")
     store = TrajectoryStore.open(world.store_url)
+    events = SqlEventStore.open(world.events_url)
+    recorder = PlanRecorder([store.engine, events.engine])
     view = ArenaView(
-        events=SqlEventStore.open(world.events_url),
+        events=events,
         store=store,
         files=FileStore(world.files),
         clock=ManualClock(datetime.fromtimestamp(now, UTC)),
@@ -70,13 +79,14 @@ def serve(world: World, now: float, urls: Any, stop: Event) -> None:
     with running_server(create_app(view), host="127.0.0.1", port=0) as url:
         urls.put(url)
         stop.wait()
+    plans.write_bytes(orjson.dumps(recorder.explain(), option=orjson.OPT_INDENT_2))
     store.close()
 
 
 def _attach_dumps(view: Any, dumps: Path) -> None:
-    """Point the view at the dump directory, where this build's view has a place for it."""
-    if hasattr(view, "dumps"):
-        view.dumps = dumps
+    """Point the view at the dump directory (``ArenaView.dumps_dir``, where this build's view has it)."""
+    if hasattr(view, "dumps_dir"):
+        view.dumps_dir = dumps
 
 
 def pages(world: World, base_url: str, ids: int = 20) -> list[Page]:
@@ -106,19 +116,21 @@ def pages(world: World, base_url: str, ids: int = 20) -> list[Page]:
     ]
 
 
-def measure(world: World, spec: WorldSpec, args: argparse.Namespace) -> dict[str, Any]:
+def measure(world: World, spec: WorldSpec, args: argparse.Namespace, backend: str) -> dict[str, Any]:
     """Serve ``world`` in a child process and run both client phases against it."""
     context = multiprocessing.get_context("spawn")
     urls, stop = context.Queue(), context.Event()
-    server = context.Process(target=serve, args=(world, spec.end, urls, stop), name="site-api")
+    plans = Path(tempfile.mkdtemp(prefix="bench-site-plans-")) / "plans.json"
+    server = context.Process(target=serve, args=(world, spec.end, urls, stop, plans), name="site-api")
     server.start()
+    figures: dict[str, Any] = {}
     try:
         base_url = urls.get(timeout=600)
         wanted = pages(world, base_url)
         served, first = present(base_url, wanted)
         statuses = ", ".join(f"{name} {f['status']}" for name, f in first.items())
         _say(f"  serving {base_url}; pages {statuses}")
-        figures: dict[str, Any] = {"load_before": _load()}
+        figures["load_before"] = _load()
         single = single_client(base_url, served, args.requests)
         page_figures = {name: {**first[name], **single.get(name, {})} for name in first}
         figures["pages"] = page_figures
@@ -133,16 +145,32 @@ def measure(world: World, spec: WorldSpec, args: argparse.Namespace) -> dict[str
             f"  {args.clients} clients: p95 {figures['concurrent_p95_ms']} ms, errors {figures['errors']}, "
             f"{figures['requests_per_s']} requests/s (load {figures['load_concurrent']})"
         )
-        return figures
     finally:
         stop.set()
-        server.join(30)
+        server.join(120)
         if server.is_alive():
             server.terminate()
+    keep = None if args.plans is None else args.plans.with_name(f"{args.plans.stem}-{backend}.json")
+    figures.update(_plans(plans, keep))
+    return figures
+
+
+def _plans(recorded: Path, keep: Path | None) -> dict[str, Any]:
+    """How many distinct statements the pages sent and which read a big table whole."""
+    if not recorded.exists():
+        return {"statements": None, "full_scans": None}
+    plans = orjson.loads(recorded.read_bytes())
+    if keep is not None:
+        shutil.copyfile(recorded, keep)
+        _say(f"  query plans: {keep}")
+    shutil.rmtree(recorded.parent)
+    scans = [{"sql": p["sql"][:160], "tables": p["scans"]} for p in plans if p["scans"]]
+    _say(f"  {len(plans)} distinct statements, {len(scans)} reading a big table whole")
+    return {"statements": len(plans), "full_scans": scans}
 
 
 def run_postgresql(spec: WorldSpec, sqlite_world: World, args: argparse.Namespace) -> dict[str, Any]:
-    """The same world filled into a throwaway PostgreSQL database (agent files and dumps shared)."""
+    """The same world copied into a throwaway PostgreSQL database (agent files and dumps shared)."""
     with (
         scratch_postgres_database(args.pg_server, prefix="arena_bench_site") as pg_url,
         tempfile.TemporaryDirectory(prefix="bench-site-pg-") as tmp,
@@ -151,8 +179,8 @@ def run_postgresql(spec: WorldSpec, sqlite_world: World, args: argparse.Namespac
         world = replace(sqlite_world, root=Path(tmp), store_url=url, events_url=url)
         for name in ("agents", "dumps"):
             (Path(tmp) / name).symlink_to(sqlite_world.root / name)
-        figures = {"build": fill(spec, world, _say)}
-        return {**figures, **measure(world, spec, args)}
+        figures = {"copy": copy_world(sqlite_world, world, _say)}
+        return {**figures, **measure(world, spec, args, "postgresql")}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -173,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=Path,
         default=None,
         help="where built worlds are cached (default: $ARENA_HOME, else ~/.arena)",
+    )
+    parser.add_argument(
+        "--plans", type=Path, default=None, help="write each backend's query plans to PLANS-<backend>.json"
     )
     parser.add_argument(
         "--pg-server",
@@ -201,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     _say("sqlite:")
     world, build = build_sqlite(spec, home, _say)
     results["build"] = build
-    results.update(measure(world, spec, args))
+    results.update(measure(world, spec, args, "sqlite"))
     if "postgresql" in backends:
         _say("postgresql:")
         results["postgresql"] = run_postgresql(spec, world, args)

@@ -1,7 +1,7 @@
 """Build the site benchmark's validator records once, and find them again: cached by their parameters.
 
-A built world is a directory holding the trajectory store (SQLite; PostgreSQL is filled from the same
-generator into a throwaway database), the race log (``arena.sqlite3``), the accepted agent files
+A built world is a directory holding the trajectory store (SQLite; ``copy_world`` copies it into
+another database, e.g. a throwaway PostgreSQL one), the race log (``arena.sqlite3``), the accepted agent files
 (``agents/``) and a dump directory with one exported day per day (``dumps/YYYY-MM-DD``). The first day is
 exported for real (``trajectories.dumps.export_dump``); the other days are hard links to its files with
 their own window in the manifest and card, since the dumps index reads manifests only and a real export
@@ -24,13 +24,14 @@ import orjson
 from arena.race import SqlEventStore
 from arena.race.events import CodePublished, RaceFinished
 from arena.submissions.store import FileStore
-from benchmarks.site_world import AGENTS, DAY0, Day, History, agent_entries, problems
+from benchmarks.site_world import AGENTS, DAY0, Day, History, agent_entries, registered_problems
 from trajectories.dumps import DumpWindow, export_dump
 from trajectories.dumps.card import render_card
 from trajectories.store import TrajectoryStore
+from trajectories.store.copy import copy_store
 from trajectories.store.entries import AgentEntry
 
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 """Bump when the generated world changes: cached worlds of another version are not reused."""
 
 
@@ -73,7 +74,7 @@ def fill(spec: WorldSpec, world: World, say: Callable[[str], None]) -> dict[str,
     with TrajectoryStore.open(world.store_url) as store:
         for index in range(spec.days):
             day = Day(index=index, attempts=spec.attempts_per_day, history=history)
-            store.register_problems(problems(day))
+            store.register_problems(registered_problems(day))
             for agent in agent_entries(day):
                 store.register_agent(agent)
             for run in day.runs():
@@ -142,6 +143,20 @@ def export_days(spec: WorldSpec, world: World, say: Callable[[str], None]) -> fl
             orjson.dumps(copy, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
         )
     return seconds
+
+
+def copy_world(source: World, target: World, say: Callable[[str], None]) -> dict[str, float]:
+    """``source``'s trajectory store and race log copied into ``target``'s (empty) databases."""
+    started = time.perf_counter()
+    with TrajectoryStore.open(source.store_url) as reader, TrajectoryStore.open(target.store_url) as writer:
+        copied = copy_store(reader, writer)
+    log, into = SqlEventStore.open(source.events_url), SqlEventStore.open(target.events_url)
+    into.append(log.load(), expected=0)
+    for events in (log, into):
+        events.engine.dispose()
+    seconds = round(time.perf_counter() - started, 1)
+    say(f"  copied {copied['attempts']} attempts and {into.count()} race events in {seconds} s")
+    return {"copy_s": seconds, "attempts": copied["attempts"]}
 
 
 def build_sqlite(spec: WorldSpec, home: Path, say: Callable[[str], None]) -> tuple[World, dict[str, float]]:

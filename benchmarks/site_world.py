@@ -3,7 +3,8 @@
 Each day has ``AGENTS`` agent slots working through the day's problems (``trajectories.doubles.synthetic``,
 as ``benchmarks.store`` generates them). Every slot is a new submission of its hotkey, except slot 0 while
 a winner reigns: the defender, running its own code. The first two thirds of the day's problems are the
-qualifying problems (each new submission's qualifying run), the last third the race suite. As the
+qualifying problems (each new submission's qualifying run, on its own copy of them: suite
+``qualifying-<submission id>``), the last third the race suite (``race-<day>``). As the
 attempts stream into the store, the qualifying scores are tallied; once every qualifying attempt is in,
 the best qualified submissions become the race's entrants and their remaining attempts go to their race
 run (the others' stay in their qualifying run). The race log then gets, per day, the accepted uploads,
@@ -108,6 +109,7 @@ class Day:
     qualifying_score: dict[int, float] = field(default_factory=dict)
     tallies: dict[tuple[int, bool], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     outcomes: dict[int, list[ProblemOutcome]] = field(default_factory=lambda: defaultdict(list))
+    own_ids: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.start = DAY0 + timedelta(days=self.index)
@@ -139,12 +141,20 @@ class Day:
 
     @property
     def race_id(self) -> str:
-        return f"race-{self.start.date().isoformat()}"
+        return self.start.date().isoformat()
+
+    def own(self, problem: ProblemEntry, entrant: Entrant) -> ProblemEntry:
+        """The entrant's copy of ``problem`` in its own qualifying suite (each submission qualifies on
+        problems of its own, ``qualifying-<submission id>``)."""
+        key = hashlib.sha256(f"{problem.id}/{entrant.submission_id}".encode()).hexdigest()[:16]
+        return problem.model_copy(update={"id": key, "suite": qualifying_suite_name(entrant.submission_id)})
 
     def qualifying_run(self, entrant: Entrant) -> str:
         if entrant.defender:
             return defender_run_id(entrant.code_hash)
-        return run_id_for("qualifying", entrant.submission_id, [p.id for p in self.qualifying])
+        return run_id_for(
+            "qualifying", entrant.submission_id, [self.own(p, entrant).id for p in self.qualifying]
+        )
 
     def race_run(self, entrant: Entrant) -> str:
         return run_id_for("race", entrant.submission_id, [p.id for p in self.race])
@@ -212,6 +222,7 @@ class Day:
     def writes(self) -> Iterator[AttemptWrite]:
         """The day's attempts, run ids assigned as the race log would, with judge verdicts and labels."""
         labels: dict[int, FilterVerdict] = {}
+        self.own_ids = {(p.id, e.slot): self.own(p, e).id for p in problems(self) for e in self.entrants}
         rng = random.Random(f"verdicts-{self.index}")
         boundary = len(self.qualifying) * AGENTS
         for n, record in enumerate(self.synthetic().attempts(self.attempts)):
@@ -221,6 +232,11 @@ class Day:
             entrant = self.entrants[slot]
             in_race = racing and slot in (self.racers or [])
             run = self.race_run(entrant) if in_race else self.qualifying_run(entrant)
+            if not in_race:
+                own = self.own_ids[(record.problem_id, slot)]
+                record = record.model_copy(
+                    update={"problem_id": own, "score": record.score.model_copy(update={"problem_id": own})}
+                )
             tally = self.tallies[(slot, in_race)]
             tally[0] += 1
             tally[1] += int(record.score.success)
@@ -375,7 +391,14 @@ def _rejection(start: datetime, index: int) -> SubmissionRejected:
 
 
 def problems(day: Day) -> list[ProblemEntry]:
+    """The day's drawn problems: the qualifying problems and the race suite."""
     return [*day.qualifying, *day.race]
+
+
+def registered_problems(day: Day) -> list[ProblemEntry]:
+    """What the store registers: the race suite, and every entrant's own copy of each drawn problem
+    (those its qualifying run holds)."""
+    return [*day.race, *(day.own(p, e) for e in day.entrants for p in problems(day))]
 
 
 def agent_entries(day: Day) -> list[AgentEntry]:
