@@ -5,11 +5,12 @@ is stored, or as time passes (a countdown, a verdict added to a stored attempt).
 month of records costs tens of milliseconds, and many clients asking at once queue behind each other.
 So an answer that says anyone may keep it (status 200 with ``Cache-Control: public, max-age=N``) is
 served again to the next request for the same URL while the version is the same (the app's: the race
-log's length and the newest attempt's id) and the answer is younger than ``N`` seconds (at most
-``MAX_AGE_S``): never staler than the answer itself allows any client to keep it. Requests for a URL
-not answered yet wait for the first one to be rendered rather than each rendering it again (one render
-per URL and version). Answers without that header (uploads, health, metrics, anything private) pass
-through untouched, and only the site's paths (``SITE_PATHS``) are looked at.
+log's length and the newest attempt's id, read at most once a second) and the answer is younger than
+``N`` seconds (at most ``MAX_AGE_S``): never staler than the answer itself allows any client to keep
+it, but for that second. Requests for a URL not answered yet wait for the first one to be rendered
+rather than each rendering it again (one render per URL and version). Answers without that header
+(uploads, health, metrics, anything private) pass through untouched, and only the site's paths
+(``SITE_PATHS``) are looked at.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ ENTRIES = 512
 _MAX_AGE = re.compile(rb"max-age=(\d+)")
 SITE_PATHS = re.compile(r"^/(?:$|api/|dumps|submissions/[^/]+/page$|attempts/)")
 """The public site's pages and JSON API: the only paths the cache looks at."""
+VERSION_EVERY_S = 1.0
+"""How often the version is read (two primary-key lookups on a worker thread): under a crowd of clients
+once a second rather than once per request. A new event or attempt shows at most this much later."""
 
 
 _Key = tuple[str, bytes, Hashable]
@@ -70,8 +74,11 @@ class ResponseCache:
         clock: Callable[[], float] = time.monotonic,
         entries: int = ENTRIES,
         paths: re.Pattern[str] = SITE_PATHS,
+        version_every_s: float = VERSION_EVERY_S,
     ) -> None:
         self.app = app
+        self.version_every_s = version_every_s
+        self._version: tuple[float, Hashable] | None = None
         self.paths = paths
         self.version = version
         self.clock = clock
@@ -86,7 +93,7 @@ class ResponseCache:
         if scope["type"] != "http" or scope["method"] != "GET" or not self.paths.match(scope["path"]):
             await self.app(scope, receive, send)
             return
-        version = await to_thread.run_sync(self.version)
+        version = await self._current_version()
         key = (scope["path"], scope.get("query_string", b""), version)
         if await self._replay(key, scope, send):
             return
@@ -101,6 +108,14 @@ class ResponseCache:
             await self._render(key, scope, receive, send)
         if not lock.locked():
             self._rendering.pop(key, None)
+
+    async def _current_version(self) -> Hashable:
+        """The version, read again (on a worker thread: it queries the databases) at most every
+        ``version_every_s`` seconds."""
+        now = self.clock()
+        if self._version is None or now - self._version[0] >= self.version_every_s:
+            self._version = (now, await to_thread.run_sync(self.version))
+        return self._version[1]
 
     async def _replay(self, key: _Key, scope: Scope, send: Send) -> bool:
         answer = self._answers.get(key)

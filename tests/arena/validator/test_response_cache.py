@@ -21,7 +21,9 @@ class Clock:
         return self.now
 
 
-def _app(version: list[int], clock: Clock, *, delay: float = 0.0) -> tuple[ResponseCache, dict[str, int]]:
+def _app(
+    version: list[int], clock: Clock, *, delay: float = 0.0, every: float = 0.0
+) -> tuple[ResponseCache, dict[str, int]]:
     renders: dict[str, int] = {}
     app = FastAPI()
 
@@ -49,7 +51,7 @@ def _app(version: list[int], clock: Clock, *, delay: float = 0.0) -> tuple[Respo
     def health() -> Response:
         return Response(f"render {count('health')}", headers={"Cache-Control": "public, max-age=30"})
 
-    cache = ResponseCache(app, version=lambda: version[0], clock=clock)
+    cache = ResponseCache(app, version=lambda: version[0], clock=clock, version_every_s=every)
     return cache, renders
 
 
@@ -119,3 +121,15 @@ def test_many_clients_asking_at_once_cause_one_render() -> None:
     answers = asyncio.run(crowd())
     assert {a.text for a in answers} == {"render 1 of "}
     assert renders == {"public": 1}
+
+
+def test_the_version_is_read_at_most_once_a_second() -> None:
+    version, clock = [1], Clock()
+    cache, renders = _app(version, clock, every=1.0)
+    assert _get(cache, "/api/public").text == "render 1 of "
+    version[0] = 2
+    clock.now += 0.5
+    assert _get(cache, "/api/public").text == "render 1 of ", "the new version is not read yet"
+    clock.now += 0.5
+    assert _get(cache, "/api/public").text == "render 2 of "
+    assert renders == {"public": 2}
