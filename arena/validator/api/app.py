@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from pathlib import Path
+
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
@@ -31,6 +34,14 @@ ROUTERS = (health.router, metrics.router, race.router, submissions.router, winne
 """In the order their paths are listed in the OpenAPI document."""
 
 
+def records_version(view: ArenaView) -> Hashable:
+    """What the site's answers are computed from, as a key that changes when any of it changes: the race
+    log's length, the newest attempt's id and the dump folder's modification time (a day exported)."""
+    dumps: Path | None = getattr(view, "dumps_dir", None)
+    exported = dumps.stat().st_mtime_ns if dumps is not None and dumps.is_dir() else None
+    return view.state().events, attempts_stamp(view.store), exported
+
+
 def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
                registry: CollectorRegistry | None = None) -> FastAPI:
     """The API over ``view``; ``gate`` mounts ``POST /submissions``; ``registry`` holds the loop's
@@ -45,5 +56,5 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     # Public pages and JSON answered once per URL and version of the records (``cache.py``).
-    app.add_middleware(ResponseCache, version=lambda: (view.state().events, attempts_stamp(view.store)))
+    app.add_middleware(ResponseCache, version=lambda: records_version(view))
     return app
