@@ -34,9 +34,9 @@ _MAX_AGE = re.compile(rb"max-age=(\d+)")
 SITE_PATHS = re.compile(r"^/(?:$|api/|dumps|submissions/[^/]+/page$|attempts/)")
 """The public site's pages and JSON API: the only paths the cache looks at."""
 VERSION_EVERY_S = 0.0
-"""How long a version read is reused: 0, read on every request (two primary-key lookups and a stat on a
-worker thread), so a page asked for after an event, an attempt or an export shows it. A second here
-served a crowd of 200 clients 40% faster, showing what changed up to that second later."""
+"""How long a version read is reused: 0, a read begun after each request arrived (two primary-key
+lookups and a stat on a worker thread, shared by the requests that arrive while one runs), so a page
+asked for after an event, an attempt or an export shows it."""
 
 
 _Key = tuple[str, bytes, Hashable]
@@ -80,6 +80,9 @@ class ResponseCache:
         self.app = app
         self.version_every_s = version_every_s
         self._version: tuple[float, Hashable] | None = None
+        self._next: asyncio.Future[Hashable] | None = None
+        self._reading = False
+        self._reader: asyncio.Future[None] | None = None
         self.paths = paths
         self.version = version
         self.clock = clock
@@ -111,12 +114,38 @@ class ResponseCache:
             self._rendering.pop(key, None)
 
     async def _current_version(self) -> Hashable:
-        """The version, read again (on a worker thread: it queries the databases) at most every
-        ``version_every_s`` seconds."""
+        """The version as of a read begun after this request arrived (or reused for ``version_every_s``).
+
+        Reads run on a worker thread (they query the databases), one at a time: requests arriving while
+        one runs share the next, so a crowd costs a read per read's duration, not one per request, and
+        no request is answered from a version read before it arrived.
+        """
         now = self.clock()
-        if self._version is None or now - self._version[0] >= self.version_every_s:
-            self._version = (now, await to_thread.run_sync(self.version))
-        return self._version[1]
+        if (
+            self.version_every_s > 0
+            and self._version is not None
+            and now - self._version[0] < self.version_every_s
+        ):
+            return self._version[1]
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+            if not self._reading:
+                self._reader = asyncio.ensure_future(self._read_versions())
+        value = await asyncio.shield(self._next)
+        self._version = (now, value)
+        return value
+
+    async def _read_versions(self) -> None:
+        self._reading = True
+        try:
+            while self._next is not None:
+                future, self._next = self._next, None
+                try:
+                    future.set_result(await to_thread.run_sync(self.version))
+                except Exception as exc:  # every request waiting on this read fails with it
+                    future.set_exception(exc)
+        finally:
+            self._reading = False
 
     async def _replay(self, key: _Key, scope: Scope, send: Send) -> bool:
         answer = self._answers.get(key)

@@ -133,3 +133,32 @@ def test_the_version_is_read_at_most_once_a_second() -> None:
     clock.now += 0.5
     assert _get(cache, "/api/public").text == "render 2 of "
     assert renders == {"public": 2}
+
+
+def test_a_crowd_shares_version_reads_none_older_than_its_request() -> None:
+    reads: list[int] = []
+    version = [1]
+    app = FastAPI()
+
+    @app.get("/api/public")
+    def public(request: Request) -> Response:
+        return cached_body(request, f"version {version[0]}".encode(), media_type="text/plain", max_age=30)
+
+    def slow_version() -> int:
+        reads.append(version[0])
+        time.sleep(0.05)
+        return version[0]
+
+    cache = ResponseCache(app, version=slow_version)
+
+    async def crowd() -> tuple[list[httpx.Response], httpx.Response]:
+        transport = httpx.ASGITransport(app=cache)
+        async with httpx.AsyncClient(transport=transport, base_url="http://site") as client:
+            answers = await asyncio.gather(*(client.get("/api/public") for _ in range(30)))
+            version[0] = 2
+            return list(answers), await client.get("/api/public")
+
+    answers, after = asyncio.run(crowd())
+    assert {a.text for a in answers} == {"version 1"}
+    assert len(reads) <= 3, f"30 requests made {len(reads)} version reads"
+    assert after.text == "version 2", "a request after the change reads a new version"
