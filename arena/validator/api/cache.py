@@ -2,7 +2,7 @@
 
 What a public page or JSON answer shows changes when the race log grows (a new event), when an attempt
 is stored, or as time passes (a countdown, a verdict added to a stored attempt). Rendering one over a
-month of records costs tens of milliseconds, and many clients asking at once queue behind each other.
+month of records costs 5-40 ms of one core, and many clients asking at once queue behind each other.
 So an answer that says anyone may keep it (status 200 with ``Cache-Control: public, max-age=N``) is
 served again to the next request for the same URL while the version is the same (the app's: the race
 log's length, the newest attempt's id and the dump folder's modification time) and the answer is
