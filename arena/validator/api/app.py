@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
+from arena.validator.api.cache import ResponseCache
 from arena.validator.api.routes import (
     attempts,
     code,
@@ -26,11 +29,20 @@ from arena.validator.api.routes import (
 from arena.validator.api.site.pages import STATIC_DIR
 from arena.validator.api.views.monitoring import ProviderHealthCollector, StateCollector
 from arena.validator.api.views.view import ArenaView
+from trajectories.store.stamp import attempts_stamp
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
            embargo.router, qualifying.router, code.router, rules.router, leaderboard.router,
            submission_pages.router, attempts.router, dumps.router)
 """In the order their paths are listed in the OpenAPI document."""
+
+
+def records_version(view: ArenaView) -> Hashable:
+    """What the site's answers are computed from, as a key that changes when any of it changes: the race
+    log's length, the newest attempt's id and the dump folder's modification time (a day exported)."""
+    dumps = view.dumps_dir
+    exported = dumps.stat().st_mtime_ns if dumps is not None and dumps.is_dir() else None
+    return view.state().events, attempts_stamp(view.store), exported
 
 
 def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
@@ -47,4 +59,6 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # Public pages and JSON answered once per URL and version of the records (``cache.py``).
+    app.add_middleware(ResponseCache, version=lambda: records_version(view))
     return app

@@ -61,6 +61,7 @@ def test_a_judge_that_raises_raises_from_the_run() -> None:
         def judge(self, item: JudgeInput) -> JudgeVerdict:
             raise Refused("the judge endpoint refused the API key")
 
-    with pytest.raises(Refused), ConcurrentJudging(RefusingJudge(), lambda r, v: None, concurrency=2) as judging:
+    judging = ConcurrentJudging(RefusingJudge(), lambda record, verdict: None, concurrency=2)
+    with pytest.raises(Refused), judging:
         for record in records(3):
             judging.ask(record)
