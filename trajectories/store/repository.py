@@ -348,9 +348,20 @@ class TrajectoryStore:
 
     # -- summaries ----------------------------------------------------------------------------------
 
-    def category_scores(self, kinds: Iterable[RunKind]) -> list[CategoryScore]:
-        """Per run of ``kinds``, agent and problem category: attempts, success rate, mean judge quality;
-        by run, then category. Attempts the inference provider failed are left out (not the agent's)."""
+    def scored_runs(self, kinds: Iterable[RunKind], *, offset: int, limit: int) -> tuple[list[str], int]:
+        """A page of the ids of the runs of ``kinds``, newest first, and how many there are."""
+        kinds = list(kinds)
+        page = (select(RUNS.c.id).where(RUNS.c.kind.in_(kinds))
+                .order_by(RUNS.c.started_at.desc().nulls_last(), RUNS.c.id).offset(offset).limit(limit))
+        with self.engine.connect() as connection:
+            total = connection.execute(select(func.count()).where(RUNS.c.kind.in_(kinds))).scalar_one()
+            return list(connection.execute(page).scalars()), int(total)
+
+    def category_scores(self, kinds: Iterable[RunKind], *,
+                        run_ids: Sequence[str] | None = None) -> list[CategoryScore]:
+        """Per run of ``kinds`` (of ``run_ids`` only, when given: read through the attempts' run index),
+        agent and problem category: attempts, success rate, mean judge quality; by run, then category.
+        Attempts the inference provider failed are left out (not the agent's)."""
         query = (select(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash, AGENTS.c.hotkey,
                         PROBLEMS.c.category, func.count().label("attempts"),
                         func.sum(cast(ATTEMPTS.c.success, Integer)).label("successes"),
@@ -358,7 +369,8 @@ class TrajectoryStore:
                  .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
                  .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
                  .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash)
-                 .where(RUNS.c.kind.in_(list(kinds)), ATTEMPTS.c.infra_failed.is_not(True))
+                 .where(RUNS.c.kind.in_(list(kinds)), ATTEMPTS.c.infra_failed.is_not(True),
+                        *([] if run_ids is None else [ATTEMPTS.c.run_id.in_(list(run_ids))]))
                  .group_by(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash,
                            AGENTS.c.hotkey, PROBLEMS.c.category)
                  .order_by(ATTEMPTS.c.run_id, PROBLEMS.c.category))

@@ -468,7 +468,13 @@ def test_public_api_serves_race_state_scores_embargo_and_code_after_it(
         refused = http.get(f"/code/{winner['submission_id']}")
         assert refused.status_code == 403 and "embargo until 2026-11-20" in refused.json()["detail"]
 
-        scores = http.get("/scores").json()
+        page = http.get("/scores").json()
+        assert (page["page"], page["total"]) == (1, 4)  # two qualifying runs and two race runs
+        scores = page["items"]
+        assert http.get("/scores", params={"page": 2}).json()["items"] == []
+        newest = http.get("/scores", params={"page_size": 1}).json()["items"]
+        assert len({s["run_id"] for s in newest}) == 1 and len(newest) == len(CATEGORIES)
+        assert newest[0]["kind"] == "race"  # the race ran after both qualifying runs
         assert {(s["kind"], s["category"]) for s in scores} == {(k, c) for k in ("qualifying", "race")
                                                                 for c in CATEGORIES}
         assert all(s["attempts"] == 2 and 0 <= s["success_rate"] <= 1 for s in scores)

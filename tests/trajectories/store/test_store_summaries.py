@@ -61,6 +61,19 @@ def test_category_scores_sum_up_each_run_agent_and_category_of_the_runs_asked(st
     assert store.category_scores([]) == []
 
 
+def test_scored_runs_page_newest_first_and_scores_read_only_their_runs(store: TrajectoryStore) -> None:
+    _fill(store)
+    store.register_run(RunEntry(id="r-0", kind="race", suite="race-2026-11-20", started_at=1.0))
+    store.register_run(RunEntry(id="r-2", kind="race", suite="race-2026-11-22", started_at=3.0))
+
+    assert store.scored_runs(["qualifying", "race"], offset=0, limit=2) == (["r-2", "r-0"], 4)
+    assert store.scored_runs(["qualifying", "race"], offset=2, limit=2) == (["q-1", "r-1"], 4)
+    assert store.scored_runs(["local_test"], offset=0, limit=5) == (["t-1"], 1)
+    only = store.category_scores(["qualifying", "race"], run_ids=["r-1"])
+    assert [(s.run_id, s.category) for s in only] == [("r-1", "product")]
+    assert store.category_scores(["qualifying", "race"], run_ids=[]) == []
+
+
 def test_attempts_per_label_counts_the_unlabelled_apart(store: TrajectoryStore) -> None:
     assert store.attempts_per_label() == {}
     _fill(store)
