@@ -74,15 +74,15 @@ class _TreeRss(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.peak_mb = 0.0
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(0.2):
+        while not self._done.wait(0.2):
             total = _rss_mb("self") + sum(_rss_mb(c.pid) for c in multiprocessing.active_children() if c.pid)
             self.peak_mb = max(self.peak_mb, total)
 
     def stop(self) -> float:
-        self._stop.set()
+        self._done.set()
         self.join()
         return round(self.peak_mb, 1)
 

@@ -83,8 +83,9 @@ class BulkEncoder:
 
     def _echo_pool(self) -> Executor:
         if self._processes is None:
-            self._processes = self._stack.enter_context(ProcessPoolExecutor(
-                ECHO_PROCESSES, mp_context=multiprocessing.get_context("spawn")))
+            self._processes = self._stack.enter_context(
+                ProcessPoolExecutor(ECHO_PROCESSES, mp_context=multiprocessing.get_context("spawn"))
+            )
         return self._processes
 
     def start(self, writes: list[AttemptWrite], *, in_processes: bool) -> _Encoding:
@@ -101,9 +102,15 @@ class BulkEncoder:
     def finish(self, encoding: _Encoding) -> None:
         """Compress the batch on the threads, then queue it for the writer after the one before."""
         echoed = list(chain.from_iterable(f.result() for f in encoding.echoed))
-        tasks = [self._threads.submit(_rows, encoding.writes[i:i + ENCODE_CHUNK],
-                                      encoding.parts[i:i + ENCODE_CHUNK], echoed[i:i + ENCODE_CHUNK])
-                 for i in range(0, len(encoding.writes), ENCODE_CHUNK)]
+        tasks = [
+            self._threads.submit(
+                _rows,
+                encoding.writes[i : i + ENCODE_CHUNK],
+                encoding.parts[i : i + ENCODE_CHUNK],
+                echoed[i : i + ENCODE_CHUNK],
+            )
+            for i in range(0, len(encoding.writes), ENCODE_CHUNK)
+        ]
         rows = [row for task in tasks for row in task.result()]
         self.wait()
         self._writing = self._writer.submit(self._store, encoding.writes, rows)

@@ -28,8 +28,10 @@ def _records() -> list[AttemptRecord]:
 def _rows(store: TrajectoryStore) -> dict[tuple[str, str, str], dict[str, Any]]:
     with store.engine.connect() as connection:
         rows = connection.execute(select(ATTEMPTS)).mappings().all()
-    return {(r["run_id"], r["agent_hash"], r["problem_id"]): {k: v for k, v in r.items() if k != "id"}
-            for r in rows}
+    return {
+        (r["run_id"], r["agent_hash"], r["problem_id"]): {k: v for k, v in r.items() if k != "id"}
+        for r in rows
+    }
 
 
 def test_the_echo_measure_from_the_stored_json_is_the_records() -> None:
@@ -41,8 +43,9 @@ def test_the_echo_measure_from_the_stored_json_is_the_records() -> None:
     assert max(counts) == 2, "the records must include echoed completions, or this proves nothing"
 
 
-def test_a_bulk_write_stores_what_single_writes_store(store: TrajectoryStore, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bulk_write_stores_what_single_writes_store(
+    store: TrajectoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     started: list[int] = []
 
     class CountedPool(ProcessPoolExecutor):
@@ -66,7 +69,8 @@ def test_a_bulk_write_stores_what_single_writes_store(store: TrajectoryStore, tm
 
 
 def test_a_bulk_write_in_a_daemonic_process_measures_in_its_own_thread(
-        store: TrajectoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: TrajectoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(ingest, "_may_start_processes", lambda: False)
     monkeypatch.setattr(ingest, "ProcessPoolExecutor", None)  # would fail if used
     records = _records()
