@@ -137,7 +137,11 @@ def write_batches(store: Store, writes: Iterable[AttemptWrite], batch_size: int)
             first = next(source, None)
             if first is None:
                 return 0
-            following = next(source, None)
+            try:
+                following = next(source, None)
+            except BaseException:
+                pending = encoder.start(first, in_processes=False)  # received whole: written below
+                raise
             pending = encoder.start(first, in_processes=following is not None and _may_start_processes())
             for batch in chain([following] if following is not None else [], source):
                 current = encoder.start(batch, in_processes=_may_start_processes())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -76,3 +77,15 @@ def test_a_bulk_write_in_a_daemonic_process_measures_in_its_own_thread(
     records = _records()
     assert store.write_attempts(records, batch_size=4) == len(records)
     assert sum(row["echoed_completions"] for row in _rows(store).values()) == 14
+
+
+def test_a_source_failing_in_the_second_batch_keeps_the_first(store: TrajectoryStore) -> None:
+    records = _records()
+
+    def source() -> Iterator[AttemptRecord]:
+        yield from records[:6]
+        raise RuntimeError("runner crashed")
+
+    with pytest.raises(RuntimeError, match="runner crashed"):
+        store.write_attempts(source(), batch_size=4)
+    assert store.count_attempts() == 4
