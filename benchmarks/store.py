@@ -10,7 +10,11 @@ manifest). Each backend runs in its own process so its peak RSS is its own. The 
 a temporary directory; PostgreSQL gets a throwaway database on the loopback server (``--pg-server``).
 Every phase also reports this process's CPU seconds and the 1-minute load average at its end: on a
 shared machine wall time alone misleads. The last line printed is one JSON object with
-``ingest_per_s``, ``filter_per_s``, ``export_s`` and ``peak_rss_mb`` per backend.
+``ingest_per_s``, ``filter_per_s``, ``export_s``, ``peak_rss_mb`` and ``bytes_per_attempt`` (the SQLite
+file, or PostgreSQL's ``pg_total_relation_size`` of the store's tables, over the attempts) per
+backend. ``peak_rss_mb`` is the backend process's own peak; during ingest the store also runs echo
+processes (``trajectories/store/ingest.py``), and ``ingest_peak_rss_with_echo_processes_mb`` is the
+peak of their sum with the backend process (sampled every 0.2 s).
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
+from sqlalchemy import text
 
 from shoppingbench.logs import configure_logging
 from trajectories.doubles.synthetic import synthetic_day
@@ -41,15 +48,49 @@ from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_
 
 DAY_START = datetime(2026, 11, 21, tzinfo=UTC)
 AGENTS = 60
+PG_TABLES_SIZE = ("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                  "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
+                  "AND c.relkind = 'r'")
+"""The store's tables with their indexes and TOAST, as PostgreSQL counts them."""
 
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _rss_mb(pid: int | str) -> float:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # the process ended meanwhile
+        return 0.0
+    rss = (int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:"))
+    return next(rss, 0.0)
+
+
+class _TreeRss(threading.Thread):
+    """Samples the resident memory of this process and its children (the store's echo processes)
+    together, since each one's own peak (``ru_maxrss``) says nothing about their sum."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak_mb = 0.0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(0.2):
+            total = _rss_mb("self") + sum(_rss_mb(c.pid) for c in multiprocessing.active_children() if c.pid)
+            self.peak_mb = max(self.peak_mb, total)
+
+    def stop(self) -> float:
+        self._done.set()
+        self.join()
+        return round(self.peak_mb, 1)
+
+
 def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """This process's CPU seconds and its finished children's (the store's echo processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _say(message: str) -> None:
@@ -58,8 +99,9 @@ def _say(message: str) -> None:
 
 @contextmanager
 def _phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
-    """Time a phase: wall seconds, and this process's CPU seconds (all threads; not PostgreSQL's own)
-    with the load average, since the machine is shared and wall time alone misleads."""
+    """Time a phase: wall seconds, and this process's CPU seconds (all threads and the echo processes;
+    not PostgreSQL's own) with the load average, since the machine is shared and wall time alone
+    misleads."""
     wall, cpu = time.perf_counter(), _cpu_s()
     yield
     figures[f"{name}_wall_s"] = round(time.perf_counter() - wall, 2)
@@ -83,8 +125,11 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
         for run in day.runs():
             store.register_run(run)
 
+        tree = _TreeRss()
+        tree.start()
         with _phase("ingest", figures):
             store.write_attempts(records)
+        figures["ingest_peak_rss_with_echo_processes_mb"] = tree.stop()
         figures["ingest_per_s"] = round(attempts / figures["ingest_wall_s"], 1)
         _say(f"  ingest: {figures['ingest_wall_s']} s, {figures['ingest_per_s']} attempts/s "
              f"({figures['ingest_cpu_s']} CPU s, load {figures['ingest_load_1m']})")
@@ -103,6 +148,11 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
         figures["labels"] = manifest["stats"]["counts"]["label"]
         _say(f"  export: {figures['export_s']} s, {figures['export_mb']} MiB, splits {manifest['splits']} "
              f"({figures['export_cpu_s']} CPU s, load {figures['export_load_1m']})")
+        if store.engine.dialect.name == "postgresql":
+            with store.engine.connect() as connection:
+                size = int(connection.execute(text(PG_TABLES_SIZE)).scalar_one())
+            figures["store_mb"] = round(size / 2**20, 1)
+            figures["bytes_per_attempt"] = round(size / attempts)
     figures["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     return figures
 
@@ -116,6 +166,7 @@ def run_backend(backend: str, attempts: int, pg_server: str) -> dict[str, Any]:
             figures = _run(url, attempts, Path(tmp) / "dump")
             size = sum(p.stat().st_size for p in Path(tmp).glob("store.sqlite3*"))
             figures["store_mb"] = round(size / 2**20, 1)
+            figures["bytes_per_attempt"] = round(size / attempts)
             return figures
         with scratch_postgres_database(pg_server, prefix="arena_bench") as pg_url:
             return _run(pg_url.render_as_string(hide_password=False), attempts, Path(tmp) / "dump")
@@ -139,8 +190,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     context = multiprocessing.get_context("spawn")
     for backend in backends:
         _say(f"{backend}:")
-        with context.Pool(1) as pool:
-            results[backend] = pool.apply(run_backend, (backend, args.attempts, args.pg_server))
+        # Not a multiprocessing.Pool: its daemonic worker could not start the store's echo processes.
+        with ProcessPoolExecutor(1, mp_context=context) as pool:
+            results[backend] = pool.submit(run_backend, backend, args.attempts, args.pg_server).result()
     print(orjson.dumps(results).decode())
 
 

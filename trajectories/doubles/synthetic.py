@@ -9,6 +9,9 @@ For the store benchmark and for tests that need many realistic attempts without 
   only to pick an id among candidates (short completions).
 - ``scripted``: no LLM at all (the scripted baseline).
 
+Search calls are logged as the proxy logs them: the returned products' fields (``results``) and the
+answer's digest, read from the answer body.
+
 Everything derives from a seed: the same arguments give the same records.
 """
 
@@ -25,6 +28,7 @@ import orjson
 
 from shoppingbench.agent_sdk import create_dialogue_step
 from shoppingbench.problems.models import CATEGORIES
+from shoppingbench.proxy.results import digest, tool_results
 from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall
 from shoppingbench.scoring.attempt import AttemptScore
 from trajectories.store.entries import AgentEntry, ProblemEntry, RunEntry
@@ -110,10 +114,13 @@ class _Attempt:
         else:
             ids = [i for i in str(parameters["product_ids"]).split(",") if i]
             result = [_details(self.rng, i) for i in ids]
+        # What the proxy records of the answer body: the returned products' fields and its digest.
+        body = orjson.dumps(result)
         self.calls.append(ProxyCall(
             seq=len(self.calls), kind="search", method="GET", path=f"/search/{name}",
             params={k: str(v) for k, v in parameters.items()}, status=200, started_at=self._tick(0.05),
-            duration_ms=self.rng.uniform(2, 40), product_ids=ids))
+            duration_ms=self.rng.uniform(2, 40), product_ids=ids, results=tool_results(body),
+            response_sha256=digest(body)))
         return result
 
     def infer(self, messages: list[dict[str, Any]], completion: str) -> None:

@@ -14,9 +14,7 @@ is ever lost for want of its context.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from itertools import islice
 from types import TracebackType
 from typing import Any
 
@@ -53,11 +51,11 @@ from trajectories.store.entries import (
     RunKind,
     StoredAttempt,
 )
+from trajectories.store.ingest import batches, write_batches
 from trajectories.store.migrate import current_revision, head_revision, upgrade
 from trajectories.store.rows import (
     DERIVED_COLUMNS,
     decode_attempt,
-    encode_attempt,
     judge_columns,
     label_columns,
 )
@@ -66,11 +64,6 @@ from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
 log = structlog.get_logger(__name__)
 
 DEFAULT_BATCH = 200
-ENCODE_WORKERS = 2
-"""Compression and hashing release the GIL: on two threads they run beside the Python work."""
-ENCODE_CHUNK = 20
-"""Attempts per encoding task. One task per attempt cost 5-15% more CPU here (queue hand-offs, thread
-wake-ups); one task per worker leaves a worker idle whenever its share of a batch ends early."""
 KEY_COLUMNS = ("run_id", "agent_hash", "problem_id")
 CONTEXT_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
     "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "answer_verified",
@@ -94,15 +87,6 @@ def _text(value: str) -> str:
     """Text any backend stores: PostgreSQL refuses NUL characters, both refuse lone surrogates."""
     return value.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
 
-
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
-def _encode_all(writes: list[AttemptWrite]) -> list[dict[str, Any]]:
-    return [encode_attempt(w) for w in writes]
 
 
 class TrajectoryStore:
@@ -156,7 +140,7 @@ class TrajectoryStore:
                  "reward_json": None if e.reward is None else blobs.dumps(e.reward).decode()}
                 for e in entries]
         with self.engine.begin() as connection:
-            for batch in _batches(rows, 1000):
+            for batch in batches(rows, 1000):
                 self._upsert(connection, PROBLEMS, batch, ["id"])
         return len(rows)
 
@@ -211,26 +195,13 @@ class TrajectoryStore:
                        batch_size: int = DEFAULT_BATCH) -> int:
         """Store attempts, ``batch_size`` per transaction; returns how many were written.
 
-        Attempts are encoded (JSON, compression) on ``ENCODE_WORKERS`` threads while the previous
+        Attempts are encoded (JSON, compression, the echo measure: ``ingest.py``) while the previous
         batch is being committed. If ``items`` raises, a record cannot be encoded or the database
         fails, the batches committed before stay and the failing one is rolled back as a whole.
         """
-        written = 0
         writes = (i if isinstance(i, AttemptWrite) else AttemptWrite(record=i) for i in items)
-        with ThreadPoolExecutor(ENCODE_WORKERS) as encoders, ThreadPoolExecutor(1) as writer:
-            pending: Future[None] | None = None
-            try:
-                for batch in _batches(writes, batch_size):
-                    parts = encoders.map(_encode_all, _batches(batch, ENCODE_CHUNK))
-                    encoded = [row for part in parts for row in part]
-                    if pending is not None:
-                        pending.result()
-                    pending = writer.submit(self._store_batch, batch, encoded)
-                    written += len(batch)
-                    log.debug("attempts_queued", batch=len(batch), total=written)
-            finally:
-                if pending is not None:
-                    pending.result()
+        written = write_batches(self._store_batch, writes, batch_size)
+        log.debug("attempts_written", total=written)
         return written
 
     def write_attempt(self, item: AttemptRecord | AttemptWrite) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sqlalchemy import Row
 
@@ -33,18 +34,60 @@ def label_columns(verdict: FilterVerdict | None) -> dict[str, Any]:
             "filter_json": blobs.dumps(verdict.model_dump(mode="json")).decode()}
 
 
-def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
-    """The row of one attempt: projections, the header JSON, the compressed blobs and a content hash."""
-    record = write.record
+class AttemptParts(NamedTuple):
+    """An attempt's JSON as stored: the header, the steps and the proxy log (compact form)."""
+
+    header: bytes
+    steps: bytes
+    proxy_log: bytes
+
+
+def attempt_parts(record: AttemptRecord) -> AttemptParts:
+    """The JSON of one attempt (the work that holds the GIL, beside the echo measure)."""
     for name in ("started_at", "finished_at"):
         if not math.isfinite(getattr(record, name)):
             raise ValueError(f"attempt {record_key(record)}: {name} is not a finite time")
     try:
-        header = blobs.dumps(record.model_dump(mode="json", exclude=set(LARGE_FIELDS)))
-        steps = blobs.dumps(record.steps)
-        proxy_log = blobs.dumps(blobs.compact_proxy_log(record.proxy_log))
+        return AttemptParts(header=blobs.dumps(record.model_dump(mode="json", exclude=set(LARGE_FIELDS))),
+                            steps=blobs.dumps(record.steps),
+                            proxy_log=blobs.dumps(blobs.compact_proxy_log(record.proxy_log)))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"attempt {record_key(record)} cannot be stored: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _LoggedInference:
+    """What the echo measure reads of a proxy-log entry stored as JSON."""
+
+    seq: int
+    kind: str
+    status: int
+    request_messages: list[dict[str, Any]] | None
+    completion_text: str | None
+    reasoning_text: str | None
+    completion_tool_calls: list[dict[str, Any]]
+
+
+def echoed_in_json(proxy_log: bytes, query: str) -> int:
+    """``len(echoed_calls(record.proxy_log, record.query))`` from the proxy log's stored JSON
+    (:func:`attempt_parts`): the same fields, so the same count, computable in another process."""
+    entries = blobs.expand_proxy_log(blobs.loads(proxy_log))
+    return len(echoed_calls([_LoggedInference(
+        e["seq"], e["kind"], e["status"], e.get("request_messages"), e.get("completion_text"),
+        e.get("reasoning_text"), e.get("completion_tool_calls") or []) for e in entries], query))
+
+
+def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
+    """The row of one attempt: projections, the header JSON, the compressed blobs and a content hash."""
+    record = write.record
+    return attempt_row(write, attempt_parts(record), len(echoed_calls(record.proxy_log, record.query)))
+
+
+def attempt_row(write: AttemptWrite, parts: AttemptParts, echoed: int) -> dict[str, Any]:
+    """The row of one attempt from its JSON (:func:`attempt_parts`) and its echo measure (``echoed``:
+    the count of ``shoppingbench.echo.echoed_calls`` on its proxy log and query)."""
+    record = write.record
+    header, steps, proxy_log = parts
     # One frame for both: tool results appear in the steps and again in the conversation the proxy
     # logged, which zstd then stores once (20% smaller, 20% faster than two frames).
     payload = blobs.compress(steps + proxy_log)
@@ -67,7 +110,7 @@ def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
         "n_steps": len(record.steps), "n_proxy_calls": len(record.proxy_log),
         "n_inference_calls": len(inference),
         "completion_tokens": min(tokens, INT32_MAX),
-        "echoed_completions": len(echoed_calls(record.proxy_log, record.query)),
+        "echoed_completions": echoed,
         "infra_failed": record.infra_failed,
         "header": header.decode(), "payload": payload, "steps_size": len(steps),
         "proxy_log_size": len(proxy_log),
