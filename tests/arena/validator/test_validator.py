@@ -505,7 +505,7 @@ def pausing_after(records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
     def run(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
         for n, record in enumerate(run_agent(agent, problems, run_id), start=1):
             yield record
-            if n == records:  # the consumer has recorded and judged these: now wait for the kill
+            if n == records:  # the consumer has recorded these (and asked for verdicts): wait for the kill
                 written = marker.with_suffix(".partial")  # renamed whole: never read half-written
                 written.write_text(run_id)
                 written.rename(marker)
@@ -571,7 +571,9 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     store = restarted.runs.store
     keys = [AttemptKey(run_id, accepted.code_hash, pid) for pid in suite]
     before = {k: a for k in keys if (a := store.get_attempt(k)) is not None}
-    assert len(before) == 2 and all(a.judge is not None for a in before.values())
+    # Verdicts are asked on a pool and stored as they come back: a kill may land between an attempt and
+    # its verdict, and the restart then judges what is unjudged (without running the attempt again).
+    assert len(before) == 2
 
     restarted.tick()
     after = {k: store.get_attempt(k) for k in keys}
