@@ -60,6 +60,12 @@ EXIT_DISAGREE = 3
 EXIT_CHAIN = 5
 EXIT_SCHEDULE = 6
 
+RaceEpochOption = Annotated[datetime | None, typer.Option(
+    formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the subnet "
+                               "(ARENA_RACE_EPOCH; default: the first slot after the chain's first block)")]
+WalletNameOption = Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")]
+WalletHotkeyOption = Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")]
+WalletPathOption = Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")]
 ScheduleOption = Annotated[str | None, typer.Option(
     help="The generator schedule as JSON, the same on every validator of the subnet "
          '(ARENA_GENERATOR_SCHEDULE; e.g. \'[{"from_day": "2026-11-16", "version": "sbgen-1"}]\'; '
@@ -147,13 +153,10 @@ def run(
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="Catalog directory from `arena catalog import` that suites are generated over and "
                           "agents search (ARENA_CATALOG_DIR; default: the bundled sample world)")] = None,
-    race_epoch: Annotated[datetime | None, typer.Option(
-        formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the "
-                                   "subnet (ARENA_RACE_EPOCH; default: the first slot after the chain's "
-                                   "first block)")] = None,
-    wallet_name: Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")] = None,
-    wallet_hotkey: Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")] = None,
-    wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")] = None,
+    race_epoch: RaceEpochOption = None,
+    wallet_name: WalletNameOption = None,
+    wallet_hotkey: WalletHotkeyOption = None,
+    wallet_path: WalletPathOption = None,
     tick_seconds: Annotated[float | None, typer.Option(help="Tick pause (ARENA_TICK_SECONDS)")] = None,
     api_host: Annotated[str | None, typer.Option(help="API interface (ARENA_API_HOST)")] = None,
     api_port: Annotated[int | None, typer.Option(help="API port, 0 for any (ARENA_API_PORT)")] = None,
@@ -287,13 +290,10 @@ def peers(
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="The validator's catalog (ARENA_CATALOG_DIR; default: the bundled sample world)",
     )] = None,
-    race_epoch: Annotated[datetime | None, typer.Option(
-        formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the "
-                                   "subnet (ARENA_RACE_EPOCH; default: the first slot after the chain's "
-                                   "first block)")] = None,
-    wallet_name: Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")] = None,
-    wallet_hotkey: Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")] = None,
-    wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")] = None,
+    race_epoch: RaceEpochOption = None,
+    wallet_name: WalletNameOption = None,
+    wallet_hotkey: WalletHotkeyOption = None,
+    wallet_path: WalletPathOption = None,
     hotkey: Annotated[str | None, typer.Option(
         "--hotkey", help="SS58 address of the validator to compare instead of the wallet's hotkey")] = None,
     generator_schedule: ScheduleOption = None,
