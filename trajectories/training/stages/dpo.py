@@ -105,7 +105,8 @@ def rollout_candidates(paths: Sequence[Path], clusters: Mapping[str, str],
                 continue
             kept[conversation.attempt_id] = GradedConversation(
                 conversation=conversation, success=record.score.success, rule=record.score.rule,
-                judge_quality=None, filter_label=label_attempt(record.proxy_log, record.steps).label)
+                judge_quality=None, filter_label=label_attempt(record.proxy_log, record.steps,
+                                                                     query=record.query).label)
     return list(kept.values()), dropped
 
 

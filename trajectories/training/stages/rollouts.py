@@ -189,7 +189,7 @@ def rollout_conversations(records: Sequence[AttemptRecord], problems: Mapping[st
         if not record.score.success:
             dropped["not_successful"] += 1
             continue
-        label = label_attempt(record.proxy_log, record.steps).label
+        label = label_attempt(record.proxy_log, record.steps, query=record.query).label
         if label not in keep_labels:
             dropped[f"label:{label}"] += 1
             continue
