@@ -1,23 +1,36 @@
 """Validator capacity: the real validator path at 4, 16 and 64 slots against an LLM with realistic latency.
 
-    python -m benchmarks.capacity [--slots 4,16,64] [--attempts-per-slot 3] [--sandbox auto] [--quick]
+    python -m benchmarks.capacity [--slots 4,16,64] [--runs 4] [--problems-per-run 60]
+                                  [--concurrent-runs 2] [--sandbox auto] [--quick]
 
-Each slot count runs one suite through the validator's own :class:`~arena.validator.runs.SuiteRun`: the
-configured sandbox backend (``auto``: docker when its engine answers and the sandbox image is built, else
-namespace), the verified proxy, the production grader, the LLM judge (with its offline fallback), the run
-recorder and a SQLite trajectory store. Only the hosted LLM is a double (``benchmarks.capacity_llm``, in a
-process of its own): every call, the agent's and the judge's, waits a lognormal time fitted to
-``--p50``/``--p95`` (default 2 s and 8 s), and the agent makes ``--calls`` (default 8-20, seeded per
-problem) model calls per problem, each followed by a catalog search, before its scripted answer.
+Each slot count submits a busy day's *shape*: ``--runs`` runs of ``--problems-per-run`` problems owed
+together, computed ``--concurrent-runs`` at a time (default ``ARENA_CONCURRENT_RUNS``') through the
+validator's own :class:`~arena.validator.concurrent.RunPool` over its
+:class:`~arena.validator.runs.SuiteRun`, every run's sandboxes sharing one
+:class:`~shoppingbench.sandbox.budget.SlotBudget` of that many slots, as ``Validator.tick()`` computes
+the runs it owes. Real pieces: the configured sandbox backend (``auto``: docker when its engine answers
+and the sandbox image is built, else namespace), the verified proxy, the production grader, the LLM
+judge (with its offline fallback), the run recorder and a SQLite trajectory store. Only the hosted LLM
+is a double (``benchmarks.capacity_llm``, in a process of its own): every call, the agent's and the
+judge's, waits a lognormal time fitted to ``--p50``/``--p95`` (default 2 s and 8 s), and the agent
+makes ``--calls`` (default 8-20, seeded per problem) model calls per problem, each followed by a
+catalog search, before its scripted answer.
 
-Per slot count: ``attempts_per_hour`` (attempts / wall time of the run, slot start-up and the last wave's
-tail included; ``slot_bound_per_hour``: slots x 3600 / the mean attempt's own duration), the peak RSS of
-the validator process and of the sandboxes, ``rss_mb_per_slot`` (sandbox peak / slots), the validator's
-own CPU share (its CPU time / wall time / cores) and the machine's. Over all:
-``lost_attempts`` and ``doubled_attempts`` (the store's attempt keys against the ones scheduled), the store's
-bytes per attempt (its file's growth over the runs / attempts) and ``busy_day_hours_16_slots``: a busy day's
-attempts (200 qualifying runs of 60 problems and a 150-problem race with 10 entrants: 13,500) at the
-measured 16-slot rate, extrapolated from that run's attempts, with the store's growth for that day. The
+Per slot count: ``attempts_per_hour`` (attempts / wall time, slot start-up and the last wave's tail
+included), ``steady_per_hour`` (the attempts finished by the moment the last attempt started, over
+that time: while some run still had a problem for every slot that freed up; start-up included, the
+attempts in flight at that moment not counted, so it errs low), ``tail_s`` (from that moment to the
+end: the last wave, no queued problem left for the freed slots), ``slot_bound_per_hour`` (slots x 3600
+/ the mean attempt's own duration: the slots never idle), ``slot_utilisation`` (the attempts' summed
+durations / slots x wall), the peak RSS of the validator process and of the sandboxes,
+``rss_mb_per_slot`` (sandbox peak / slots), the validator's own CPU share (its CPU time / wall time /
+cores), the machine's and the load average. Over all: ``lost_attempts`` and ``doubled_attempts`` (the
+store's attempt keys against the ones scheduled), the store's bytes per attempt (its file's growth over
+the runs / attempts) and ``busy_day_hours_16_slots``: a busy day's attempts (200 qualifying runs of 60
+problems and a 150-problem race with 10 entrants: 13,500) at the 16-slot *steady* rate, plus two
+16-slot tails (a busy day's runs are owed as a backlog: one last wave when the qualifying runs owed run
+out, one when the race's do), with the store's growth for that day. ``busy_day_hours_16_slots_plain``
+is the plain extrapolation at ``attempts_per_hour`` (a start-up and a tail every ``--runs`` runs). The
 last line printed is one JSON object.
 """
 
