@@ -12,9 +12,14 @@ from arena.validator.concurrent import RunPool
 
 def test_size_one_computes_each_run_when_its_outcome_is_taken() -> None:
     computed: list[str] = []
+
+    def compute(name: str) -> str:
+        computed.append(name)
+        return name.upper()
+
     with RunPool(1) as pool:
-        first = pool.submit("a", lambda: computed.append("a") or "A")
-        second = pool.submit("b", lambda: computed.append("b") or "B")
+        first = pool.submit("a", lambda: compute("a"))
+        second = pool.submit("b", lambda: compute("b"))
         assert computed == []  # nothing runs ahead of the tick
         assert second.result() == "B" and first.result() == "A"
     assert computed == ["b", "a"]
