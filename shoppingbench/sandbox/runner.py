@@ -224,8 +224,8 @@ def _run_slots(slots: list[Slot], suite: Sequence[Problem], proxy: ProxyServer, 
         index = slot.spec.index
         try:
             # The unit comes before the problem: a slot waiting for one holds no problem its run's
-            # running slots could take meanwhile.
-            if not units.holds(index) and not units.take(index):
+            # running slots could take meanwhile (and one whose run has none left does not queue).
+            if not units.holds(index) and (problems.empty() or not units.take(index)):
                 return
             while not stop.is_set():
                 try:

