@@ -42,6 +42,9 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     judge_max_tokens: int = Field(default=2048, ge=16)
     judge_concurrency: int = Field(default=8, ge=1, description=(
         "Verdicts asked of the judge at once (a remote model: a serial judge caps the attempts per hour)"))
+    concurrent_runs: int = Field(default=2, ge=1, description=(
+        "Owed runs (qualifying, the defending winner's, race entrants') a validator computes at once; their "
+        "sandboxes share ARENA_WORKERS slots, so a finishing run's idle slots go to the next run"))
     # provider outages
     infra_retries: int = Field(default=2, ge=0, description=(
         "Times an attempt the inference provider failed is re-run (and a run whose judge failed for most of "

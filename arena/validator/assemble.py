@@ -31,6 +31,7 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import configured_sample_world
+from shoppingbench.sandbox.budget import SlotBudget
 from shoppingbench.sandbox.runner import (
     AgentFile,
     InferenceProvider,
@@ -71,10 +72,12 @@ def first_race_day(settings: ArenaSettings, genesis: datetime) -> date:
 
 
 def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: InferenceConfig,
-                   sandbox: SandboxConfig, workers: int) -> RunAgent:
+                   sandbox: SandboxConfig, workers: int, budget: SlotBudget | None = None) -> RunAgent:
+    """Each run on up to ``workers`` slots; runs that overlap (``ARENA_CONCURRENT_RUNS``) share
+    ``budget``'s sandboxes, so a finishing run's slots go to the next instead of idling."""
     def run(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
         return iter_attempts(agent, problems, engine, grader, inference=inference, sandbox=sandbox,
-                             workers=workers, run_id=run_id)
+                             workers=workers, run_id=run_id, budget=budget)
     return run
 
 
@@ -86,8 +89,10 @@ def catalog_agent_runner(settings: ArenaSettings, engine: SearchEngine, *,
     double) while the block runs."""
     with inference(settings) as endpoint:
         grader = Grader.from_settings(engine.get_products, settings)
+        # ARENA_WORKERS caps the host's sandboxes across every run at once, not per run.
         yield sandbox_runner(engine, grader, inference=endpoint,
-                             sandbox=SandboxConfig.from_settings(settings), workers=settings.workers)
+                             sandbox=SandboxConfig.from_settings(settings), workers=settings.workers,
+                             budget=SlotBudget(settings.workers))
 
 
 @contextmanager
@@ -119,7 +124,8 @@ from ``chain``'s race seeds."""
                      seed_after=seeds.after_block,
                      config=ValidatorConfig(
                          weight_rules=settings.weight_rules(),
-                         race_retry_deadline=timedelta(hours=settings.race_retry_deadline_hours)))
+                         race_retry_deadline=timedelta(hours=settings.race_retry_deadline_hours),
+                         concurrent_runs=settings.concurrent_runs))
 
 
 def require_registration(chain: Chain, hotkey: str) -> None:

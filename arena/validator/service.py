@@ -3,6 +3,10 @@
 Everything it decides is in the race engine's event log, the exposure ledger and the trajectory store,
 so a validator killed anywhere and restarted over the same databases owes exactly the work it had not
 recorded: qualifying and race runs without a result event, and within a run the attempts not stored.
+
+A tick computes up to ``ValidatorConfig.concurrent_runs`` owed runs at once (``arena.validator.concurrent``)
+and records their outcomes from its own thread in the order a sequential tick would, so the race log
+does not depend on which run finished first.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from arena.rules_fingerprint import RULES_VERSION
 from arena.submissions.store import FileStore
 from arena.suites import ExposureLedger, exposures
 from arena.suites.public import PublicSuites, RaceSeed, RaceSuite
+from arena.validator.concurrent import Pending, RunPool
 from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
 from arena.validator.runs import (
@@ -50,6 +55,8 @@ class ValidatorConfig(BaseModel):
     race_retry_deadline: timedelta = timedelta(hours=6)
     """How long after a race starts its runs wait for retries of attempts the inference provider failed
     (and of a judge that failed for most of a run); after it each run records what it has."""
+    concurrent_runs: int = 1
+    """Owed runs computed at once (``ARENA_CONCURRENT_RUNS``), their sandboxes sharing one slot budget."""
 
 
 class TickReport(BaseModel):
@@ -96,10 +103,7 @@ class Validator:
         self.metagraph = self.chain.metagraph()
         report = TickReport(block=self.metagraph.block)
         report.ingested = ingest_uploads(upload_verdicts(self.arena_db), self.race, self._fed_at)
-        for submission in self.race.pending_qualifying():
-            outcome = self._qualify(submission)
-            if outcome is None:
-                continue
+        for submission, outcome in self._qualify_pending():
             report.qualifying_runs += 1
             if outcome.qualified:
                 report.qualified.append(submission.submission_id)
@@ -120,26 +124,37 @@ class Validator:
         deadline = running.started_at + self.config.race_retry_deadline
         final = self.race.clock.now() >= deadline
         recorded: list[str] = []
-        for submission_id in self.race.pending_race_runs():
-            try:
-                result = self._score(self.race.state.submissions[submission_id], "race",
-                                     run_id_for("race", submission_id, running.suite_ids),
-                                     f"race-{running.race_id}", suite, final=final)
-            except RetriesPending as exc:
-                log.warning("race_run_waiting_for_retries", race_id=running.race_id,
-                            submission_id=submission_id, problems=list(exc.problem_ids), judge=exc.judge,
-                            deadline=deadline.isoformat())
-                continue
-            scored = {o.problem_id for o in result.outcomes}
-            missing = [pid for pid in running.suite_ids if pid not in scored]
-            if missing:
-                log.error("race_result_recorded_with_missing_attempts", race_id=running.race_id,
-                          submission_id=submission_id, missing=missing, deadline=deadline.isoformat(),
-                          hint="the inference provider failed these attempts until the deadline or the "
-                               "retry limit: they are not counted against the agent")
-            self.race.record_race_result(submission_id, result.score, result.outcomes)
-            recorded.append(submission_id)
+        with RunPool(self.config.concurrent_runs) as pool:
+            owed = [(submission_id, self._submit(
+                        pool, self.race.state.submissions[submission_id], "race",
+                        run_id_for("race", submission_id, running.suite_ids), f"race-{running.race_id}",
+                        suite, final=final))
+                    for submission_id in self.race.pending_race_runs()]
+            # Recorded in the race engine's order, whatever finished first.
+            for submission_id, pending in owed:
+                if self._record_race_run(running, submission_id, pending, deadline.isoformat()):
+                    recorded.append(submission_id)
         return recorded
+
+    def _record_race_run(self, running: RunningRace, submission_id: str, pending: Pending[FinalScore],
+                         deadline: str) -> bool:
+        """Record an entrant's race result once its run is scored; ``False`` while it owes retries."""
+        try:
+            result = pending.result()
+        except RetriesPending as exc:
+            log.warning("race_run_waiting_for_retries", race_id=running.race_id,
+                        submission_id=submission_id, problems=list(exc.problem_ids), judge=exc.judge,
+                        deadline=deadline)
+            return False
+        scored = {o.problem_id for o in result.outcomes}
+        missing = [pid for pid in running.suite_ids if pid not in scored]
+        if missing:
+            log.error("race_result_recorded_with_missing_attempts", race_id=running.race_id,
+                      submission_id=submission_id, missing=missing, deadline=deadline,
+                      hint="the inference provider failed these attempts until the deadline or the "
+                           "retry limit: they are not counted against the agent")
+        self.race.record_race_result(submission_id, result.score, result.outcomes)
+        return True
 
     def known_answers(self) -> frozenset[str]:
         """The target products of this week's practice suite and of every suite generated so far: what
@@ -169,10 +184,21 @@ class Validator:
             return None
         return self.suites.qualifying_suite(submission.hotkey, seed, day)
 
-    def _qualify(self, submission: Submission) -> QualifyingFinished | None:
-        """Run ``submission`` on its qualifying problems and, while a winner reigns, the winner on the same
-        problems (the threshold compares like with like), then record the outcome; ``None`` while the
-        problems' seed is not final.
+    def _qualify_pending(self) -> list[tuple[Submission, QualifyingFinished]]:
+        """Qualify every pending submission whose problems' seed is final, computing up to
+        ``concurrent_runs`` runs at once and recording each outcome in the pending order."""
+        with RunPool(self.config.concurrent_runs) as pool:
+            owed = [(submission, runs) for submission in self.race.pending_qualifying()
+                    if (runs := self._qualifying_runs(pool, submission)) is not None]
+            recorded = [(submission, outcome) for submission, runs in owed
+                        if (outcome := self._record_qualifying(submission, *runs)) is not None]
+        return recorded
+
+    def _qualifying_runs(self, pool: RunPool, submission: Submission
+                         ) -> tuple[Pending[FinalScore], Pending[FinalScore] | None] | None:
+        """Ask for ``submission``'s run on its qualifying problems and, while a winner reigns, the winner's
+        on the same problems (the threshold compares like with like); ``None`` while the problems' seed is
+        not final.
 
         The winner's attempts are stored under a run named by its code, not by the suite, so each
         (winner code, problem) runs once however many challengers, restarts or reigns meet it.
@@ -184,14 +210,22 @@ class Validator:
         ids = [p.id for p in suite]
         self.ledger.record(exposures(ids, "qualifying", sid, self.race.clock.now()))
         name = qualifying_suite_name(sid)
+        challenger = self._submit(pool, submission, "qualifying", run_id_for("qualifying", sid, ids), name,
+                                  suite)
+        reign = self.race.state.reign
+        if reign is None:
+            return challenger, None
+        winner = self.race.state.submissions[reign.submission_id]
+        return challenger, self._submit(pool, winner, "qualifying", defender_run_id(winner.code_hash), name,
+                                        suite)
+
+    def _record_qualifying(self, submission: Submission, challenger: Pending[FinalScore],
+                           defender: Pending[FinalScore] | None) -> QualifyingFinished | None:
+        """Record the outcome once both runs are scored; ``None`` while either owes retries."""
+        sid = submission.submission_id
         try:
-            score = self._score(submission, "qualifying", run_id_for("qualifying", sid, ids), name, suite)
-            reign = self.race.state.reign
-            winner_score = None
-            if reign is not None:
-                winner = self.race.state.submissions[reign.submission_id]
-                winner_score = self._score(winner, "qualifying", defender_run_id(winner.code_hash), name,
-                                           suite).score
+            score = challenger.result()
+            winner_score = defender.result().score if defender is not None else None
         except RetriesPending as exc:  # the provider or the judge failed: a later tick retries
             log.warning("qualifying_waiting_for_retries", submission_id=sid, run_id=exc.run_id,
                         problems=list(exc.problem_ids), judge=exc.judge)
@@ -255,6 +289,11 @@ class Validator:
         missing = set(suite_ids) - self.ledger.exposed_ids()
         if missing:
             self.ledger.record(exposures(sorted(missing), "race", race_id, self.race.clock.now()))
+
+    def _submit(self, pool: RunPool, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
+                suite: Sequence[Problem], *, final: bool = False) -> Pending[FinalScore]:
+        return pool.submit(run_id, lambda: self._score(submission, kind, run_id, suite_name, suite,
+                                                       final=final))
 
     def _score(self, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
                suite: Sequence[Problem], *, final: bool = False) -> FinalScore:

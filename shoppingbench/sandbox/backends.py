@@ -289,7 +289,9 @@ class DockerBackend:
                                      f"`docker build -t {self.image} docker/sandbox`")
 
     def container_name(self, spec: SlotSpec) -> str:
-        return f"sb-{spec.run_id[:12]}-{spec.index}"
+        # The slot's uid, leased host-wide for the run, keeps names apart when runs overlap: run ids share
+        # their first characters ("qualifying-...") and two runs of one process both have a slot 0.
+        return f"sb-{spec.run_id[:12]}-{spec.uid}"
 
     def environment(self, spec: SlotSpec) -> dict[str, str]:
         # The docker CLI itself needs the host environment (DOCKER_HOST, ...); the container gets only -e.

@@ -5,12 +5,17 @@ a validator or trajectory store can persist it before the next one finishes; ``r
 with a progress bar and the suite aggregate. ``miner test``, the validator and the training worker all
 come through here.
 
-Per run: one proxy with a channel per slot, one slot per worker. Each worker thread takes the next
-problem, begins the attempt on its channel, runs the problem in its slot (which enforces the limits
-and never raises for agent misbehaviour), ends the attempt (collecting its proxy log) and grades it.
-An attempt that did not succeed while the inference provider was down for one of its calls (a call the
-proxy logged with a ``provider_error`` its probe confirmed, ``provider_down``) is marked
-``infra_failed``: the provider's failure, not the agent's.
+Per run: one proxy with a channel per slot, one slot per worker. Runs that overlap in one process (a
+validator runs several at once) may share a :class:`~shoppingbench.sandbox.budget.SlotBudget`: a slot
+then holds one of its units from before its sandbox starts until its run has no problem left for it,
+when it closes its sandbox and gives the unit back to a waiting slot of another run. Each run still
+leases its own slot uids and has its own proxy and channels, so overlapping runs share neither.
+
+Each worker thread takes the next problem, begins the attempt on its channel, runs the problem in its
+slot (which enforces the limits and never raises for agent misbehaviour), ends the attempt (collecting
+its proxy log) and grades it. An attempt that did not succeed while the inference provider was down for
+one of its calls (a call the proxy logged with a ``provider_error`` its probe confirmed,
+``provider_down``) is marked ``infra_failed``: the provider's failure, not the agent's.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from shoppingbench.sandbox.backends import (
     SlotSpec,
     make_backend,
 )
+from shoppingbench.sandbox.budget import SlotBudget
 from shoppingbench.sandbox.limits import SandboxLimits
 from shoppingbench.sandbox.slot import Slot
 from shoppingbench.sandbox.uids import lease_uids
@@ -113,8 +119,11 @@ def _agent_env(inference: InferenceConfig) -> dict[str, str]:
 
 def iter_attempts(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngine, grader: Grader, *,
                   inference: InferenceConfig, sandbox: SandboxConfig, workers: int = 4,
-                  run_id: str | None = None) -> Iterator[AttemptRecord]:
+                  run_id: str | None = None, budget: SlotBudget | None = None) -> Iterator[AttemptRecord]:
     """Yield the graded record of every problem of ``suite`` as it finishes.
+
+    ``workers``: the run's slots at most; with a ``budget``, its slots also wait for the budget's units
+    (shared with the other runs given it), so the run may go with fewer while others hold them.
 
     Raises :class:`SandboxUnavailable` before running anything if the backend cannot start a sandbox
     here. A grading error (e.g. the catalog is unreadable) aborts the run; nothing an agent does does.
@@ -137,18 +146,64 @@ def iter_attempts(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngi
                                    channel=proxy.channels[i], limits=sandbox.limits,
                                    agent_env=_agent_env(inference), uid=first_uid + i), backend)
                      for i in range(slots_wanted)]
+            units = _Units(budget, run)
             try:
-                _preflight(slots[0], backend)
-                yield from _run_slots(slots, suite, proxy, grader, agent.sha256, run)
+                _preflight(slots[0], backend, units)
+                yield from _run_slots(slots, suite, proxy, grader, agent.sha256, run, units)
             finally:
                 for slot in slots:
                     slot.close()
+                units.give_all()
                 log.info("sandbox_run_finished", run_id=run, restarts=sum(slot.restarts for slot in slots))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _preflight(slot: Slot, backend: Backend) -> None:
+class _Units:
+    """The budget units one run's slots hold (none to hold without a budget)."""
+
+    def __init__(self, budget: SlotBudget | None, run_id: str) -> None:
+        self.budget = budget
+        self.run_id = run_id
+        self.stop = threading.Event()
+        self._held: set[int] = set()
+        self._lock = threading.Lock()
+
+    def holds(self, index: int) -> bool:
+        with self._lock:
+            return index in self._held
+
+    def take(self, index: int) -> bool:
+        """A unit for slot ``index`` before its sandbox starts; ``False`` when the run is being stopped."""
+        if self.budget is not None and not self.budget.acquire(self.run_id, index, self.stop):
+            return False
+        with self._lock:
+            self._held.add(index)
+        return True
+
+    def give(self, index: int) -> None:
+        with self._lock:
+            if index not in self._held:
+                return
+            self._held.discard(index)
+        if self.budget is not None:
+            self.budget.release(self.run_id, index)
+
+    def give_all(self) -> None:
+        with self._lock:
+            held = sorted(self._held)
+        for index in held:
+            self.give(index)
+
+    def cancel(self) -> None:
+        """Slots still waiting for a unit give up (the run is over or abandoned)."""
+        self.stop.set()
+        if self.budget is not None:
+            self.budget.wake()
+
+
+def _preflight(slot: Slot, backend: Backend, units: _Units) -> None:
+    units.take(slot.spec.index)  # the preflight slot's sandbox counts against the budget too
     try:
         ready = slot.start()
     except RuntimeError as exc:
@@ -158,15 +213,20 @@ def _preflight(slot: Slot, backend: Backend) -> None:
 
 
 def _run_slots(slots: list[Slot], suite: Sequence[Problem], proxy: ProxyServer, grader: Grader,
-               agent_hash: str, run_id: str) -> Iterator[AttemptRecord]:
+               agent_hash: str, run_id: str, units: _Units) -> Iterator[AttemptRecord]:
     problems: queue.SimpleQueue[Problem] = queue.SimpleQueue()
     for problem in suite:
         problems.put(problem)
     results: queue.SimpleQueue[object] = queue.SimpleQueue()
-    stop = threading.Event()
+    stop = units.stop
 
     def work(slot: Slot) -> None:
+        index = slot.spec.index
         try:
+            # The unit comes before the problem: a slot waiting for one holds no problem its run's
+            # running slots could take meanwhile (and one whose run has none left does not queue).
+            if not units.holds(index) and (problems.empty() or not units.take(index)):
+                return
             while not stop.is_set():
                 try:
                     problem = problems.get_nowait()
@@ -176,6 +236,8 @@ def _run_slots(slots: list[Slot], suite: Sequence[Problem], proxy: ProxyServer, 
         except BaseException as exc:  # a grading error: the consumer re-raises it
             results.put(exc)
         finally:
+            slot.close()  # its sandbox is gone before its unit goes to another run's slot
+            units.give(index)
             results.put(_DONE)
 
     threads = [threading.Thread(target=work, args=(slot,), name=f"sandbox-slot-{slot.spec.index}",
@@ -194,7 +256,7 @@ def _run_slots(slots: list[Slot], suite: Sequence[Problem], proxy: ProxyServer, 
                 assert isinstance(item, AttemptRecord)
                 yield item
     finally:
-        stop.set()
+        units.cancel()
         for slot in slots:
             slot.kill()  # a slot busy with a problem is killed: its attempt is lost with the run
         for thread in threads:
@@ -227,9 +289,10 @@ def _attempt(slot: Slot, problem: Problem, proxy: ProxyServer, grader: Grader, a
 
 def run_suite(agent: AgentFile, suite: Sequence[Problem], engine: SearchEngine, grader: Grader, *,
               inference: InferenceConfig, sandbox: SandboxConfig, workers: int = 4, progress: bool = True,
-              on_attempt: OnAttempt | None = None, run_id: str | None = None) -> EvaluationResult:
+              on_attempt: OnAttempt | None = None, run_id: str | None = None,
+              budget: SlotBudget | None = None) -> EvaluationResult:
     """:func:`iter_attempts` with a progress bar and the suite aggregate (the whole suite as denominator)."""
     run = run_id or new_run_id()
     records = iter_attempts(agent, suite, engine, grader, inference=inference, sandbox=sandbox,
-                            workers=workers, run_id=run)
+                            workers=workers, run_id=run, budget=budget)
     return collect(records, suite, run_id=run, progress=progress, on_attempt=on_attempt, label="running")

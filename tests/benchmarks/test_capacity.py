@@ -18,7 +18,8 @@ from benchmarks.capacity_probe import lost_and_doubled
 from shoppingbench.sample_world import SampleWorld
 
 KEYS = {"sandbox", "attempts_per_hour", "rss_mb_per_slot", "validator_rss_mb", "validator_cpu_share",
-        "busy_day_hours_16_slots", "busy_day_basis", "lost_attempts", "doubled_attempts",
+        "busy_day_hours_16_slots", "busy_day_hours_16_slots_plain", "busy_day_basis", "lost_attempts",
+        "doubled_attempts",
         "store_bytes_per_attempt", "store_growth_mb_per_busy_day", "per_slots"}
 
 
@@ -31,6 +32,9 @@ def test_quick_mode_runs_the_validator_path_and_loses_and_doubles_nothing(
     assert set(result["attempts_per_hour"]) == {"1", "2"}
     assert (result["lost_attempts"], result["doubled_attempts"]) == (0, 0)
     for figures in result["per_slots"].values():
+        # A busy day's shape: two runs of two problems owed together, computed concurrently.
+        assert (figures["runs"], figures["problems_per_run"], figures["attempts"]) == (2, 2, 4)
+        assert figures["concurrent_runs"] == 2 and figures["tail_s"] >= 0
         assert figures["attempts_per_hour"] > 0 and figures["failures"] == {}
         assert figures["judged_online"] == figures["attempts"]  # the judge double answered every attempt
         assert figures["proxy_calls_per_attempt"] >= 4  # 2-3 model calls, each with a search, then the answer

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -117,17 +118,17 @@ class Arena:
     chain: CountingChain
     miners: dict[str, Wallet]
 
-    def settings(self, home: Path, per_category: int) -> ArenaSettings:
+    def settings(self, home: Path, per_category: int, concurrent_runs: int = 2) -> ArenaSettings:
         return ArenaSettings(home=home, qualifying_suite_per_category=per_category,
-                             race_suite_per_category=per_category)
+                             race_suite_per_category=per_category, concurrent_runs=concurrent_runs)
 
     def validator(self, name: str, generator: SuiteSource, run_agent: RunAgent, *,
-                  per_category: int = 2, judge: Judge | None = None) -> Validator:
+                  per_category: int = 2, judge: Judge | None = None, concurrent_runs: int = 2) -> Validator:
         wallets = self.root / "wallets"
         wallet = make_wallet(wallets, name, seed=name) if not (wallets / name).exists() \
             else Wallet(name, "default", path=str(wallets))
         register(self.chain, wallet, validator_permit=True)
-        settings = self.settings(self.root / name, per_category)
+        settings = self.settings(self.root / name, per_category, concurrent_runs)
         store = TrajectoryStore.open(f"sqlite:///{self.root / name / 'trajectories.sqlite3'}")
         return open_validator(settings=settings, chain=self.chain, wallet=wallet, clock=self.clock,
                               sources=FixedSource(generator), run_agent=run_agent, store=store, judge=judge)
@@ -513,6 +514,26 @@ def pausing_after(records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
     return run
 
 
+def pausing_all(runs: int, records: int, run_agent: RunAgent, marker: Path) -> RunAgent:
+    """Every run pauses after its first ``records`` attempts; once ``runs`` runs are paused at once, the
+    marker names them (the kill then lands with all of them mid-run)."""
+    paused: list[str] = []
+    lock = threading.Lock()
+
+    def run(agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
+        for n, record in enumerate(run_agent(agent, problems, run_id), start=1):
+            yield record
+            if n == records:
+                with lock:
+                    paused.append(run_id)
+                    if len(paused) == runs:
+                        written = marker.with_suffix(".partial")
+                        written.write_text("\n".join(sorted(paused)))
+                        written.rename(marker)
+                time.sleep(600)
+    return run
+
+
 def reopen(root: Path, at: datetime) -> Arena:
     clock = ManualClock(at)
     chain = CountingChain(root / "chain.sqlite3", clock=clock, tempo=100, weights_rate_limit=50)
@@ -520,11 +541,13 @@ def reopen(root: Path, at: datetime) -> Arena:
     return Arena(root=root, clock=clock, chain=chain, miners=miners)
 
 
-def child(root: Path, catalog_dir: Path, at: str, marker: Path) -> None:
+def child(root: Path, catalog_dir: Path, at: str, marker: Path, concurrent_runs: int = 1) -> None:
     arena = reopen(root, datetime.fromisoformat(at))
     with serving_runner(catalog_dir, uid_base=CHILD_UID_BASE, workers=1) as run_agent, \
             ProblemGenerator.open(catalog_dir) as generator:
-        validator = arena.validator("validator", generator, pausing_after(2, run_agent, marker))
+        paused = pausing_after(2, run_agent, marker) if concurrent_runs == 1 else \
+            pausing_all(concurrent_runs, 2, run_agent, marker)
+        validator = arena.validator("validator", generator, paused, concurrent_runs=concurrent_runs)
         validator.tick()
     raise SystemExit("the child was not killed")
 
@@ -539,25 +562,7 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     first.runs.store.close()
 
     marker = arena.root / "paused"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.arena.validator.test_validator", str(arena.root),
-         str(small_world.catalog_dir), arena.clock.now().isoformat(), str(marker)],
-        cwd=Path(__file__).resolve().parents[3], env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 45
-        while not marker.exists():
-            assert process.poll() is None, process.stderr.read().decode()[-3000:] if process.stderr else ""
-            assert time.monotonic() < deadline, "the child never reached the middle of its run"
-            time.sleep(0.05)
-        os.kill(process.pid, signal.SIGKILL)
-        assert process.wait(timeout=10) == -signal.SIGKILL
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
+    kill_child_mid_run(arena, small_world.catalog_dir, marker)
 
     restarted = arena.validator("validator", generator, runner)
     events = restarted.race.store.load()
@@ -588,8 +593,124 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     assert restarted.tick().qualifying_runs == 0  # nothing is owed any more
 
 
+def kill_child_mid_run(arena: Arena, catalog_dir: Path, marker: Path, concurrent_runs: int = 1) -> None:
+    """Start the child validator over ``arena``'s home, wait for its marker, SIGKILL it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.arena.validator.test_validator", str(arena.root), str(catalog_dir),
+         arena.clock.now().isoformat(), str(marker), str(concurrent_runs)],
+        cwd=Path(__file__).resolve().parents[3], env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():
+            assert process.poll() is None, process.stderr.read().decode()[-3000:] if process.stderr else ""
+            assert time.monotonic() < deadline, "the child never reached the middle of its runs"
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+def test_sigkill_with_two_qualifying_runs_mid_way_then_restart_finishes_both_exactly_once(
+        arena: Arena, small_world: SampleWorld, generator: ProblemGenerator, runner: RunAgent) -> None:
+    first = arena.validator("validator", generator, runner)
+    first.tick()
+    arena.upload(first, "alice", REACT)
+    arena.upload(first, "bob", SCRIPTED)
+    arena.clock.advance(timedelta(minutes=5))
+    first.arena_db.dispose()
+    first.runs.store.close()
+
+    marker = arena.root / "paused"
+    kill_child_mid_run(arena, small_world.catalog_dir, marker, concurrent_runs=2)
+
+    restarted = arena.validator("validator", generator, runner)
+    accepted = [e for e in restarted.race.store.load() if isinstance(e, SubmissionAccepted)]
+    hotkeys = [str(arena.miners[m].hotkey.ss58_address) for m in ("alice", "bob")]
+    assert sorted(e.hotkey for e in accepted) == sorted(hotkeys)
+    assert not [e for e in restarted.race.store.load() if isinstance(e, QualifyingFinished)]
+    keys: list[AttemptKey] = []
+    run_ids = []
+    for submission in accepted:
+        qualifying = restarted.qualifying_suite(restarted.race.state.submissions[submission.submission_id])
+        assert qualifying is not None
+        suite = [p.id for p in qualifying]
+        run_ids.append(run_id_for("qualifying", submission.submission_id, suite))
+        keys += [AttemptKey(run_ids[-1], submission.code_hash, pid) for pid in suite]
+    assert marker.read_text().splitlines() == sorted(run_ids)  # both runs were mid-way at the kill
+    store = restarted.runs.store
+    before = {k: a for k in keys if (a := store.get_attempt(k)) is not None}
+    assert len(before) == 4 and {k.run_id for k in before} == set(run_ids)
+
+    restarted.tick()
+    after = {k: store.get_attempt(k) for k in keys}
+    assert all(a is not None and a.judge is not None and a.label is not None for a in after.values())
+    for key, attempt in before.items():  # stored before the kill: kept, not run again
+        resumed = after[key]
+        assert resumed is not None and resumed.id == attempt.id
+        assert resumed.record.started_at == attempt.record.started_at
+    assert store.count_attempts() == len(keys)  # none lost, none doubled
+    finished = [e for e in restarted.race.store.load() if isinstance(e, QualifyingFinished)]
+    assert [e.submission_id for e in finished] == [e.submission_id for e in accepted]  # in the owed order
+    assert restarted.tick().qualifying_runs == 0
+
+
+class FinishingLast:
+    """Wraps a runner so that a run started before another one finishes only after it: the validator
+    must still record outcomes in the order a sequential tick would."""
+
+    def __init__(self, run_agent: RunAgent) -> None:
+        self.run_agent = run_agent
+        self.started: list[str] = []
+        self.finished: list[str] = []
+        self.overtaken = 0
+        self._changed = threading.Condition()
+
+    def __call__(self, agent: AgentFile, problems: Sequence[Problem], run_id: str) -> Iterator[AttemptRecord]:
+        with self._changed:
+            self.started.append(run_id)
+            mine = len(self.started)
+            self._changed.notify_all()
+            # Its partner of the tick is asked for at once (two runs at a time): wait until it has started.
+            self._changed.wait_for(lambda: len(self.started) > mine or mine % 2 == 0, timeout=120)
+        records = list(self.run_agent(agent, problems, run_id))
+        with self._changed:
+            later = self.started[mine:]
+            self._changed.wait_for(lambda: all(r in self.finished for r in later), timeout=300)
+            self.overtaken += bool(later)
+            self.finished.append(run_id)
+            self._changed.notify_all()
+        yield from records
+
+
+def outcomes(validator: Validator) -> list[tuple[str, str, float]]:
+    return [(type(e).__name__, e.submission_id, e.score) for e in validator.race.store.load()
+            if isinstance(e, QualifyingFinished | RaceResultRecorded)]
+
+
+def test_concurrent_runs_are_recorded_in_the_sequential_order_whatever_finishes_first(
+        arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
+    reversed_finish = FinishingLast(runner)
+    sequential = arena.validator("sequential", generator, runner, concurrent_runs=1)
+    concurrent = arena.validator("concurrent", generator, reversed_finish, concurrent_runs=2)
+    run_day(arena, [sequential, concurrent])
+    assert reversed_finish.overtaken == 2  # the qualifying pair and the race pair each finished backwards
+    assert reversed_finish.finished != reversed_finish.started
+    kinds = [kind for kind, _, _ in outcomes(concurrent)]
+    assert kinds == ["QualifyingFinished"] * 2 + ["RaceResultRecorded"] * 2
+    assert outcomes(concurrent) == outcomes(sequential)
+    one, two = arena.chain.weights(sequential.hotkey), arena.chain.weights(concurrent.hotkey)
+    assert one is not None and two is not None and one.to_bytes() == two.to_bytes()
+
+
 if __name__ == "__main__":
-    child(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]))
+    child(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]),
+          int(sys.argv[5]) if len(sys.argv) > 5 else 1)
 
 
 def test_validator_run_once_wires_the_service_from_settings(tmp_path: Path, small_world: SampleWorld,

@@ -62,7 +62,7 @@ def test_docker_argv_carries_every_limit_and_no_network(tmp_path: Path) -> None:
     assert _option_values(argv, "--tmpfs") == [f"/tmp:rw,nosuid,nodev,size={32 * MiB},mode=1777"]
     assert set(_option_values(argv, "--ulimit")) == {"nofile=128:128", f"fsize={32 * MiB}:{32 * MiB}",
                                                      "core=0"}
-    assert _option_values(argv, "--name") == ["sb-0123456789ab-3"]
+    assert _option_values(argv, "--name") == ["sb-0123456789ab-61003"]
     image_at = argv.index("arena-sandbox:test")
     assert argv[image_at + 1:image_at + 3] == ["/usr/bin/env", "-i"] and "-e" not in argv[:image_at]
     python_at = argv.index(DOCKER_PYTHON)
