@@ -164,7 +164,8 @@ def test_upserts_of_many_rows_split_into_statements_store_what_single_writes_sto
 
 
 def test_no_batch_is_written_after_one_that_failed_at_the_writer() -> None:
-    """Batches queue at the writer (``WRITES_QUEUED``): once one fails, none queued after it is stored."""
+    """The writer compresses and writes while the next batches are encoded: once one fails, no later one
+    is stored."""
     stored: list[list[str]] = []
 
     def store_batch(writes: list[AttemptWrite], rows: list[dict[str, Any]]) -> None:
