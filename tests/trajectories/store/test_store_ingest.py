@@ -177,3 +177,14 @@ def test_no_batch_is_written_after_one_that_failed_at_the_writer() -> None:
     with pytest.raises(RuntimeError, match="database gone"):
         ingest.write_batches(store_batch, writes, 3)
     assert stored == [[w.record.problem_id for w in writes[:3]]]
+
+
+def test_the_synthetic_day_carries_each_copys_own_measure() -> None:
+    """The store benchmark's records carry the measure as the grader's do: taken on each copy (its
+    query is the copy's), equal to the measure taken again."""
+    day = synthetic_day(day_start=1_790_035_200.0, problems=8, agents=3, seed=5)
+    records = list(day.attempts(24, templates=2, measure_echoes=True))
+    assert len({r.query for r in records}) > 2
+    for record in records:
+        assert record.carried_echoes() == echoed_calls(record.proxy_log, record.query)
+    assert all(r.carried_echoes() is None for r in day.attempts(6, templates=2))
