@@ -3,7 +3,9 @@
     python -m benchmarks.store [--attempts 27000] [--backends sqlite,postgresql]
 
 A synthetic day (``trajectories.doubles.synthetic``: ReAct, sub-task and scripted agents in equal parts, about
-20 steps and 25 proxy calls per attempt) is generated in memory first, then timed phase by phase:
+20 steps and 25 proxy calls per attempt) is generated in memory first, each record carrying its echo
+measure as the harness's grader builds them (``AttemptRecord.measure_echoes``: in ``generate``, like the
+runner's work while the sandbox waits on the model), then timed phase by phase:
 ``ingest`` (``write_attempts``: encoding, compression, commits), ``filter`` (``dump label``'s pass:
 read, decode, label, store the verdicts) and ``export`` (``dump export`` of the day: Parquet, JSONL.gz,
 manifest). Each backend runs in its own process so its peak RSS is its own. The SQLite file lives in
@@ -12,9 +14,10 @@ Every phase also reports this process's CPU seconds and the 1-minute load averag
 shared machine wall time alone misleads. The last line printed is one JSON object with
 ``ingest_per_s``, ``filter_per_s``, ``export_s``, ``peak_rss_mb`` and ``bytes_per_attempt`` (the SQLite
 file, or PostgreSQL's ``pg_total_relation_size`` of the store's tables, over the attempts) per
-backend. ``peak_rss_mb`` is the backend process's own peak; during ingest the store also runs echo
-processes (``trajectories/store/ingest.py``), and ``ingest_peak_rss_with_echo_processes_mb`` is the
-peak of their sum with the backend process (sampled every 0.2 s).
+backend. ``peak_rss_mb`` is the backend process's own peak; a store given records without their echo
+measure also runs echo processes (``trajectories/store/ingest.py``; not here, since every record carries
+it), and ``ingest_peak_rss_with_echo_processes_mb`` is the peak of their sum with the backend process
+(sampled every 0.2 s).
 """
 
 from __future__ import annotations
@@ -113,7 +116,9 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
     day = synthetic_day(day_start=DAY_START.timestamp(), problems=math.ceil(attempts / AGENTS), agents=AGENTS)
     figures: dict[str, Any] = {}
     with _phase("generate", figures):
-        records = list(day.attempts(attempts))
+        # As the validator's runner makes them: each record carries its echo measure, taken when it was
+        # built (the grader), so the timed ingest stores that count instead of measuring again.
+        records = list(day.attempts(attempts, measure_echoes=True))
     figures["mean_steps"] = round(statistics.fmean(len(r.steps) for r in records), 1)
     figures["mean_proxy_calls"] = round(statistics.fmean(len(r.proxy_log) for r in records), 1)
     _say(f"  generated {attempts} attempts in {figures['generate_wall_s']} s "

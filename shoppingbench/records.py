@@ -7,10 +7,12 @@ the sandbox's proxy saw the agent do, written only by the proxy and never by age
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoppingbench.echo import echoed_calls
 from shoppingbench.scoring.attempt import AttemptScore
 
 ProxyCallKind = Literal["search", "inference", "other"]
@@ -99,8 +101,41 @@ class AttemptFailure(BaseModel):
     reason: str
 
 
+ECHO_MEASURE_KEY: Final = "_echo_measure"
+"""Where a record keeps its echo measure: in its ``__dict__`` beside the fields, never a field itself, so
+no JSON, dump or ``model_validate`` input can set it and no ``model_dump`` writes it."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EchoMeasure:
+    """The echo measure (:func:`shoppingbench.echo.echoed_calls`) of a record, taken when it was built,
+    with what it was taken on: it is used only while the record still holds that query and those very
+    proxy-log entries (a copy with another query or another log measures again)."""
+
+    query: str
+    calls: tuple[ProxyCall, ...]
+    echoed: tuple[int, ...]
+
+    def fits(self, query: str, proxy_log: list[ProxyCall]) -> bool:
+        return (query == self.query and len(proxy_log) == len(self.calls)
+                and all(mine is theirs for mine, theirs in zip(proxy_log, self.calls, strict=True)))
+
+    def __eq__(self, other: object) -> bool:
+        # A cache, not part of the record's value: a record equals its copy read back from JSON (which
+        # has none) whether or not it carries one (pydantic compares ``__dict__`` keys beyond the fields).
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class AttemptRecord(BaseModel):
-    """One agent x problem x run: everything needed to score, judge, filter and train on it."""
+    """One agent x problem x run: everything needed to score, judge, filter and train on it.
+
+    A record built by the harness (:class:`shoppingbench.grading.grader.Grader`) also carries its echo
+    measure (:meth:`measure_echoes`), computed while the sandbox waits on the model, so the store and
+    the judges need not measure again. It lives in memory only (copies and pickles keep it): a record
+    read from JSON (a file, a dump, a stored row) has none and is measured when asked.
+    """
 
     run_id: str
     problem_id: str
@@ -138,6 +173,25 @@ class AttemptRecord(BaseModel):
     def provider_outages(self) -> list[ProxyCall]:
         """The provider errors the proxy's probe confirmed: the provider was down, not broken by the call."""
         return [call for call in self.provider_errors() if call.provider_down]
+
+    def measure_echoes(self) -> AttemptRecord:
+        """Take the echo measure now and keep it with the record (see the class doc); returns ``self``."""
+        echoed = tuple(echoed_calls(self.proxy_log, self.query))
+        self.__dict__[ECHO_MEASURE_KEY] = EchoMeasure(self.query, tuple(self.proxy_log), echoed)
+        return self
+
+    def carried_echoes(self) -> list[int] | None:
+        """The ``seq`` of the echoed calls as :meth:`measure_echoes` took them, if it did on this query
+        and proxy log; ``None`` when there is no measure to trust (read from JSON, log or query changed)."""
+        measure = self.__dict__.get(ECHO_MEASURE_KEY)
+        if not isinstance(measure, EchoMeasure) or not measure.fits(self.query, self.proxy_log):
+            return None
+        return list(measure.echoed)
+
+    def echoed_calls(self) -> list[int]:
+        """``shoppingbench.echo.echoed_calls`` of this record: the carried measure, else computed now."""
+        carried = self.carried_echoes()
+        return carried if carried is not None else echoed_calls(self.proxy_log, self.query)
 
     def refused_calls(self) -> list[ProxyCall]:
         """The calls the proxy refused: a model not allowed (403) or a spent budget (429)."""

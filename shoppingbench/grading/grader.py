@@ -48,6 +48,9 @@ class Grader:
         validator, worker) the arena's verified-answer rule applies (``shoppingbench.grading.verified``): an
         answer with an id no tool returned fails as ``unverified_answer``, scored 0, with the reference
         scorer's grades kept in ``reference_score``. Without one (trusted in-process runs) it cannot apply.
+
+        The record carries its echo measure (``AttemptRecord.measure_echoes``): taken here, on the runner's
+        thread while other slots wait on the model, rather than again by the store's ingest and the judges.
         """
         reference: AttemptScore | None = None
         verified: bool | None = None
@@ -68,4 +71,5 @@ class Grader:
                              query=problem.query, agent_hash=agent_hash, steps=recorded,
                              proxy_log=list(proxy_log or ()), score=score, reference_score=reference,
                              answer_verified=verified, failure=failure, started_at=started_at,
-                             finished_at=finished_at, stderr_tail=stderr_tail, agent_ms=agent_ms)
+                             finished_at=finished_at, stderr_tail=stderr_tail, agent_ms=agent_ms,
+                             ).measure_echoes()

@@ -280,11 +280,14 @@ class SyntheticDay:
         return [RunEntry(id=self.run_id(i), kind="qualifying", validator="5Validator", suite="race-synthetic",
                          started_at=self.day_start) for i in range(len(self.agents))]
 
-    def attempts(self, count: int, *, templates: int = 100) -> Iterator[AttemptRecord]:
+    def attempts(self, count: int, *, templates: int = 100, measure_echoes: bool = False,
+                 ) -> Iterator[AttemptRecord]:
         """``count`` attempts, each agent working through the problems in order.
 
         Only ``templates`` distinct attempts per style are generated; the rest are copies under new
-        keys and times, which keeps generation cheap and memory flat for large days.
+        keys and times, which keeps generation cheap and memory flat for large days. ``measure_echoes``:
+        each attempt carries its echo measure as the harness's grader makes them
+        (``AttemptRecord.measure_echoes``, taken on each copy: its query is the copy's own).
         """
         rng = random.Random(self.seed)
         cache: dict[tuple[Style, int], AttemptRecord] = {}
@@ -302,12 +305,13 @@ class SyntheticDay:
                                         started_at=started_at)
                 cache[slot] = template
             shift = started_at - template.started_at
-            yield template.model_copy(update={
+            attempt = template.model_copy(update={
                 "run_id": self.run_id(agent_index), "agent_hash": agent.entry.code_hash,
                 "problem_id": problem.id, "category": problem.category, "query": problem.query,
                 "started_at": started_at, "finished_at": template.finished_at + shift,
                 "score": template.score.model_copy(update={"problem_id": problem.id,
                                                            "category": problem.category})})
+            yield attempt.measure_echoes() if measure_echoes else attempt
 
 
 def synthetic_day(*, day_start: float, problems: int = 450, agents: int = 60, seed: int = 0,

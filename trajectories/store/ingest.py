@@ -2,11 +2,16 @@
 
 An attempt's row costs three kinds of work. The JSON of its parts (``orjson``, holding the GIL) runs
 in the calling thread. Compression and hashing release the GIL, so they run on ``ENCODE_WORKERS``
-threads. The echo measure (``shoppingbench.echo``) is pure Python and the largest share: on a write of
-more than one batch it runs in ``ECHO_PROCESSES`` worker processes, from the proxy log's JSON
+threads. The echo measure (``shoppingbench.echo``, pure Python) would cost more than both together, so
+it is not taken here when the record carries it: the harness's grader measures every record it builds
+(``AttemptRecord.measure_echoes``), on the runner's thread while the sandbox waits on the model, and the
+store takes that count as it is (:func:`carried_count`). Only records without one (read from JSON: a
+file, a dump, an older store; or changed since they were measured) are measured here: on a write of
+more than one batch in ``ECHO_PROCESSES`` worker processes, from the proxy log's JSON
 (:func:`~trajectories.store.rows.echoed_in_json`, the same count as on the record), while the calling
 thread encodes the next batch and the writer commits the previous one. A write of one batch (the
-recorder's attempt at a time) measures in the calling thread: no process is started for it.
+recorder's attempt at a time) measures in the calling thread: no process is started for it, nor for a
+bulk write whose records all carry their count.
 
 Worker processes are started with ``spawn`` (no fork of a threaded process) and only receive JSON bytes
 and the shopper's query; they never see the database. As always with ``spawn``, a script that writes
@@ -25,6 +30,7 @@ from itertools import chain, islice
 from typing import Any
 
 from shoppingbench.echo import echoed_calls
+from shoppingbench.records import AttemptRecord
 from trajectories.store.entries import AttemptWrite
 from trajectories.store.rows import AttemptParts, attempt_parts, attempt_row, echoed_in_json
 
@@ -56,17 +62,39 @@ def _echo_counts(items: list[tuple[bytes, str]]) -> list[int]:
     return [echoed_in_json(proxy_log, query) for proxy_log, query in items]
 
 
+def carried_count(record: AttemptRecord) -> int | None:
+    """The echo count the record carries (``AttemptRecord.measure_echoes``, taken when the runner built
+    it), or ``None``: a record read from JSON carries none, and one whose query or proxy log changed since
+    carries none that still fits."""
+    carried = record.carried_echoes()
+    return None if carried is None else len(carried)
+
+
 def _rows(writes: list[AttemptWrite], parts: list[AttemptParts], echoed: list[int]) -> list[dict[str, Any]]:
     return [attempt_row(w, p, e) for w, p, e in zip(writes, parts, echoed, strict=True)]
 
 
+def _counts(encoding: _Encoding) -> list[int]:
+    """The batch's echo counts: those its records carry, and the measured ones in their places."""
+    counts = list(encoding.echoed)
+    for indexes, measuring in encoding.measuring:
+        for i, count in zip(indexes, measuring.result(), strict=True):
+            counts[i] = count
+    known = [c for c in counts if c is not None]
+    if len(known) != len(counts):
+        raise RuntimeError("an attempt of the batch was neither carrying nor given its echo count")
+    return known
+
+
 @dataclass
 class _Encoding:
-    """One batch on its way: its JSON done, its echo counts and rows being computed."""
+    """One batch on its way: its JSON done, its echo counts (those the records carry) and the others
+    being measured (``measuring``: the batch's indexes and their counts to come)."""
 
     writes: list[AttemptWrite]
     parts: list[AttemptParts]
-    echoed: list[Future[list[int]]]
+    echoed: list[int | None]
+    measuring: list[tuple[list[int], Future[list[int]]]]
 
 
 class BulkEncoder:
@@ -90,18 +118,28 @@ class BulkEncoder:
 
     def start(self, writes: list[AttemptWrite], *, in_processes: bool) -> _Encoding:
         parts = [attempt_parts(w.record) for w in writes]
+        counts = [carried_count(w.record) for w in writes]
+        missing = [i for i, count in enumerate(counts) if count is None]
+        if not missing:  # every record carries its measure (the runner's): nothing to measure here
+            return _Encoding(writes, parts, counts, [])
         if not in_processes:
             done: Future[list[int]] = Future()
-            done.set_result([len(echoed_calls(w.record.proxy_log, w.record.query)) for w in writes])
-            return _Encoding(writes, parts, [done])
-        items = [(p.proxy_log, w.record.query) for w, p in zip(writes, parts, strict=True)]
-        share = -(-len(items) // ECHO_PROCESSES)
+            done.set_result([len(echoed_calls(writes[i].record.proxy_log, writes[i].record.query))
+                             for i in missing])
+            return _Encoding(writes, parts, counts, [(missing, done)])
+        share = -(-len(missing) // ECHO_PROCESSES)
         pool = self._echo_pool()
-        return _Encoding(writes, parts, [pool.submit(_echo_counts, chunk) for chunk in batches(items, share)])
+        return _Encoding(writes, parts, counts, [
+            (chunk, pool.submit(_echo_counts, [(parts[i].proxy_log, writes[i].record.query) for i in chunk]))
+            for chunk in batches(missing, share)])
 
     def finish(self, encoding: _Encoding) -> None:
-        """Compress the batch on the threads, then queue it for the writer after the one before."""
-        echoed = list(chain.from_iterable(f.result() for f in encoding.echoed))
+        """Compress the batch on the threads and hand it to the writer once the batch before is written.
+        The writer waits for the compression, not the calling thread, which goes on with the next
+        batch's JSON meanwhile (it waited for the compression before: a third less throughput). A batch
+        whose compression or write failed raises (here or at :meth:`wait`) before a later one is handed
+        over."""
+        echoed = _counts(encoding)
         tasks = [
             self._threads.submit(
                 _rows,
@@ -111,12 +149,17 @@ class BulkEncoder:
             )
             for i in range(0, len(encoding.writes), ENCODE_CHUNK)
         ]
-        rows = [row for task in tasks for row in task.result()]
         self.wait()
-        self._writing = self._writer.submit(self._store, encoding.writes, rows)
+        self._writing = self._writer.submit(self._store_when_encoded, encoding.writes, tasks)
+
+    def _store_when_encoded(self, writes: list[AttemptWrite], tasks: list[Future[list[dict[str, Any]]]],
+                            ) -> None:
+        """The writer's job for one batch: its rows once compressed, then the transaction."""
+        rows = [row for task in tasks for row in task.result()]
+        self._store(writes, rows)
 
     def wait(self) -> None:
-        """Wait for the batch being written; raises what the writer raised."""
+        """Wait for the batch being written; raises what its compression or the writer raised."""
         if self._writing is not None:
             writing, self._writing = self._writing, None
             writing.result()

@@ -13,8 +13,9 @@ is ever lost for want of its context.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -64,6 +65,11 @@ from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
 log = structlog.get_logger(__name__)
 
 DEFAULT_BATCH = 200
+ROWS_PER_STATEMENT = 250
+"""Attempts per multi-row upsert (SQLite): 36 columns each stays far below SQLite's 32,766 parameters a
+statement."""
+UPSERTS_KEPT = 8
+"""Multi-row upsert statements kept, by row count (a bulk write uses two: full batches and the last)."""
 KEY_COLUMNS = ("run_id", "agent_hash", "problem_id")
 CONTEXT_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
     "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "answer_verified",
@@ -89,13 +95,47 @@ def _text(value: str) -> str:
 
 
 
+@dataclass(frozen=True)
+class _MultiRowUpsert:
+    """The upsert of ``count`` attempt rows with the columns ``names``, compiled for SQLite's driver."""
+
+    sql: str
+    slots: tuple[tuple[int, str], ...]
+    """(row, column) of each ``?`` of ``sql``, in order."""
+    processors: Mapping[str, Callable[[Any], Any]]
+    """The columns' bind conversions, as SQLAlchemy would apply them."""
+
+    @classmethod
+    def compile(cls, store: TrajectoryStore, count: int, names: tuple[str, ...]) -> _MultiRowUpsert:
+        binds = {f"{name}_{i}": (i, name) for i in range(count) for name in names}
+        values = [{name: bindparam(f"{name}_{i}", type_=ATTEMPTS.c[name].type) for name in names}
+                  for i in range(count)]
+        dialect = store.engine.dialect
+        statement = store._build_attempt_upsert(store._insert(ATTEMPTS).values(values))
+        compiled = statement.compile(dialect=dialect)
+        if not compiled.positional or compiled.positiontup is None:
+            raise StoreError(f"multi-row upserts expect a positional driver, not {dialect.name}'s")
+        processors = {name: processor for name in names
+                      if (processor := ATTEMPTS.c[name].type.bind_processor(dialect)) is not None}
+        return cls(sql=compiled.string, slots=tuple(binds[bind] for bind in compiled.positiontup),
+                   processors=processors)
+
+    def parameters(self, rows: list[dict[str, Any]]) -> tuple[Any, ...]:
+        return tuple(self._bound(name, rows[i][name]) for i, name in self.slots)
+
+    def _bound(self, name: str, value: Any) -> Any:
+        processor = self.processors.get(name)
+        return value if processor is None or value is None else processor(value)
+
+
 class TrajectoryStore:
     """The store on one database (SQLite file or PostgreSQL)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._dialect = sqlite if engine.dialect.name == "sqlite" else postgresql
-        self._attempt_upsert = self._build_attempt_upsert()
+        self._attempt_upsert = self._build_attempt_upsert(self._insert(ATTEMPTS))
+        self._attempt_upserts: dict[tuple[int, tuple[str, ...]], _MultiRowUpsert] = {}
 
     @classmethod
     def open(cls, url: str | URL, *, migrate: bool = True) -> TrajectoryStore:
@@ -167,8 +207,7 @@ class TrajectoryStore:
 
     # -- attempts -----------------------------------------------------------------------------------
 
-    def _build_attempt_upsert(self) -> Insert:
-        statement = self._insert(ATTEMPTS)
+    def _build_attempt_upsert(self, statement: Any) -> Insert:
         new = statement.excluded
         same_content = ATTEMPTS.c.content_hash == new.content_hash
         values: dict[str, Any] = {c.name: new[c.name] for c in ATTEMPTS.columns
@@ -189,7 +228,33 @@ class TrajectoryStore:
         with self.engine.begin() as connection:
             for table, rows in ((PROBLEMS, problems), (AGENTS, agents), (RUNS, runs)):
                 connection.execute(self._insert(table).on_conflict_do_nothing(), list(rows.values()))
-            connection.execute(self._attempt_upsert, list(by_key.values()))
+            self._upsert_attempts(connection, list(by_key.values()))
+
+    def _upsert_attempts(self, connection: Connection, rows: list[dict[str, Any]]) -> None:
+        """The attempts' rows. On SQLite as multi-row upserts: one statement (one step of the database)
+        for many rows. SQLAlchemy sends an upsert of many rows row by row (its "insertmanyvalues"
+        batching skips ON CONFLICT statements), and on SQLite each row then released and took back the
+        GIL, which the encoding threads held: the writer waited for it row after row. SQLAlchemy would
+        compile a multi-row statement on every execution, so each is compiled once here and run as the
+        driver's SQL. PostgreSQL keeps the row-by-row upsert: psycopg pipelines it (one wait for the
+        batch) and prepares it once, where a statement of thousands of parameters is parsed again by
+        psycopg and planned again by the server on every execution (measured: 4x the writer's time)."""
+        if self.engine.dialect.name != "sqlite":
+            connection.execute(self._attempt_upsert, rows)
+            return
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            chunk = rows[start:start + ROWS_PER_STATEMENT]
+            upsert = self._multi_row_upsert(len(chunk), tuple(chunk[0]))
+            connection.exec_driver_sql(upsert.sql, upsert.parameters(chunk))
+
+    def _multi_row_upsert(self, count: int, names: tuple[str, ...]) -> _MultiRowUpsert:
+        key = (count, names)
+        found = self._attempt_upserts.get(key)
+        if found is None:
+            if len(self._attempt_upserts) >= UPSERTS_KEPT:
+                self._attempt_upserts.pop(next(iter(self._attempt_upserts)))
+            found = self._attempt_upserts[key] = _MultiRowUpsert.compile(self, count, names)
+        return found
 
     def write_attempts(self, items: Iterable[AttemptRecord | AttemptWrite], *,
                        batch_size: int = DEFAULT_BATCH) -> int:

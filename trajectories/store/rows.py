@@ -80,7 +80,7 @@ def echoed_in_json(proxy_log: bytes, query: str) -> int:
 def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
     """The row of one attempt: projections, the header JSON, the compressed blobs and a content hash."""
     record = write.record
-    return attempt_row(write, attempt_parts(record), len(echoed_calls(record.proxy_log, record.query)))
+    return attempt_row(write, attempt_parts(record), len(record.echoed_calls()))
 
 
 def attempt_row(write: AttemptWrite, parts: AttemptParts, echoed: int) -> dict[str, Any]:

@@ -11,11 +11,12 @@ import pytest
 from sqlalchemy import select
 
 from shoppingbench.echo import echoed_calls
-from shoppingbench.records import AttemptRecord
+from shoppingbench.records import ECHO_MEASURE_KEY, AttemptRecord
 from tests.trajectories.filter.test_filter_echo import laundered_record
 from tests.trajectories.records import react_record
 from trajectories.doubles.synthetic import synthetic_day
-from trajectories.store import TrajectoryStore, ingest
+from trajectories.store import TrajectoryStore, ingest, repository
+from trajectories.store.entries import AttemptWrite
 from trajectories.store.rows import attempt_parts, echoed_in_json
 from trajectories.store.schema import ATTEMPTS
 
@@ -89,3 +90,101 @@ def test_a_source_failing_in_the_second_batch_keeps_the_first(store: TrajectoryS
     with pytest.raises(RuntimeError, match="runner crashed"):
         store.write_attempts(source(), batch_size=4)
     assert store.count_attempts() == 4
+
+
+# --- the echo count the records carry (``AttemptRecord.measure_echoes``, taken by the grader) -------
+
+
+def _measured() -> list[AttemptRecord]:
+    return [record.model_copy().measure_echoes() for record in _records()]
+
+
+def test_records_carrying_their_measure_store_it_and_nothing_is_measured(
+    store: TrajectoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = _measured()
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'measured.sqlite3'}") as measured_here:
+        measured_here.write_attempts(_records(), batch_size=4)  # no measure carried: measured by the store
+        expected = _rows(measured_here)
+    monkeypatch.setattr(ingest, "ProcessPoolExecutor", None)  # would fail if used
+    monkeypatch.setattr(ingest, "echoed_calls", None)
+    assert store.write_attempts(records, batch_size=4) == len(records)
+    assert _rows(store) == expected
+    assert sum(row["echoed_completions"] for row in expected.values()) == 14
+
+
+def test_a_batch_mixing_carried_and_missing_counts_measures_only_the_missing(
+    store: TrajectoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measured: list[str] = []
+
+    def counting(proxy_log: Any, query: str) -> list[int]:
+        measured.append(query)
+        return echoed_calls(proxy_log, query)
+
+    monkeypatch.setattr(ingest, "_may_start_processes", lambda: False)  # measured in this process: counted
+    monkeypatch.setattr(ingest, "echoed_calls", counting)
+    # Every third record changed its query since it was measured: its carried count no longer fits.
+    records = [r.model_copy(update={"query": f"{r.query} again"}) if n % 3 == 0 else r
+               for n, r in enumerate(_measured())]
+    assert store.write_attempts(records, batch_size=4) == len(records)
+    assert measured == [r.query for r in records[::3]], "only the changed ones are measured"
+    rows = _rows(store)
+    for record in records:
+        key = (record.run_id, record.agent_hash, record.problem_id)
+        assert rows[key]["echoed_completions"] == len(echoed_calls(record.proxy_log, record.query))
+
+
+def test_a_measure_forged_by_changing_the_log_after_it_is_not_stored(store: TrajectoryStore) -> None:
+    """A record measured, then given another proxy log (an echoing one): the store measures again."""
+    honest = next(r for r in _measured() if r.carried_echoes() == [])
+    echoing = laundered_record("p-forged")
+    forged = honest.model_copy(update={"proxy_log": echoing.proxy_log, "query": echoing.query})
+    forged.__dict__[ECHO_MEASURE_KEY] = honest.__dict__[ECHO_MEASURE_KEY]  # says 0 echoed
+    assert forged.carried_echoes() is None
+    store.write_attempts([forged, *_measured()[8:12]], batch_size=2)
+    row = _rows(store)[(forged.run_id, forged.agent_hash, forged.problem_id)]
+    assert row["echoed_completions"] == 2
+
+
+def test_upserts_of_many_rows_split_into_statements_store_what_single_writes_store(
+    store: TrajectoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repository, "ROWS_PER_STATEMENT", 7)
+    monkeypatch.setattr(repository, "UPSERTS_KEPT", 2)
+    records = _measured()
+    store.write_attempts(records, batch_size=10)
+    store.write_attempts(records[:13], batch_size=13)  # re-writes: the upsert updates the rows
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'single.sqlite3'}") as single:
+        for record in records:
+            single.write_attempt(record)
+        expected = _rows(single)
+    assert _rows(store) == expected
+    assert len(store._attempt_upserts) <= 2
+
+
+def test_no_batch_is_written_after_one_that_failed_at_the_writer() -> None:
+    """The writer compresses and writes while the next batches are encoded: once one fails, no later one
+    is stored."""
+    stored: list[list[str]] = []
+
+    def store_batch(writes: list[AttemptWrite], rows: list[dict[str, Any]]) -> None:
+        if len(stored) == 1:
+            raise RuntimeError("database gone")
+        stored.append([w.record.problem_id for w in writes])
+
+    writes = [AttemptWrite(record=r) for r in _measured()]
+    with pytest.raises(RuntimeError, match="database gone"):
+        ingest.write_batches(store_batch, writes, 3)
+    assert stored == [[w.record.problem_id for w in writes[:3]]]
+
+
+def test_the_synthetic_day_carries_each_copys_own_measure() -> None:
+    """The store benchmark's records carry the measure as the grader's do: taken on each copy (its
+    query is the copy's), equal to the measure taken again."""
+    day = synthetic_day(day_start=1_790_035_200.0, problems=8, agents=3, seed=5)
+    records = list(day.attempts(24, templates=2, measure_echoes=True))
+    assert len({r.query for r in records}) > 2
+    for record in records:
+        assert record.carried_echoes() == echoed_calls(record.proxy_log, record.query)
+    assert all(r.carried_echoes() is None for r in day.attempts(6, templates=2))
