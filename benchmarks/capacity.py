@@ -349,6 +349,11 @@ def _busy_day(sixteen: dict[str, Any]) -> tuple[float | None, float]:
     return round(BUSY_DAY_ATTEMPTS / steady + BUSY_DAY_TAILS * sixteen["tail_s"] / 3600, 2), plain
 
 
+def _judge_calls_at_once(result: dict[str, Any]) -> int:
+    concurrent_runs = max((v["concurrent_runs"] for v in result["per_slots"].values()), default=1)
+    return int(ArenaSettings(_env_file=None).judge_concurrency * concurrent_runs)
+
+
 def _summary(result: dict[str, Any], size: int, backend: BackendName, args: argparse.Namespace,
              latencies: tuple[Latency, Latency]) -> dict[str, Any]:
     latency, judge = latencies
@@ -361,8 +366,9 @@ def _summary(result: dict[str, Any], size: int, backend: BackendName, args: argp
         "llm": {"p50_s": args.p50, "p95_s": args.p95, "mean_s": round(latency.mean_s, 3), "calls": args.calls,
                 "judge_p50_s": judge.p50_s, "judge_p95_s": judge.p95_s,
                 "judge_mean_s": round(judge.mean_s, 3)},
-        # SuiteRun judges a run's attempts one after another as they finish: a ceiling whatever the slots.
-        "judge_serial_cap_per_hour": round(3600 / judge.mean_s, 1) if judge.mean_s > 0 else None,
+        # Each run asks ARENA_JUDGE_CONCURRENCY verdicts at once, and runs overlap: the judge's ceiling.
+        "judge_cap_per_hour": (round(_judge_calls_at_once(result) * 3600 / judge.mean_s, 1)
+                               if judge.mean_s > 0 else None),
         "attempts_per_hour": {k: v["attempts_per_hour"] for k, v in per_slots.items()},
         "rss_mb_per_slot": {k: v["rss_mb_per_slot"] for k, v in per_slots.items()},
         "validator_rss_mb": {k: v["validator_rss_mb"] for k, v in per_slots.items()},

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import secrets
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,13 +28,29 @@ def normalise_url(url: str | URL) -> URL:
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
+    # First: switching a new file to WAL takes its lock, and without a busy timeout a process opening
+    # the store at the same moment as another failed at once with "database is locked".
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     # WAL lets the dump exporter read while the validator writes; NORMAL sync is crash-safe in WAL
     # mode (a power cut may lose the last commits, never corrupt the file).
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting as the busy timeout would: while another connection switches a
+    new file to WAL, SQLite answers "database is locked" without calling its busy handler."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def make_engine(url: str | URL) -> Engine:

@@ -21,6 +21,10 @@ def _run(connection: Connection) -> None:
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+        elif connection.dialect.name == "sqlite":
+            # SQLite's equivalent: the database's write lock before the version is read, so a second
+            # process waits (busy timeout) and then finds the schema at head instead of creating it again.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
         context.run_migrations()
 
 
