@@ -76,7 +76,7 @@ from shoppingbench.tools.serving import running_server
 from tests.chain_support import CountingChain, make_wallet, register
 from tests.fake_substrate import BLOCK_MS, FakeSubstrate
 from tests.sandbox_support import UID_BASE, fake_grader
-from trajectories.store import AttemptKey, RunKind, TrajectoryStore
+from trajectories.store import AttemptKey, RunKind, StoredAttempt, TrajectoryStore
 
 MODEL = "stub-shopper"
 START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race at 16:00, embargo until Friday
@@ -580,17 +580,25 @@ def test_sigkill_mid_qualifying_then_restart_finishes_the_run_exactly_once(
     # its verdict, and the restart then judges what is unjudged (without running the attempt again).
     assert len(before) == 2
 
-    restarted.tick()
-    after = {k: store.get_attempt(k) for k in keys}
-    assert all(a is not None and a.judge is not None and a.label is not None for a in after.values())
-    for key, attempt in before.items():  # stored before the kill: kept, not run again
-        resumed = after[key]
-        assert resumed is not None and resumed.id == attempt.id
-        assert resumed.record.started_at == attempt.record.started_at
+    resume_and_check_kept(restarted, keys, before)
     assert store.count_attempts() == len(suite)
     finished = [e for e in restarted.race.store.load() if isinstance(e, QualifyingFinished)]
     assert [e.submission_id for e in finished] == [accepted.submission_id]
     assert restarted.tick().qualifying_runs == 0  # nothing is owed any more
+
+
+def resume_and_check_kept(restarted: Validator, keys: list[AttemptKey],
+                          before: dict[AttemptKey, StoredAttempt]) -> None:
+    """One tick of the restarted validator: every attempt of ``keys`` is then stored, judged and labelled,
+    and those stored before the kill are kept as they were, not run again."""
+    store = restarted.runs.store
+    restarted.tick()
+    after = {k: store.get_attempt(k) for k in keys}
+    assert all(a is not None and a.judge is not None and a.label is not None for a in after.values())
+    for key, attempt in before.items():
+        resumed = after[key]
+        assert resumed is not None and resumed.id == attempt.id
+        assert resumed.record.started_at == attempt.record.started_at
 
 
 def kill_child_mid_run(arena: Arena, catalog_dir: Path, marker: Path, concurrent_runs: int = 1) -> None:
@@ -647,13 +655,7 @@ def test_sigkill_with_two_qualifying_runs_mid_way_then_restart_finishes_both_exa
     before = {k: a for k in keys if (a := store.get_attempt(k)) is not None}
     assert len(before) == 4 and {k.run_id for k in before} == set(run_ids)
 
-    restarted.tick()
-    after = {k: store.get_attempt(k) for k in keys}
-    assert all(a is not None and a.judge is not None and a.label is not None for a in after.values())
-    for key, attempt in before.items():  # stored before the kill: kept, not run again
-        resumed = after[key]
-        assert resumed is not None and resumed.id == attempt.id
-        assert resumed.record.started_at == attempt.record.started_at
+    resume_and_check_kept(restarted, keys, before)
     assert store.count_attempts() == len(keys)  # none lost, none doubled
     finished = [e for e in restarted.race.store.load() if isinstance(e, QualifyingFinished)]
     assert [e.submission_id for e in finished] == [e.submission_id for e in accepted]  # in the owed order
