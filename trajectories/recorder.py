@@ -48,7 +48,8 @@ class RunRecorder:
     def record(self, attempt: AttemptRecord) -> None:
         if attempt.run_id != self.run_id:
             raise ValueError(f"attempt of run {attempt.run_id} handed to the recorder of run {self.run_id}")
-        verdict = label_attempt(attempt.proxy_log, attempt.steps, self._filter, query=attempt.query)
+        verdict = label_attempt(attempt.proxy_log, attempt.steps, self._filter, query=attempt.query,
+                                echoed_seqs=attempt.echoed_calls())
         with self._lock:
             self.store.write_attempt(AttemptWrite(record=attempt, label=verdict))
             self.labels[verdict.label] += 1

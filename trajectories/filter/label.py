@@ -16,7 +16,7 @@ being ``agentic`` (training on invented tool results would teach hallucination).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -119,9 +119,9 @@ def _is_short(call: LoggedCall, emitted: int, config: FilterConfig) -> bool:
     return len((call.completion_text or "").strip()) <= config.short_completion_chars
 
 
-def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig,
-              query: str) -> FilterEvidence:
-    echoed = frozenset(echoed_calls(proxy_log, query))
+def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig, query: str,
+              echoed_seqs: Iterable[int] | None) -> FilterEvidence:
+    echoed = frozenset(echoed_calls(proxy_log, query) if echoed_seqs is None else echoed_seqs)
     emitted = CallIndex(config.min_query_jaccard)
     executed = CallIndex(1.0)
     matched = short = inference = answered = tokens = 0
@@ -193,11 +193,12 @@ def decide(evidence: FilterEvidence, config: FilterConfig) -> tuple[Label, list[
 
 
 def label_attempt(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig | None = None, *,
-                  query: str = "") -> FilterVerdict:
+                  query: str = "", echoed_seqs: Iterable[int] | None = None) -> FilterVerdict:
     """Label one attempt from its verified proxy log (each inference entry with its full request
     messages), its (untrusted) steps and the shopper's ``query`` (text fair to repeat, see
-    ``shoppingbench.echo``)."""
+    ``shoppingbench.echo``). ``echoed_seqs``: the echo measure already taken on this log and query (a
+    record's :meth:`~shoppingbench.records.AttemptRecord.echoed_calls`), else it is measured here."""
     config = config or FilterConfig()
-    evidence = _evidence(proxy_log, steps, config, query)
+    evidence = _evidence(proxy_log, steps, config, query, echoed_seqs)
     label, reasons = decide(evidence, config)
     return FilterVerdict(label=label, reasons=reasons, evidence=evidence, config=config)
