@@ -14,7 +14,9 @@ Every phase also reports this process's CPU seconds and the 1-minute load averag
 shared machine wall time alone misleads. The last line printed is one JSON object with
 ``ingest_per_s``, ``filter_per_s``, ``export_s``, ``peak_rss_mb`` and ``bytes_per_attempt`` (the SQLite
 file, or PostgreSQL's ``pg_total_relation_size`` of the store's tables, over the attempts) per
-backend. ``peak_rss_mb`` is the backend process's own peak; a store given records without their echo
+backend, with ``encode_cpu_ms_per_attempt``: one thread's CPU time to encode an attempt's row on this
+machine (the ingest rate on two cores is bound by it, so it tells a slow machine from slow code).
+``peak_rss_mb`` is the backend process's own peak; a store given records without their echo
 measure also runs echo processes (``trajectories/store/ingest.py``; not here, since every record carries
 it), and ``ingest_peak_rss_with_echo_processes_mb`` is the peak of their sum with the backend process
 (sampled every 0.2 s).
@@ -43,14 +45,18 @@ import orjson
 from sqlalchemy import text
 
 from shoppingbench.logs import configure_logging
+from shoppingbench.records import AttemptRecord
 from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import DumpWindow, export_dump
 from trajectories.labelling import label_stored
 from trajectories.store import TrajectoryStore
 from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
+from trajectories.store.entries import AttemptWrite
+from trajectories.store.rows import attempt_parts, attempt_row
 
 DAY_START = datetime(2026, 11, 21, tzinfo=UTC)
 AGENTS = 60
+CALIBRATION_ATTEMPTS = 500
 PG_TABLES_SIZE = ("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
                   "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
                   "AND c.relkind = 'r'")
@@ -112,6 +118,17 @@ def _phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
     figures[f"{name}_load_1m"] = round(os.getloadavg()[0], 2)
 
 
+def _encode_cpu_ms(records: list[AttemptRecord]) -> float:
+    """The CPU milliseconds one thread spends encoding an attempt's row (JSON, compression, hash): the
+    machine's speed at the store's own work, so figures from machines (or hours) of different speed can
+    be compared; the ingest rate is bound by it on two cores."""
+    start = time.thread_time()
+    for record in records:
+        write = AttemptWrite(record=record)
+        attempt_row(write, attempt_parts(record), 0)
+    return round((time.thread_time() - start) / len(records) * 1000, 3)
+
+
 def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
     day = synthetic_day(day_start=DAY_START.timestamp(), problems=math.ceil(attempts / AGENTS), agents=AGENTS)
     figures: dict[str, Any] = {}
@@ -123,6 +140,9 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
     figures["mean_proxy_calls"] = round(statistics.fmean(len(r.proxy_log) for r in records), 1)
     _say(f"  generated {attempts} attempts in {figures['generate_wall_s']} s "
          f"({figures['mean_steps']} steps, {figures['mean_proxy_calls']} proxy calls per attempt)")
+    figures["encode_cpu_ms_per_attempt"] = _encode_cpu_ms(records[:CALIBRATION_ATTEMPTS])
+    _say(f"  this machine encodes an attempt in {figures['encode_cpu_ms_per_attempt']} ms of CPU "
+         "(one thread: JSON, compression, hash)")
     with TrajectoryStore.open(url) as store:
         store.register_problems(day.problems)
         for agent in day.agents:
@@ -136,6 +156,7 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
             store.write_attempts(records)
         figures["ingest_peak_rss_with_echo_processes_mb"] = tree.stop()
         figures["ingest_per_s"] = round(attempts / figures["ingest_wall_s"], 1)
+        figures["ingest_cpu_ms_per_attempt"] = round(figures["ingest_cpu_s"] / attempts * 1000, 3)
         _say(f"  ingest: {figures['ingest_wall_s']} s, {figures['ingest_per_s']} attempts/s "
              f"({figures['ingest_cpu_s']} CPU s, load {figures['ingest_load_1m']})")
         del records

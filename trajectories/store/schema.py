@@ -108,6 +108,8 @@ class AttemptRow(Base):
     n_inference_calls: Mapped[int] = mapped_column(Integer)
     completion_tokens: Mapped[int] = mapped_column(Integer)
     header: Mapped[str] = mapped_column(Text)
+    # zstd-compressed already: on PostgreSQL stored out of line without compressing it again
+    # (``STORAGE EXTERNAL``, migration 0006).
     payload: Mapped[bytes] = mapped_column(LargeBinary)
     steps_size: Mapped[int] = mapped_column(Integer)
     proxy_log_size: Mapped[int] = mapped_column(Integer)

@@ -28,7 +28,7 @@ ECHO_COLUMNS = ("echoed_completions",)
 """Added by migration 0004."""
 INFRA_COLUMNS = ("infra_failed",)
 """Added by migration 0005."""
-HEAD = "0005"
+HEAD = "0006"
 
 
 def test_an_empty_database_migrates_to_exactly_the_models(store_url: str) -> None:
@@ -186,3 +186,39 @@ def test_0005_upgrades_a_0004_database_and_summaries_leave_out_provider_failures
         assert before.attempts == 1
         store.write_attempt(record.model_copy(update={"infra_failed": True}))
         assert store.category_scores(["race"]) == []
+
+
+def test_0006_stores_the_payload_out_of_line_without_compressing_it_again(store_url: str) -> None:
+    """On PostgreSQL the payload column's storage is EXTERNAL after the upgrade and EXTENDED again after
+    the downgrade; rows written under either storage read back the same. SQLite only moves the revision."""
+    engine = make_engine(store_url)
+    postgres = engine.dialect.name == "postgresql"
+
+    def payload_storage() -> str | None:
+        if not postgres:
+            return None
+        with engine.connect() as connection:
+            return connection.exec_driver_sql(
+                "SELECT attstorage FROM pg_attribute WHERE attrelid = 'attempts'::regclass "
+                "AND attname = 'payload'").scalar_one()
+
+    try:
+        upgrade(engine, "0005")
+        assert payload_storage() == ("x" if postgres else None)
+    finally:
+        engine.dispose()
+    before, after = react_record(), failed_record()
+    with TrajectoryStore.open(store_url) as store:
+        assert payload_storage() == ("e" if postgres else None)
+        store.write_attempts([before])
+    engine = make_engine(store_url)
+    try:
+        downgrade(engine, "0005")
+        assert payload_storage() == ("x" if postgres else None)
+    finally:
+        engine.dispose()
+    with TrajectoryStore.open(store_url) as store:
+        store.write_attempts([after])
+        for record in (before, after):
+            stored = store.get_attempt(AttemptKey.of(record))
+            assert stored is not None and stored.record == record
