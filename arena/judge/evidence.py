@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any, Final
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from shoppingbench.echo import echoed_calls
 from shoppingbench.records import AttemptRecord, ProxyCall
@@ -35,15 +35,22 @@ class JudgeInput(BaseModel):
     query: str
     proxy_log: list[ProxyCall] = Field(default_factory=list)
     steps: list[Any] = Field(default_factory=list)
+    _record_echoes: frozenset[int] | None = PrivateAttr(default=None)
 
     @classmethod
     def from_record(cls, record: AttemptRecord) -> JudgeInput:
-        return cls(query=record.query, proxy_log=record.proxy_log, steps=record.steps)
+        """The record as a judge sees it, with the record's echo measure (``AttemptRecord.echoed_calls``:
+        the one the grader took when it built the record, else measured now), not measured again."""
+        judged = cls(query=record.query, proxy_log=record.proxy_log, steps=record.steps)
+        judged._record_echoes = frozenset(record.echoed_calls())
+        return judged
 
     @cached_property
     def echoed(self) -> frozenset[int]:
         """The ``seq`` of each answered inference call whose completion only repeated its request
         (``shoppingbench.echo``): the model did not write it, so no gate counts it."""
+        if self._record_echoes is not None:
+            return self._record_echoes
         return frozenset(echoed_calls(self.proxy_log, self.query))
 
     @cached_property

@@ -3,10 +3,13 @@ an offline verdict that found some."""
 
 from __future__ import annotations
 
+import pytest
+
 from arena.judge import JudgeInput, JudgeVerdict, final_score, judge_offline
 from arena.judge.llm import capped
 from arena.judge.prompt import attempt_document
 from arena.validator.runs import _arena, stored_verdict
+from shoppingbench.records import AttemptRecord, AttemptScore
 from tests.arena.judge.test_judge_support import COMPARES, QUERY, attempt
 
 
@@ -63,3 +66,27 @@ def test_scores_and_stored_verdicts_keep_the_echo_count() -> None:
     stored = stored_verdict(verdicts[0])
     assert stored.details["echoed_completions"] == 2
     assert _arena(stored) == verdicts[0]
+
+
+def test_a_judged_record_brings_its_echo_measure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``JudgeInput.from_record`` takes the measure the grader left on the record instead of measuring
+    again; a record read back from JSON (no measure) is measured, with the same result."""
+    item = echoing(attempt(COMPARES), 4, f"Restate this: {COMPARES}")
+    record = AttemptRecord(run_id="run-1", problem_id="p1", category="product", query=item.query,
+                           agent_hash="a" * 64, steps=item.steps, proxy_log=item.proxy_log,
+                           score=AttemptScore(problem_id="p1", category="product", success=True, gt=1.0,
+                                              rule=1.0, found=1.0, format=1.0, length=1.0),
+                           started_at=1.0, finished_at=2.0).measure_echoes()
+    from_json = AttemptRecord.model_validate_json(record.model_dump_json())
+    measured = JudgeInput.from_record(from_json)
+    assert measured.echoed == frozenset({4})
+
+    def no_second_measure(*_: object) -> list[int]:
+        raise AssertionError("the record's echo measure was taken again")
+
+    monkeypatch.setattr("arena.judge.evidence.echoed_calls", no_second_measure)
+    monkeypatch.setattr("shoppingbench.records.echoed_calls", no_second_measure)
+    carried = JudgeInput.from_record(record)
+    assert carried.echoed == measured.echoed
+    assert judge_offline(carried) == judge_offline(measured)
+    assert judge_offline(carried).echoed_completions == 1
