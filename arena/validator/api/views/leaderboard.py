@@ -206,10 +206,7 @@ def leaderboard(view: ArenaView, params: PageParams) -> Leaderboard:
     rows = standings(view, state, race) if race is not None else []
     page = paginate(rows, params)
     return Leaderboard(
-        items=page.items,
-        page=page.page,
-        page_size=page.page_size,
-        total=page.total,
+        **dict(page),  # the page's own fields: items, page, page_size, total
         now=now,
         winner=winner,
         embargo_remaining_s=None if until is None else max(0.0, (until - now).total_seconds()),
@@ -268,10 +265,7 @@ def history(view: ArenaView, days: int, params: PageParams) -> LeaderboardHistor
     races = [race_day(r, state) for r in reversed(followed.finished()) if since <= r.day <= until]
     page = paginate(races, params)
     return LeaderboardHistory(
-        items=page.items,
-        page=page.page,
-        page_size=page.page_size,
-        total=page.total,
+        **dict(page),  # the page's own fields: items, page, page_size, total
         days=days,
         since=since,
         until=until,
