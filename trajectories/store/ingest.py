@@ -16,12 +16,17 @@ bulk write whose records all carry their count.
 Worker processes are started with ``spawn`` (no fork of a threaded process) and only receive JSON bytes
 and the shopper's query; they never see the database. As always with ``spawn``, a script that writes
 in bulk keeps its work under ``if __name__ == "__main__":``. A daemonic process (a
-``multiprocessing.Pool`` worker) cannot start processes and measures in its own thread.
+``multiprocessing.Pool`` worker) cannot start processes and measures in its own thread. A worker whose
+writer was killed (it could not shut its pool down) ends itself (:func:`_end_with_parent`) instead of
+waiting for work forever.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import ExitStack
@@ -41,6 +46,8 @@ ENCODE_CHUNK = 20
 wake-ups); one task per worker leaves a worker idle whenever its share of a batch ends early."""
 ECHO_PROCESSES = 2
 """Processes measuring echoes on a bulk write: the machines this runs on have two cores or more."""
+PARENT_CHECK_S = 1.0
+"""How often an echo process looks whether the process that started it is still there."""
 
 Store = Callable[[list[AttemptWrite], list[dict[str, Any]]], None]
 
@@ -55,6 +62,19 @@ def _may_start_processes() -> bool:
     """A daemonic process (a ``multiprocessing.Pool`` worker) may not start processes: it measures
     in its own thread."""
     return not multiprocessing.current_process().daemon
+
+
+def _end_with_parent(parent: int) -> None:
+    """Runs first in each echo process: ends it once ``parent``, the process that started it, is gone.
+    A killed writer cannot shut its pool down, and a pool worker holds its own end of the queue it
+    reads, so it would otherwise wait for work forever, an orphan per kill."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def _echo_counts(items: list[tuple[bytes, str]]) -> list[int]:
@@ -112,7 +132,8 @@ class BulkEncoder:
     def _echo_pool(self) -> Executor:
         if self._processes is None:
             self._processes = self._stack.enter_context(
-                ProcessPoolExecutor(ECHO_PROCESSES, mp_context=multiprocessing.get_context("spawn"))
+                ProcessPoolExecutor(ECHO_PROCESSES, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_end_with_parent, initargs=(os.getpid(),))
             )
         return self._processes
 

@@ -35,7 +35,22 @@ def _expected() -> list[AttemptRecord]:
     return list(synthetic_day(day_start=DAY_START, problems=100, agents=6, seed=3).attempts(600, templates=6))
 
 
+def _children(pid: int) -> set[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    return {int(child) for task in tasks.iterdir() for child in (task / "children").read_text().split()}
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its (gone) parent to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def test_killing_the_writer_mid_write_leaves_only_whole_batches(store_url: str, tmp_path: Path) -> None:
+    """Also: the writer's echo processes (its records carry no echo measure) end with it, no orphans."""
     with TrajectoryStore.open(store_url):
         pass  # migrate first, so the writer's own upgrade is a no-op
     writer = subprocess.Popen(
@@ -48,9 +63,15 @@ def test_killing_the_writer_mid_write_leaves_only_whole_batches(store_url: str, 
                 assert writer.poll() is None, "the writer ended before it could be killed"
                 assert time.monotonic() < deadline, "the writer committed nothing within 60 s"
                 time.sleep(0.02)
+            echo_processes = _children(writer.pid)
+            assert echo_processes, "the writer started no echo process: the test proved nothing about them"
             os.kill(writer.pid, signal.SIGKILL)
             writer.wait(timeout=30)
             assert writer.returncode == -signal.SIGKILL
+            deadline = time.monotonic() + 30
+            while left := {pid for pid in echo_processes if _alive(pid)}:
+                assert time.monotonic() < deadline, f"echo processes {sorted(left)} outlived their writer"
+                time.sleep(0.1)
             time.sleep(0.2)  # PostgreSQL notices the dead client and rolls its transaction back
             count = probe.count_attempts()
             assert count % BATCH == 0, f"{count} attempts stored: a batch was committed in part"
