@@ -35,7 +35,6 @@ from arena.validator.api.views.submission_view import (
     run_summaries,
     verified_counts,
 )
-from arena.validator.api.views.timeline import Timelines
 from arena.validator.api.views.view import ArenaView, ViewDep
 from trajectories.store.site_reads import AttemptSummary, SiteReads
 
@@ -45,10 +44,9 @@ _MADE = threading.Lock()
 
 @dataclass(frozen=True)
 class SubmissionSources:
-    """What the submission routes keep between requests: the timelines folded from the race log, and each
-    submission's public attempts (``views.public_attempts``)."""
+    """What the submission routes keep between requests: each submission's public attempts
+    (``views.public_attempts``; the timelines are the view's, folded with the race state)."""
 
-    timelines: Timelines
     attempts: PublicAttempts
 
 
@@ -58,7 +56,7 @@ def app_sources(request: Request) -> SubmissionSources:
         sources: SubmissionSources | None = getattr(request.app.state, "submission_sources", None)
         if sources is None:
             view: ArenaView = request.app.state.view
-            sources = SubmissionSources(Timelines(view.events), PublicAttempts(SiteReads(view.store)))
+            sources = SubmissionSources(PublicAttempts(SiteReads(view.store)))
             request.app.state.submission_sources = sources
         return sources
 
@@ -95,13 +93,13 @@ def submission_detail(
     view: ArenaView, sources: SubmissionSources, submission_id: str
 ) -> tuple[SubmissionDetail, str | None]:
     """The submission page's figures, and its code when published."""
-    state = view.state()
+    state, timeline = view.timeline(submission_id)
     submission = _submission(state, submission_id)
     rows = sources.attempts.of(state, submission).counts
     code_status, code = _code(view, submission_id)
     detail = SubmissionDetail(
         submission=submission,
-        timeline=sources.timelines.of(submission_id),
+        timeline=timeline,
         runs=run_summaries(rows, submission.code_hash),
         gates=gate_counts(rows),
         labels=label_counts(rows),

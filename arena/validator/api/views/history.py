@@ -1,10 +1,10 @@
 """The race log's history, folded forward with the state: every race (its results, per-problem outcomes
 and decision), every change of reign, the latest qualifying decision.
 
-:class:`FollowedHistory` is the API's :class:`~arena.race.FollowedLog`: each event appended since the last
-request is loaded once, applied to the state and recorded here, so the leaderboard's charts and tables
-never replay the log (``ArenaView.history()``). Requests on other threads read an immutable
-:class:`RaceHistory` snapshot, published after each batch of new events.
+:class:`HistoryRecorder` is one of the recorders of the API's :class:`~arena.race.FollowedLog`: each event
+appended since the last request is loaded once, applied to the state and recorded here, so the
+leaderboard's charts and tables never replay the log (``ArenaView.followed()``). Requests read an
+immutable :class:`RaceHistory` snapshot taken under the follower's lock.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
 from arena.judge import ProblemOutcome
-from arena.race import EventStore, FollowedLog, RaceEvent, RaceState
+from arena.race import RaceEvent, RaceState
 from arena.race.events import QualifyingFinished, RaceFinished, RaceResultRecorded, RaceStarted
-from arena.race.state import apply
 
 
 @dataclass(frozen=True)
@@ -60,20 +59,23 @@ class RaceHistory:
         return [race for race in self.races if race.finished_at is not None]
 
 
-class _Recorder:
-    """Builds the history event by event (only under the follower's lock)."""
+class HistoryRecorder:
+    """Builds the history event by event (an :class:`~arena.race.follow.EventRecorder`: only under the
+    follower's lock)."""
 
     def __init__(self) -> None:
         self.races: list[RaceRecord] = []
         self.position: dict[str, int] = {}
         self.reigns: list[ReignChange] = []
         self.last_qualifying: QualifyingFinished | None = None
+        self._snapshot: RaceHistory | None = RaceHistory()
 
     def _update(self, race_id: str, **changes: object) -> None:
         n = self.position[race_id]
         self.races[n] = replace(self.races[n], **changes)  # type: ignore[arg-type]
 
     def record(self, event: RaceEvent, before: RaceState, after: RaceState) -> None:
+        self._snapshot = None
         match event:
             case RaceStarted():
                 self.position[event.race_id] = len(self.races)
@@ -120,38 +122,9 @@ class _Recorder:
             )
 
     def snapshot(self) -> RaceHistory:
-        return RaceHistory(
-            races=tuple(self.races), reigns=tuple(self.reigns), last_qualifying=self.last_qualifying
-        )
-
-
-class FollowedHistory(FollowedLog):
-    """The followed race state, recording each new event into the history as it is folded in."""
-
-    def __init__(self, store: EventStore) -> None:
-        super().__init__(store)
-        self._recorder = _Recorder()
-        self._history = RaceHistory()
-
-    def _fold(self) -> None:
-        """Fold in the events appended since the last call (the caller holds the lock)."""
-        if self.store.count() == self._state.events:
-            return
-        state = self._state
-        for event in self.store.load(start=state.events):
-            folded = apply(state, event)
-            self._recorder.record(event, state, folded)
-            state = folded
-        self._state = state
-        self._history = self._recorder.snapshot()
-
-    def state(self) -> RaceState:
-        with self._lock:
-            self._fold()
-            return self._state
-
-    def followed(self) -> tuple[RaceState, RaceHistory]:
-        """The state and the history of every event the log holds now, both from the same events."""
-        with self._lock:
-            self._fold()
-            return self._state, self._history
+        """The history so far, immutable (taken again only after new events)."""
+        if self._snapshot is None:
+            self._snapshot = RaceHistory(
+                races=tuple(self.races), reigns=tuple(self.reigns), last_qualifying=self.last_qualifying
+            )
+        return self._snapshot

@@ -2,20 +2,19 @@
 qualifying, races, promotion, embargo and publication, each with the time the log recorded it.
 
 The race state keeps only where a submission stands now (its last race's figures, its current reign);
-the timeline keeps every step it went through. Like :class:`arena.race.FollowedLog`, the log is read
-once and then only the events appended since (no replay per request); the race reducer is applied
-alongside, so each event is read against the state it followed.
+the timeline keeps every step it went through. :class:`Timelines` records each event as the API's
+:class:`arena.race.FollowedLog` folds it in (the log read once, then only the events appended since; no
+replay per request), against the state it followed.
 """
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arena.race import EventStore, RaceState
+from arena.race import RaceState
 from arena.race.events import (
     CodePublished,
     QualifyingFinished,
@@ -27,7 +26,7 @@ from arena.race.events import (
     SubmissionCopied,
     SubmissionRejected,
 )
-from arena.race.state import apply, submission_id
+from arena.race.state import submission_id
 from shoppingbench.submission_check.models import Finding
 
 StepKind = Literal[
@@ -248,23 +247,16 @@ def entries_of(before: RaceState, after: RaceState, event: RaceEvent) -> dict[st
 
 
 class Timelines:
-    """Every submission's timeline over a race log another writer appends to; thread-safe."""
+    """Every submission's timeline, recorded event by event (an
+    :class:`~arena.race.follow.EventRecorder`: only under the follower's lock)."""
 
-    def __init__(self, store: EventStore) -> None:
-        self.store = store
-        self._state = RaceState()
+    def __init__(self) -> None:
         self._entries: dict[str, list[TimelineEntry]] = {}
-        self._lock = threading.Lock()
+
+    def record(self, event: RaceEvent, before: RaceState, after: RaceState) -> None:
+        for key, added in entries_of(before, after, event).items():
+            self._entries.setdefault(key, []).extend(added)
 
     def of(self, sid: str) -> list[TimelineEntry]:
-        """The timeline of submission ``sid`` after every event the log holds now (empty: unknown)."""
-        with self._lock:
-            if self.store.count() != self._state.events:
-                state = self._state
-                for event in self.store.load(start=state.events):
-                    after = apply(state, event)
-                    for key, added in entries_of(state, after, event).items():
-                        self._entries.setdefault(key, []).extend(added)
-                    state = after
-                self._state = state
-            return list(self._entries.get(sid, ()))
+        """The timeline of submission ``sid`` so far (empty: unknown)."""
+        return list(self._entries.get(sid, ()))

@@ -14,10 +14,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 from prometheus_client import CollectorRegistry
 
-from arena.race import Clock, EventStore, RaceRules, RaceState
+from arena.race import Clock, EventStore, FollowedLog, RaceRules, RaceState
 from arena.rules_fingerprint import RulesFingerprint
 from arena.submissions.store import FileStore
-from arena.validator.api.views.history import FollowedHistory, RaceHistory
+from arena.validator.api.views.history import HistoryRecorder, RaceHistory
+from arena.validator.api.views.timeline import TimelineEntry, Timelines
 from trajectories.store import TrajectoryStore
 
 
@@ -34,17 +35,26 @@ class ArenaView:
     rules: RulesFingerprint | None = None
     race_rules: RaceRules = field(default_factory=RaceRules)
     dumps_dir: Path | None = None
-    _log: FollowedHistory = field(init=False, repr=False)
+    _history: HistoryRecorder = field(init=False, repr=False)
+    _timelines: Timelines = field(init=False, repr=False)
+    _log: FollowedLog = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._log = FollowedHistory(self.events)
+        # One follower of the log for the state, the history and the timelines: each event read once.
+        self._history = HistoryRecorder()
+        self._timelines = Timelines()
+        self._log = FollowedLog(self.events, recorders=(self._history, self._timelines))
 
     def state(self) -> RaceState:
         return self._log.state()
 
     def followed(self) -> tuple[RaceState, RaceHistory]:
         """The race state and the log's history (races, reigns), from the same events."""
-        return self._log.followed()
+        return self._log.read(lambda state: (state, self._history.snapshot()))
+
+    def timeline(self, submission_id: str) -> tuple[RaceState, list[TimelineEntry]]:
+        """The race state and the submission's timeline (empty: unknown), from the same events."""
+        return self._log.read(lambda state: (state, self._timelines.of(submission_id)))
 
 
 def app_view(request: Request) -> ArenaView:
