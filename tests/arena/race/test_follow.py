@@ -9,21 +9,9 @@ import pytest
 
 from arena.race import FollowedLog, ManualClock, MemoryEventStore, RaceEngine, RaceEvent, RaceRules
 from arena.race.state import RaceState, replay
+from tests.arena.race.stores import CountingStore
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
-
-
-class CountingStore(MemoryEventStore):
-    """The in-memory log, counting how many events each read loaded."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.loaded: list[int] = []
-
-    def load(self, start: int = 0) -> list[RaceEvent]:
-        events = super().load(start)
-        self.loaded.append(len(events))
-        return events
 
 
 class Seen:

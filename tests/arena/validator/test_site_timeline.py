@@ -6,24 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from arena.race import FollowedLog, ManualClock, MemoryEventStore, RaceEngine, RaceEvent, RaceRules
+from arena.race import FollowedLog, ManualClock, RaceEngine, RaceRules
 from arena.race.events import CopyOf
 from arena.race.state import submission_id
 from arena.validator.api.views.timeline import TimelineEntry, Timelines
+from tests.arena.race.stores import CountingStore
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
 ORIGINAL = CopyOf(hotkey="alice", code_hash="a" * 64, commitment_block=3, similarity=1.0)
-
-
-class CountingStore(MemoryEventStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.loaded: list[int] = []
-
-    def load(self, start: int = 0) -> list[RaceEvent]:
-        events = super().load(start)
-        self.loaded.append(len(events))
-        return events
 
 
 def test_copies_land_on_their_submission_and_each_event_is_read_once() -> None:
