@@ -255,7 +255,7 @@ class TrajectoryStore:
         upsert for every row: psycopg pipelines it (one wait for the batch) and prepares it once, where a
         statement of thousands of parameters is parsed again by psycopg and planned again by the server
         on every execution (measured: 4x the writer's time); run as the driver's SQL it costs the writer
-        a third less CPU than through SQLAlchemy."""
+        about 15% less CPU than through SQLAlchemy (0.11 -> 0.095 ms an attempt)."""
         names = tuple(rows[0])
         if self.engine.dialect.name != "sqlite":
             upsert = self._compiled_upsert(1, names)
