@@ -3,7 +3,8 @@
     python -m benchmarks.store [--attempts 27000] [--backends sqlite,postgresql]
 
 A synthetic day (``trajectories.doubles.synthetic``: ReAct, sub-task and scripted agents in equal parts, about
-20 steps and 25 proxy calls per attempt) is generated in memory first, each record carrying its echo
+20 steps and 25 proxy calls per attempt; the steps and each request's messages parsed from JSON as the
+runner and the proxy parse them) is generated in memory first, each record carrying its echo
 measure as the harness's grader builds them (``AttemptRecord.measure_echoes``: in ``generate``, like the
 runner's work while the sandbox waits on the model), then timed phase by phase:
 ``ingest`` (``write_attempts``: encoding, compression, commits), ``filter`` (``dump label``'s pass:
@@ -16,6 +17,7 @@ shared machine wall time alone misleads. The last line printed is one JSON objec
 file, or PostgreSQL's ``pg_total_relation_size`` of the store's tables, over the attempts) per
 backend, with ``encode_cpu_ms_per_attempt``: one thread's CPU time to encode an attempt's row on this
 machine (the ingest rate on two cores is bound by it, so it tells a slow machine from slow code).
+``python`` names the interpreter (its version and path): its build changes the figures.
 ``peak_rss_mb`` is the backend process's own peak; a store given records without their echo
 measure also runs echo processes (``trajectories/store/ingest.py``; not here, since every record carries
 it), and ``ingest_peak_rss_with_echo_processes_mb`` is the peak of their sum with the backend process
@@ -28,6 +30,7 @@ import argparse
 import math
 import multiprocessing
 import os
+import platform
 import resource
 import statistics
 import sys
@@ -211,8 +214,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown backends {sorted(unknown)}")
 
+    # The interpreter's build matters here: Debian's Python 3.11 (the Docker images') ingests 4-5% faster
+    # than a pyenv build of the same version without PGO (docs/trajectories.md#benchmark).
     results: dict[str, Any] = {"attempts": args.attempts, "cpus": os.cpu_count(),
-                               "load_average_1m": round(os.getloadavg()[0], 2)}
+                               "load_average_1m": round(os.getloadavg()[0], 2),
+                               "python": f"{platform.python_version()} ({sys.executable})"}
     context = multiprocessing.get_context("spawn")
     for backend in backends:
         _say(f"{backend}:")

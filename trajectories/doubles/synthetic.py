@@ -124,10 +124,14 @@ class _Attempt:
         return result
 
     def infer(self, messages: list[dict[str, Any]], completion: str) -> None:
+        """Log an inference call. Its messages are parsed from the request's JSON, as the proxy reads them
+        (``shoppingbench.proxy.inference``): each call's conversation is a new copy, none shared with the
+        call before, as in a real proxy log."""
         self.calls.append(ProxyCall(
             seq=len(self.calls), kind="inference", method="POST", path="/inference/chat/completions",
             params={"model": MODEL, "temperature": 0.6}, status=200, started_at=self._tick(0.5),
-            duration_ms=self.rng.uniform(300, 4000), model=MODEL, request_messages=list(messages),
+            duration_ms=self.rng.uniform(300, 4000), model=MODEL,
+            request_messages=orjson.loads(orjson.dumps(messages)),
             completion_text=completion,
             prompt_tokens=sum(len(str(m.get("content", ""))) for m in messages) // 4,
             completion_tokens=max(1, len(completion) // 4)))
@@ -223,8 +227,11 @@ def make_attempt(rng: random.Random, style: Style, problem: ProblemEntry, *, run
                          length=0.0 if failure else 1 / max(len(a.steps), 1),
                          answer=[] if failure else answer,
                          error=failure.reason if failure else None)
+    # The steps as the runner holds them: parsed from the JSON answer the agent wrote
+    # (``shoppingbench.sandbox.slot``), not the objects the agent built them from.
+    steps = orjson.loads(orjson.dumps(a.steps))
     return AttemptRecord(run_id=run_id, problem_id=problem.id, category=problem.category,
-                         query=problem.query, agent_hash=agent_hash, steps=a.steps, proxy_log=a.calls,
+                         query=problem.query, agent_hash=agent_hash, steps=steps, proxy_log=a.calls,
                          score=score, failure=failure, started_at=started_at,
                          finished_at=max(a.clock, started_at))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,29 @@ def test_the_synthetic_day_carries_each_copys_own_measure() -> None:
     for record in records:
         assert record.carried_echoes() == echoed_calls(record.proxy_log, record.query)
     assert all(r.carried_echoes() is None for r in day.attempts(6, templates=2))
+
+
+
+def _values(value: Any) -> Iterator[Any]:
+    """The containers and strings of JSON data, dict keys left out (``orjson`` shares parsed keys)."""
+    if isinstance(value, dict | list):
+        yield value
+        for child in value.values() if isinstance(value, dict) else value:
+            yield from _values(child)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_the_synthetic_day_holds_its_json_as_the_runner_and_the_proxy_do() -> None:
+    """The benchmark's records are laid out as production's, where the cost of encoding them depends on
+    it: the steps are parsed from the agent's answer (``shoppingbench.sandbox.slot``) and each inference
+    call's messages from its own request body (``shoppingbench.proxy.inference``), so no value of the
+    steps is an object of the proxy log, and no message text is shared between calls."""
+    day = synthetic_day(day_start=1_790_035_200.0, problems=6, agents=3, seed=5)
+    for record in day.attempts(12, templates=4):
+        logged = [[*c.params.values(), *_values(c.request_messages)] for c in record.proxy_log]
+        assert not {id(v) for v in _values(record.steps) if len(v) > 1} & {id(v) for c in logged for v in c}
+        texts = [{id(v) for v in _values(c.request_messages)} for c in record.proxy_log
+                 if c.request_messages is not None]
+        for before, after in pairwise(texts):
+            assert not before & after
