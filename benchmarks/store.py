@@ -12,7 +12,9 @@ read, decode, label, store the verdicts) and ``export`` (``dump export`` of the 
 manifest). Each backend runs in its own process so its peak RSS is its own. The SQLite file lives in
 a temporary directory; PostgreSQL gets a throwaway database on the loopback server (``--pg-server``).
 Every phase also reports this process's CPU seconds and the 1-minute load average at its end: on a
-shared machine wall time alone misleads. The last line printed is one JSON object with
+shared machine wall time alone misleads; on a virtual machine also the share of the CPU time the host
+gave to other guests meanwhile (``steal_share``, from ``/proc/stat``), which slows every phase unseen
+by the load. The last line printed is one JSON object with
 ``ingest_per_s``, ``filter_per_s``, ``export_s``, ``peak_rss_mb`` and ``bytes_per_attempt`` (the SQLite
 file, or PostgreSQL's ``pg_total_relation_size`` of the store's tables, over the attempts) per
 backend, with ``encode_cpu_ms_per_attempt``: one thread's CPU time to encode an attempt's row on this
@@ -105,6 +107,16 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _cpu_ticks() -> tuple[int, int] | None:
+    """The machine's (stolen, all) CPU ticks so far (``/proc/stat``), or ``None`` off Linux. On a virtual
+    machine, time the host gives to other guests (steal) slows every phase without showing in the load."""
+    try:
+        fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -112,13 +124,15 @@ def _say(message: str) -> None:
 @contextmanager
 def _phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
     """Time a phase: wall seconds, and this process's CPU seconds (all threads and the echo processes;
-    not PostgreSQL's own) with the load average, since the machine is shared and wall time alone
-    misleads."""
-    wall, cpu = time.perf_counter(), _cpu_s()
+    not PostgreSQL's own) with the load average and the CPU time stolen by the host, since the machine is
+    shared and wall time alone misleads."""
+    wall, cpu, ticks = time.perf_counter(), _cpu_s(), _cpu_ticks()
     yield
     figures[f"{name}_wall_s"] = round(time.perf_counter() - wall, 2)
     figures[f"{name}_cpu_s"] = round(_cpu_s() - cpu, 2)
     figures[f"{name}_load_1m"] = round(os.getloadavg()[0], 2)
+    if ticks is not None and (after := _cpu_ticks()) is not None and after[1] > ticks[1]:
+        figures[f"{name}_steal_share"] = round((after[0] - ticks[0]) / (after[1] - ticks[1]), 3)
 
 
 def _encode_cpu_ms(records: list[AttemptRecord]) -> float:
@@ -161,7 +175,8 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
         figures["ingest_per_s"] = round(attempts / figures["ingest_wall_s"], 1)
         figures["ingest_cpu_ms_per_attempt"] = round(figures["ingest_cpu_s"] / attempts * 1000, 3)
         _say(f"  ingest: {figures['ingest_wall_s']} s, {figures['ingest_per_s']} attempts/s "
-             f"({figures['ingest_cpu_s']} CPU s, load {figures['ingest_load_1m']})")
+             f"({figures['ingest_cpu_s']} CPU s, load {figures['ingest_load_1m']}, "
+             f"steal {figures.get('ingest_steal_share', '-')})")
         del records
 
         with _phase("filter", figures):
