@@ -5,10 +5,10 @@ An upsert costs the server an executor start per row and the writer a parameter 
 attempts the writer's CPU is 60% less and the server's 30% (``docs/trajectories.md``, ninth session).
 ``COPY`` cannot update a row, so it takes only the attempts not stored yet: the batch's keys are
 looked up first (one indexed query), the new ones copied and the others upserted, all in the batch's
-transaction. Another writer may store one of the fresh keys
-between the look-up and the copy (the validator's recorder writes while a bulk import runs): the copy
-then fails on the unique key, its savepoint is rolled back and the caller upserts the whole batch, so
-the outcome is the upsert's in every case.
+transaction. Another writer may store one of the new keys between the look-up and the copy (the
+validator's recorder writes while a bulk import runs): the copy then fails on the unique key, its
+savepoint is rolled back and the caller upserts the whole batch, so the outcome is the upsert's in
+every case.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ from sqlalchemy.exc import DBAPIError
 
 COLUMN_TYPES = ("SELECT attname, atttypid::int FROM pg_attribute "
                 "WHERE attrelid = to_regclass(%(table)s) AND attnum > 0 AND NOT attisdropped")
+
+INTEGER_RANGES = {21: (-2**15, 2**15 - 1), 23: (-2**31, 2**31 - 1), 20: (-2**63, 2**63 - 1)}
+"""The values each integer type (by oid: int2, int4, int8) holds. psycopg's binary ``COPY`` wraps a
+Python int that does not fit its column around silently (2**40 arrives as 0), where an upsert is
+refused by the server."""
 
 
 def column_types(connection: Connection, table: Table) -> dict[str, int]:
@@ -40,12 +45,6 @@ def stored_keys(connection: Connection, table: Table, keys: Sequence[str],
           f"JOIN unnest({arrays}) AS k({columns}) ON {matches}"
     result = connection.exec_driver_sql(sql, {key: [row[key] for row in rows] for key in keys})
     return {tuple(found) for found in result}
-
-
-INTEGER_RANGES = {21: (-2**15, 2**15 - 1), 23: (-2**31, 2**31 - 1), 20: (-2**63, 2**63 - 1)}
-"""The values each integer type (by oid: int2, int4, int8) holds. psycopg's binary ``COPY`` wraps a
-Python int that does not fit its column around silently (2**40 arrives as 0), where an upsert is
-refused by the server."""
 
 
 def _integers_fit(rows: Sequence[Mapping[str, Any]], names: Sequence[str], types: Mapping[str, int]) -> bool:
