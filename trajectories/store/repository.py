@@ -89,10 +89,6 @@ CONTEXT_COLUMNS = [
 """An attempt's problem, run and agent, as :meth:`TrajectoryStore.attempts_in_context` names them."""
 
 
-def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(row[name] for name in KEY_COLUMNS)
-
-
 class StoreError(RuntimeError):
     """The store cannot be used as it is (e.g. its schema is older than this code)."""
 
@@ -252,9 +248,9 @@ class TrajectoryStore:
         with self.engine.begin() as connection:
             for table, rows in ((PROBLEMS, problems), (AGENTS, agents), (RUNS, runs)):
                 connection.execute(self._insert(table).on_conflict_do_nothing(), list(rows.values()))
-            self._upsert_attempts(connection, list(by_key.values()))
+            self._upsert_attempts(connection, by_key)
 
-    def _upsert_attempts(self, connection: Connection, rows: list[dict[str, Any]]) -> None:
+    def _upsert_attempts(self, connection: Connection, by_key: dict[AttemptKey, dict[str, Any]]) -> None:
         """The attempts' rows, with a statement compiled once (:class:`_CompiledUpsert`) and run as the
         driver's SQL. On SQLite as multi-row upserts: one statement (one step of the database) for many
         rows. SQLAlchemy sends an upsert of many rows row by row (its "insertmanyvalues" batching skips
@@ -265,12 +261,13 @@ class TrajectoryStore:
         on every execution (measured: 4x the writer's time); run as the driver's SQL it costs the writer
         about 15% less CPU than through SQLAlchemy (0.11 -> 0.095 ms an attempt). A batch of at least
         ``COPY_MIN_ROWS`` new attempts goes there by ``COPY`` instead (:meth:`_copy_new`)."""
+        rows = list(by_key.values())
         names = tuple(rows[0])
         if self.engine.dialect.name != "sqlite":
             if len(rows) >= COPY_MIN_ROWS:
-                rows = self._copy_new(connection, rows)
+                rows = self._copy_new(connection, by_key)
             if rows:
-                upsert = self._compiled_upsert(1, tuple(rows[0]))
+                upsert = self._compiled_upsert(1, names)
                 connection.exec_driver_sql(upsert.sql, upsert.named(rows))
             return
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
@@ -278,12 +275,14 @@ class TrajectoryStore:
             upsert = self._compiled_upsert(len(chunk), names)
             connection.exec_driver_sql(upsert.sql, upsert.parameters(chunk))
 
-    def _copy_new(self, connection: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _copy_new(self, connection: Connection, by_key: dict[AttemptKey, dict[str, Any]],
+                  ) -> list[dict[str, Any]]:
         """Copy the rows of attempts not stored yet (PostgreSQL, ``pgcopy.py``); returns the rows left to
         upsert: the stored ones, or all if the copy declined them (another writer stored one of the new
         ones meanwhile, or a value does not fit its column)."""
-        stored = pgcopy.stored_keys(connection, ATTEMPTS, KEY_COLUMNS, rows)
-        new = [row for row in rows if _key(row) not in stored]
+        rows = list(by_key.values())
+        stored = pgcopy.stored_keys(connection, ATTEMPTS, KEY_COLUMNS, rows)  # tuples equal to AttemptKeys
+        new = [row for key, row in by_key.items() if key not in stored]
         if len(new) < COPY_MIN_ROWS:
             return rows
         if self._attempt_types is None:
@@ -291,7 +290,7 @@ class TrajectoryStore:
         if not pgcopy.copy_rows(connection, ATTEMPTS, new, self._attempt_types):
             log.info("attempts_upserted_not_copied", attempts=len(new))
             return rows
-        return [row for row in rows if _key(row) in stored]
+        return [row for key, row in by_key.items() if key in stored]
 
     def _compiled_upsert(self, count: int, names: tuple[str, ...]) -> _CompiledUpsert:
         key = (count, names)

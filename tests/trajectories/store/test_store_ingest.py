@@ -191,8 +191,6 @@ def test_the_synthetic_day_carries_each_copys_own_measure() -> None:
     assert all(r.carried_echoes() is None for r in day.attempts(6, templates=2))
 
 
-
-
 def _objects(value: Any) -> Iterator[int]:
     """The ids of the containers and strings of JSON data. Dict keys are left out (``orjson`` shares the
     keys it parses), and so are strings of at most one character (CPython keeps one copy of each)."""
