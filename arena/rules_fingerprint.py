@@ -60,6 +60,7 @@ def rules_parts(settings: ArenaSettings, *, plan: SuitePlan, generators: Mapping
     """Every input that changes suites, scores or weights, by name, as JSON values."""
     return {
         "generators": dict(generators),
+        "problem_banks": {day.isoformat(): sha256 for day, sha256 in sorted(settings.problem_banks.items())},
         "race_epoch": plan.first_day.isoformat(),
         "race_slot_utc": plan.race_time.isoformat(),
         "suite_sizes": {"race": dict(plan.race_per_category),

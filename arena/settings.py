@@ -15,12 +15,15 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
+from arena.chain.drand import DEFAULT_RELAYS, DrandBeacon
 from arena.judge import FallbackJudge, Judge, JudgeCallConfig, JudgeModel, LLMJudge, OfflineJudge
 from arena.race.calendar import MarginCurve
 from arena.race.rules import RaceRules
+from arena.suites.bank import QUICKNET_CHAIN_HASH
 from arena.suites.clusters import LeakConfig
+from arena.suites.generators import BankPins
 from arena.suites.public import SuitePlan
-from arena.suites.schedule import GeneratorSchedule, GeneratorSpec, ScheduleEntry
+from arena.suites.schedule import SHA256_PATTERN, GeneratorSchedule, GeneratorSpec, ScheduleEntry
 from arena.weights import WeightRules
 from shoppingbench.generator import DEFAULT_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
@@ -74,6 +77,13 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         '[{"from_day": "YYYY-MM-DD", "version": "sbgen-1", "config": {...}, "lexicon_sha256": "..."}, ...], '
         "strictly ordered, the first entry also covering every earlier day; the same on every validator of "
         "the subnet (docs/validator.md); default: the current version with its defaults for every day")
+    problem_banks: dict[date, Annotated[str, Field(pattern=SHA256_PATTERN)]] = Field(
+        default_factory=dict, description="Race days drawn from a sealed problem bank, as JSON "
+        '{"YYYY-MM-DD": "<sha256 of the sealed file>", ...}; each file in <catalog>/banks/<sha256>.json; the '
+        "same on every validator of the subnet (docs/validity.md, docs/validator.md); default: none")
+    drand_relays: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_RELAYS), description="drand HTTP relays that give the round "
+        "signatures opening problem banks, comma-separated, tried in order")
     held_out_seed: SecretStr | None = Field(
         default=None, description="Private seed of held-out suites; default: made once under ARENA_HOME")
     # race
@@ -114,7 +124,7 @@ class ArenaSettings(HarnessSettings, StoreSettings):
             GeneratorSchedule(entries=tuple(value))
         return value
 
-    @field_validator("judge_models", mode="before")
+    @field_validator("judge_models", "drand_relays", mode="before")
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
         return [m.strip() for m in value.split(",") if m.strip()] if isinstance(value, str) else value
@@ -152,6 +162,13 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         if not self.generator_schedule:
             return GeneratorSchedule.single(GeneratorSpec(version=DEFAULT_VERSION))
         return GeneratorSchedule(entries=tuple(self.generator_schedule))
+
+    def bank_pins(self) -> BankPins | None:
+        """The pinned problem banks with a drand client for their rounds, or ``None`` when none is pinned."""
+        if not self.problem_banks:
+            return None
+        return BankPins(pins=dict(self.problem_banks), race_time=self.race_time_utc,
+                        signatures=DrandBeacon(QUICKNET_CHAIN_HASH, self.drand_relays))
 
     def race_rules(self) -> RaceRules:
         return RaceRules(cooldown=timedelta(hours=self.cooldown_hours),

@@ -2,6 +2,7 @@
 
     python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4] [--lexicon FILE]
                                   [--world-products 3000] [--shape-per-category 30]
+                                  [--llm-url URL --llm-model NAME]
 
 Over the calibration set (``../shared/calibration``: 300 real ShoppingBench problems and a catalog they
 are solvable in) every real problem gets a **twin**: the generator's writer's query for the same reward
@@ -21,13 +22,16 @@ real success; <= 0.08), ``targets_met``, and for information the sampler's shape
 and items per problem of suites the ``ProblemGenerator`` draws over the sample world, beside the real
 problems'. The calibration catalog is built once under the data root, keyed by the sha256 of
 ``documents.jsonl.gz``; its lexicon is the deterministic build of ``arena lexicon build`` (made afresh
-each run) unless ``--lexicon FILE`` gives one. Progress goes to stderr, one line per stage; the last
-line printed is one JSON object.
+each run) unless ``--lexicon FILE`` gives one. With ``--llm-url``/``--llm-model`` a model rewrites each
+twin as problem banks are written (``arena bank build``: the lexicon writer's draft, reworded, checked),
+which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON).
+Progress goes to stderr, one line per stage; the last line printed is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -38,9 +42,11 @@ import orjson
 from benchmarks.validity_metrics import wording_figures
 from benchmarks.validity_run import AGENTS, run_agents, sampler_shape, twins
 from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalog
-from shoppingbench.generator.writer import lexicon_path
+from shoppingbench.generator.writer import lexicon_path, writer_for_catalog
 from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
 from shoppingbench.generator.writer.lexicon import load_lexicon, save_lexicon
+from shoppingbench.generator.writer.propose import ModelSettings
+from shoppingbench.generator.writer.rewrite import ModelRewriter
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -118,6 +124,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="Folder with documents.jsonl.gz and {product,shop,voucher}.jsonl")
     parser.add_argument("--lexicon", type=Path, default=None,
                         help="Lexicon file for the twins (default: the deterministic build for the catalog)")
+    parser.add_argument("--llm-url", default=None,
+                        help="OpenAI-compatible model that rewrites each twin as problem banks are "
+                             "written (arena bank build); default: the twins are the lexicon writer's")
+    parser.add_argument("--llm-model", default=None, help="The rewriting model's name")
+    parser.add_argument("--llm-key", default=os.environ.get("ARENA_LLM_API_KEY", "unused"),
+                        help="The endpoint's API key (default $ARENA_LLM_API_KEY)")
     parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
     parser.add_argument("--workers", type=int, default=4, help="Problems run at once per agent")
     parser.add_argument("--world-products", type=int, default=3000,
@@ -127,6 +139,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.per_category < 1 or args.workers < 1 or args.shape_per_category < 0:
         parser.error("--per-category and --workers must be >= 1, --shape-per-category >= 0")
+    if (args.llm_url is None) != (args.llm_model is None):
+        parser.error("--llm-url and --llm-model go together")
     return args
 
 
@@ -140,15 +154,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lexicon = calibration_lexicon(catalog_dir, args.lexicon)
     real = real_problems(args.calibration, args.per_category)
     _say(f"problems: {', '.join(f'{len(real[c])} {c}' for c in CATEGORIES)}; writing twins")
+    rewriter = None if args.llm_url is None else ModelRewriter(
+        writer_for_catalog(catalog_dir), ModelSettings(base_url=args.llm_url, model=args.llm_model,
+                                                       api_key=args.llm_key))
     engine = open_catalog(catalog_dir)
     try:
-        twin = twins(real, engine, catalog_dir)
+        twin = twins(real, engine, catalog_dir, rewriter)
         success = run_agents(real, twin, engine, settings, args.workers, _say)
     finally:
         engine.close()
     per_category = {c: _category_figures(real[c], twin[c], success[c]) for c in CATEGORIES}
     shape = sampler_shape(settings.root, args.world_products, args.shape_per_category, _say)
     result = {**summarise(per_category), "targets": TARGETS, "lexicon_sha256": lexicon,
+              "twin_writer": "lexicon" if rewriter is None else rewriter.key,
+              "rewrites": None if rewriter is None else rewriter.report.model_dump(exclude={"reasons"}),
               "problems": sum(len(p) for p in real.values()), "per_category": per_category,
               "sampler_shape": shape}
     print(orjson.dumps(result).decode())

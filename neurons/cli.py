@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from neurons import bank as bank_module
 from neurons import demo as demo_module
 from neurons.options import HomeOption, LogFormatOption
 from shoppingbench.logs import LogFile, configure_logging
@@ -31,6 +32,7 @@ app.add_typer(world_app, name="world")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(tools_app, name="tools")
 app.add_typer(lexicon_app, name="lexicon")
+app.add_typer(bank_module.app, name="bank")
 
 ProductsOption = Annotated[int | None, typer.Option(
     "--products", min=100, help="Products in the sample world (default 50,000)")]

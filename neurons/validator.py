@@ -114,7 +114,7 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     require_registration(chain, str(wallet.hotkey.ss58_address))
     catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
     log.info("validator_catalog", catalog_dir=str(catalog_dir))
-    with open_scheduled_sources(catalog_dir, settings.schedule()) as sources, \
+    with open_scheduled_sources(catalog_dir, settings.schedule(), settings.bank_pins()) as sources, \
             open_agent_runner(settings, catalog_dir, inference=inference) as run_agent, \
             open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
                                  run_agent=run_agent) as stack:

@@ -8,7 +8,8 @@ was replaced, and days generated with it replay exactly. An entry's pinned sha25
 archive first, then in ``lexicon.json``; a file whose content does not hash to the pinned value is never
 used. Everything is checked when the generators are opened (at a validator's start), before any suite is
 generated: a schedule this validator cannot honour stops it with a :class:`ScheduleError` naming the
-entry and what differs.
+entry and what differs. The problem banks pinned for race days (``<catalog>/banks/<sha256>.json``,
+:mod:`arena.suites.sealed_bank`) are checked at the same time.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, time
 from pathlib import Path
 from typing import Final
 
 from pydantic import BaseModel, ValidationError
 
+from arena.race.calendar import race_slot
+from arena.suites.bank import BankError
 from arena.suites.public import SuiteSource
 from arena.suites.schedule import (
     GeneratorSchedule,
@@ -30,6 +33,7 @@ from arena.suites.schedule import (
     ScheduleError,
     require_known_versions,
 )
+from arena.suites.sealed_bank import RoundSignatures, SealedBankSource, load_pinned
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.generator import KNOWN_VERSIONS, ProblemGenerator, catalog_fingerprint, get_version
 from shoppingbench.generator.generator import catalog_title_embedder
@@ -74,21 +78,28 @@ def generator_config(entry: ScheduleEntry) -> BaseModel:
 
 
 class ScheduledSources:
-    """The source in force on each race day and for each qualifying week, by the schedule."""
+    """The source in force on each race day and for each qualifying week, by the schedule, and the problem
+    banks pinned for race days."""
 
-    def __init__(self, schedule: GeneratorSchedule, sources: Mapping[str, SuiteSource]) -> None:
-        """``sources`` maps each spec's :meth:`~GeneratorSpec.label` to its generator."""
+    def __init__(self, schedule: GeneratorSchedule, sources: Mapping[str, SuiteSource],
+                 banks: Mapping[date, SuiteSource] | None = None) -> None:
+        """``sources`` maps each spec's :meth:`~GeneratorSpec.label` to its generator; ``banks`` the days
+        whose race is drawn from a bank to its source."""
         missing = [spec.label() for spec in schedule.specs() if spec.label() not in sources]
         if missing:
             raise ValueError(f"no generator for the scheduled specs {missing}")
         self.schedule = schedule
         self._sources = dict(sources)
+        self.banks = dict(banks or {})
 
     def for_day(self, day: date) -> SuiteSource:
         return self._sources[self.schedule.spec_for(day).label()]
 
     def for_week(self, week: str) -> SuiteSource:
         return self._sources[self.schedule.spec_for_week(week).label()]
+
+    def for_race(self, day: date) -> SuiteSource:
+        return self.banks.get(day) or self.for_day(day)
 
 
 @dataclass(frozen=True)
@@ -125,12 +136,39 @@ def check_schedule(catalog_dir: Path, schedule: GeneratorSchedule) -> dict[str, 
     return checked
 
 
+@dataclass(frozen=True)
+class BankPins:
+    """The problem banks a validator's configuration pins (race day -> sealed file sha256), the daily race
+    time their rounds are checked against, and where round signatures come from."""
+
+    pins: Mapping[date, str]
+    race_time: time
+    signatures: RoundSignatures
+
+
+def open_banks(catalog_dir: Path, banks: BankPins, fingerprint: str) -> dict[date, SuiteSource]:
+    """A source per pinned day, each sealed file checked now (:func:`load_pinned`); :class:`ScheduleError`
+    naming the first that cannot serve."""
+    opened: dict[date, SuiteSource] = {}
+    for day, sha256 in sorted(banks.pins.items()):
+        try:
+            sealed = load_pinned(catalog_dir, day, sha256, race_slot(day, banks.race_time))
+        except BankError as exc:
+            raise ScheduleError(str(exc)) from exc
+        opened[day] = SealedBankSource(sealed, sha256, catalog_fingerprint=fingerprint,
+                                       signatures=banks.signatures)
+    return opened
+
+
 @contextmanager
-def open_scheduled_sources(catalog_dir: Path, schedule: GeneratorSchedule) -> Iterator[ScheduledSources]:
+def open_scheduled_sources(catalog_dir: Path, schedule: GeneratorSchedule,
+                           banks: BankPins | None = None) -> Iterator[ScheduledSources]:
     """One generator per spec of ``schedule`` over the catalog in ``catalog_dir`` (sharing its engine),
-    after :func:`check_schedule`; the catalog is closed on exit."""
+    after :func:`check_schedule`, and the pinned problem banks (:func:`open_banks`); the catalog is closed
+    on exit."""
     checked = check_schedule(catalog_dir, schedule)
     fingerprint = catalog_fingerprint(catalog_dir)
+    opened_banks = {} if banks is None else open_banks(catalog_dir, banks, fingerprint)
     titles = catalog_title_embedder(catalog_dir)
     engine = open_catalog(catalog_dir)
     try:
@@ -140,6 +178,6 @@ def open_scheduled_sources(catalog_dir: Path, schedule: GeneratorSchedule) -> It
             generators[spec.label()] = ProblemGenerator(engine, fingerprint=fingerprint, config=entry.config,
                                                         writer=entry.writer, version=spec.version,
                                                         embedder=titles)
-        yield ScheduledSources(schedule, generators)
+        yield ScheduledSources(schedule, generators, opened_banks)
     finally:
         engine.close()

@@ -39,6 +39,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from arena.race.calendar import race_slot
 from arena.storage import Base
+from arena.suites.bank import BankNotOpen
 from arena.suites.clusters import FactsIndex, LeakConfig
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
@@ -78,9 +79,15 @@ class SourceSchedule(Protocol):
     """Which source makes the race suite of a day and the qualifying suite of a week: the generator schedule
     (``arena.suites.generators.ScheduledSources``), or :class:`FixedSource`."""
 
-    def for_day(self, day: date) -> SuiteSource: ...
+    def for_day(self, day: date) -> SuiteSource:
+        """The generator of ``day``'s qualifying problems (and of its race, but for a banked day)."""
+        ...
 
     def for_week(self, week: str) -> SuiteSource: ...
+
+    def for_race(self, day: date) -> SuiteSource:
+        """What ``day``'s race suite is drawn from: its pinned problem bank, else :meth:`for_day`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,9 @@ class FixedSource:
         return self.source
 
     def for_week(self, week: str) -> SuiteSource:
+        return self.source
+
+    def for_race(self, day: date) -> SuiteSource:
         return self.source
 
 
@@ -246,7 +256,8 @@ class PublicSuites:
                                self.plan.qualifying_per_category, practice)
 
     def race_suite(self, day: date) -> RaceSuite | None:
-        """The race suite of ``day``, or ``None`` while its seed (or an earlier day's) is not final yet.
+        """The race suite of ``day``, or ``None`` while its seed (or an earlier day's) is not final yet, or
+        the problem bank pinned for it (or for an earlier day) is still sealed.
 
         Raises ``ValueError`` for a day before the arena's first race day.
         """
@@ -257,9 +268,13 @@ class PublicSuites:
             seed = self.seed_at(race_slot(current, self.plan.race_time))
             if seed is None:
                 return None
-            source = self.sources.for_day(current)
-            problems = self._generated(f"race/{current.isoformat()}", source, f"race/{seed.hash}",
-                                       self.plan.race_per_category, self._burnt(current), unlinked=True)
+            source = self.sources.for_race(current)
+            try:
+                problems = self._generated(f"race/{current.isoformat()}", source, f"race/{seed.hash}",
+                                           self.plan.race_per_category, self._burnt(current), unlinked=True)
+            except BankNotOpen as exc:
+                log.info("race_bank_sealed", day=current.isoformat(), reason=str(exc))
+                return None
             self._races[current] = RaceSuite(day=current, seed=seed, problems=problems, generator=source.key)
             current += timedelta(days=1)
         return self._races[day]

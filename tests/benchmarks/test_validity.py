@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -27,12 +28,16 @@ from benchmarks.validity_parser import (
     take_price,
     take_services,
 )
-from benchmarks.validity_run import twin_of
+from benchmarks.validity_run import twin_of, twins
 from shoppingbench.catalog_dir import BUILD_RECORD
+from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator.writer.propose import ModelSettings
+from shoppingbench.generator.writer.rewrite import ModelRewriter
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
+from shoppingbench.tools.serving import running_server
 
 TITLE = "Portable Electric Shaver for Men Mini Rechargeable Razor"
 
@@ -183,6 +188,37 @@ def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: Samp
     assert twin.query != real.query and twin == twin_of(real, 0, products, writer)
     with pytest.raises(ValueError, match="not in the catalog"):
         twin_of(real, 0, {}, writer)
+
+
+def _rewording_model(body: dict[str, Any]) -> StubReply:
+    """Plays a model rewording a request; a shop request comes back without its numbers at first."""
+    prompt = body["messages"][-1]["content"]
+    request = prompt.split("\n")[1]
+    first_ask = "was refused" not in prompt
+    if prompt.startswith("Rewrite this shop") and first_ask and any(c.isdigit() for c in request):
+        return StubReply(content=orjson.dumps({"query": "a shop with nice things"}).decode())
+    return StubReply(content=orjson.dumps({"query": f"So, {request} Cheers."}).decode())
+
+
+def test_model_twins_are_the_drafts_reworded_and_checked(small_world: SampleWorld,
+                                                        small_engine: BM25SearchEngine) -> None:
+    real = {c: [p for p in small_world.suite(4) if p.category == c][:2] for c in CATEGORIES}
+    stub = create_app(_rewording_model)
+    with running_server(stub) as base_url:
+        rewriter = ModelRewriter(writer_for_catalog(small_world.catalog_dir),
+                                 ModelSettings(base_url=f"{base_url}/v1", model="rewriter"))
+        twin = twins(real, small_engine, small_world.catalog_dir, rewriter)
+    drafts = twins(real, small_engine, small_world.catalog_dir)
+    for category in CATEGORIES:
+        for reworded, draft, original in zip(twin[category], drafts[category], real[category], strict=True):
+            assert reworded.targets == original.targets and reworded.voucher == original.voucher
+            request, _, rules = draft.query.partition("\n\n")
+            assert reworded.query.startswith(f"So, {request} Cheers.")
+            assert reworded.query.endswith(rules)  # a voucher's rules block stays as the writer wrote it
+    assert rewriter.report.rewritten == 6 and rewriter.report.drafts_kept == 0
+    assert rewriter.report.requests > 6  # the shop rewrites that lost their numbers were asked again
+    with pytest.raises(SystemExit):
+        validity.main(["--llm-url", "http://127.0.0.1:9/v1"])
 
 
 def test_summary_is_the_worst_category_against_the_targets() -> None:

@@ -91,6 +91,8 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_RACE_EPOCH": ("2026-12-01", date(2026, 12, 1)),
     "ARENA_RACE_BURN_DAYS": ("90", 90),
     "ARENA_GENERATOR_SCHEDULE": (SCHEDULE, [ScheduleEntry(from_day=date(2026, 11, 16), version="sbgen-1")]),
+    "ARENA_PROBLEM_BANKS": ('{"2026-12-01": "' + "ab" * 32 + '"}', {date(2026, 12, 1): "ab" * 32}),
+    "ARENA_DRAND_RELAYS": ("https://relay-a, https://relay-b", ["https://relay-a", "https://relay-b"]),
     "ARENA_HELD_OUT_SEED": ("private", SecretStr("private")),
     "ARENA_RACE_TIME_UTC": ("09:30", time(9, 30)),
     "ARENA_COOLDOWN_HOURS": ("6", 6.0),

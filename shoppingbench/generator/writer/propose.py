@@ -96,7 +96,8 @@ def key_refusal(key: str, proposed: str) -> str | None:
     return None
 
 
-def _json_object(content: str) -> dict[str, Any] | None:
+def json_object(content: str) -> dict[str, Any] | None:
+    """The first-to-last brace span of a reply, parsed, when it is one JSON object (a model may wrap it)."""
     start, end = content.find("{"), content.rfind("}")
     if start < 0 or end <= start:
         return None
@@ -127,7 +128,7 @@ class Proposer:
         except openai.OpenAIError as exc:
             self.report.refused.append(Refusal(subject=subject, proposed="", reason=f"request failed: {exc}"))
             return {}
-        parsed = _json_object(content)
+        parsed = json_object(content)
         if parsed is None:
             self.report.refused.append(Refusal(subject=subject, proposed=content[:200],
                                                reason="the reply is not a JSON object"))

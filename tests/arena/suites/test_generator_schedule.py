@@ -16,21 +16,17 @@ from typing import Any
 import orjson
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
 from arena.chain import LocalChain
 from arena.race import ManualClock
 from arena.settings import ArenaSettings
-from arena.storage import Base
 from arena.suites import (
     GeneratorSchedule,
     GeneratorSpec,
     PublicSuites,
-    RaceSeed,
     ScheduleEntry,
     ScheduleError,
-    SuiteCache,
     SuitePlan,
     cluster_problems,
 )
@@ -45,6 +41,7 @@ from shoppingbench.problems.models import Category, Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import AgentFile
+from tests.arena.suites.support import Validators, suite_bytes
 from tests.chain_support import make_wallet, register
 from trajectories.store import TrajectoryStore
 
@@ -68,31 +65,13 @@ def schedule(upgrade: date) -> GeneratorSchedule:
                                       ScheduleEntry(from_day=upgrade, **SPEC_TWO)))
 
 
-def seed_at(slot: datetime) -> RaceSeed:
-    """A stand-in for the hash of the first final block at or after the slot."""
-    return RaceSeed(block=int(slot.timestamp()) // 12,
-                    hash=hashlib.sha256(slot.isoformat().encode()).hexdigest())
-
-
 @pytest.fixture
 def suites_of(small_world: SampleWorld, tmp_path: Path) -> Iterator[Any]:
     """Opens a validator's public suites: its schedule's generators over the catalog, its own empty cache."""
-    opened: list[Any] = []
-
-    def open_suites(name: str, upgrade: date) -> PublicSuites:
-        sources = open_scheduled_sources(small_world.catalog_dir, schedule(upgrade))
-        opened.append(sources)
-        engine = create_engine(f"sqlite:///{tmp_path / f'{name}.sqlite3'}")
-        Base.metadata.create_all(engine)
-        return PublicSuites(sources.__enter__(), plan=PLAN, seed_at=seed_at, cache=SuiteCache(engine))
-
-    yield open_suites
-    for sources in opened:
-        sources.__exit__(None, None, None)
-
-
-def suite_bytes(problems: tuple[Problem, ...]) -> bytes:
-    return orjson.dumps([p.model_dump(mode="json") for p in problems])
+    with ExitStack() as stack:
+        validators = Validators(stack, tmp_path, PLAN)
+        yield lambda name, upgrade: validators.open(
+            name, open_scheduled_sources(small_world.catalog_dir, schedule(upgrade)))
 
 
 def race_bytes(suites: PublicSuites, day: date) -> bytes:

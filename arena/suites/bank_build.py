@@ -1,0 +1,53 @@
+"""Writing a problem bank (the subnet owner's work, offline; :mod:`arena.suites.bank` says what a bank is).
+
+The generator's sampler and solvability check make the problems over the pinned catalog, from a private
+random seed (so nobody can generate them again), and a model rewrites each request the way a shopper
+writes (:class:`~shoppingbench.generator.writer.rewrite.ModelRewriter`). Without a model the lexicon
+writer's wording stands: still unknown before the race, but as easy to parse as a generated suite.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.suites.bank import ProblemBank
+from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
+from shoppingbench.generator.generator import catalog_title_embedder
+from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator.writer.propose import ModelSettings
+from shoppingbench.generator.writer.rewrite import ModelRewriter, RewriteReport
+from shoppingbench.problems.models import Category
+
+
+@dataclass(frozen=True)
+class BankBuild:
+    """A written bank and, when a model reworded it, how that went."""
+
+    bank: ProblemBank
+    rewrites: RewriteReport | None
+
+
+def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model: ModelSettings | None,
+               seed: str | None = None) -> BankBuild:
+    """``per_category`` solvable problems over the catalog in ``catalog_dir``, reworded by ``model``.
+
+    ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
+    """
+    base = writer_for_catalog(catalog_dir)
+    writer = base if model is None else ModelRewriter(base, model)
+    fingerprint = catalog_fingerprint(catalog_dir)
+    engine = open_catalog(catalog_dir)
+    try:
+        generator = ProblemGenerator(engine, fingerprint=fingerprint, writer=writer,
+                                     embedder=catalog_title_embedder(catalog_dir))
+        problems = generator.generate(seed or f"bank/{secrets.token_hex(32)}", per_category)
+    finally:
+        engine.close()
+    if not problems:
+        raise ValueError(f"the catalog in {catalog_dir} gave no problem for {dict(per_category)}")
+    return BankBuild(ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems)),
+                     writer.report if isinstance(writer, ModelRewriter) else None)

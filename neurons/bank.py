@@ -1,0 +1,147 @@
+"""``arena bank``: write, seal and check the problem banks race days can be drawn from (docs/validity.md).
+
+Entry points and wiring only: the rules are :mod:`arena.suites.bank`, the files
+:mod:`arena.suites.sealed_bank`, the writing :mod:`arena.suites.bank_build`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from neurons.options import LogFormatOption
+from shoppingbench.logs import configure_logging
+from shoppingbench.problems.models import CATEGORIES
+
+app = typer.Typer(no_args_is_help=True, help="Write, seal and check problem banks (model-written race days).")
+
+CatalogDirOption = Annotated[Path, typer.Option(
+    "--catalog", file_okay=False, help="The subnet's catalog (built by `arena catalog import`)")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+@app.command("round")
+def bank_round(
+    day: Annotated[datetime, typer.Option("--at", help="The race slot, ISO 8601 with its zone "
+                                                       "(2026-12-01T16:00:00+00:00)")],
+) -> None:
+    """Print the drand quicknet round emitted at (or just after) an instant: what to seal a day's bank to."""
+    from arena.suites.bank import round_at, round_time
+
+    if day.tzinfo is None:
+        day = day.replace(tzinfo=UTC)
+    number = round_at(day)
+    typer.echo(f"round {number} (emitted {round_time(number).isoformat()})")
+
+
+@app.command("build")
+def bank_build(
+    catalog: CatalogDirOption,
+    out: Annotated[Path, typer.Option("--out", dir_okay=False, help="Where to write the bank (plain JSON: "
+                                                                    "keep it private until sealed)")],
+    per_category: Annotated[int, typer.Option(
+        "--per-category", min=1, help="Problems per category; a race draws its suite from them")] = 100,
+    llm_url: Annotated[str | None, typer.Option(
+        "--llm-url", help="OpenAI-compatible base URL of the model that words the requests")] = None,
+    llm_model: Annotated[str | None, typer.Option("--llm-model", help="The model's name")] = None,
+    llm_key: Annotated[str, typer.Option("--llm-key", envvar="ARENA_LLM_API_KEY",
+                                         help="The endpoint's API key")] = "unused",
+    log_format: LogFormatOption = None,
+) -> None:
+    """Write a bank: solvable problems from a private seed, requests reworded by a model.
+
+    Without --llm-url/--llm-model the lexicon writer's wording stands (the problems are still unknown
+    before the race, but as easy to parse as generated ones). Rewrites that drop a number, repeat title
+    words or grow too long are refused; the draft then stands and is counted.
+    """
+    from arena.suites.bank_build import build_bank
+    from arena.suites.sealed_bank import bank_bytes
+    from shoppingbench.generator.writer.lexicon import LexiconError
+    from shoppingbench.generator.writer.propose import ModelSettings
+
+    configure_logging("json" if log_format == "json" else "console", "WARNING")
+    if (llm_url is None) != (llm_model is None):
+        raise typer.BadParameter("--llm-url and --llm-model go together")
+    model = (ModelSettings(base_url=llm_url, model=llm_model, api_key=llm_key)
+             if llm_url is not None and llm_model is not None else None)
+    try:
+        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), model=model)
+    except (FileNotFoundError, LexiconError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    out.write_bytes(bank_bytes(built.bank))
+    counts = ", ".join(f"{n} {c}" for c, n in built.bank.counts().items())
+    typer.echo(f"bank {out}: {counts} over catalog {built.bank.catalog_fingerprint}")
+    if built.rewrites is not None:
+        report = built.rewrites
+        typer.echo(f"model: {report.rewritten} requests reworded, {report.drafts_kept} drafts kept "
+                   f"({report.requests} requests)")
+        for reason in sorted(set(report.reasons)):
+            typer.echo(f"  draft kept: {reason}", err=True)
+
+
+@app.command("seal")
+def bank_seal(
+    bank: Annotated[Path, typer.Option("--bank", exists=True, dir_okay=False, help="A bank `bank build` "
+                                                                                   "wrote")],
+    day: Annotated[datetime, typer.Option("--day", formats=["%Y-%m-%d"], help="The race day it is for")],
+    reveal_round: Annotated[int, typer.Option("--round", min=1, help="The drand round that opens it "
+                                                                     "(`arena bank round --at <slot>`)")],
+    out: Annotated[Path, typer.Option("--out", dir_okay=False, help="Where to write the sealed file")],
+    race_time: Annotated[str, typer.Option("--race-time", help="The subnet's race slot, HH:MM UTC")
+                         ] = "16:00",
+) -> None:
+    """Seal a bank to a drand round and print the sha256 validators pin for the day (ARENA_PROBLEM_BANKS).
+
+    Publish the sealed file beside the catalog; validators copy it to <catalog>/banks/<sha256>.json.
+    """
+    from arena.race.calendar import race_slot
+    from arena.suites.bank import BankError, check_reveal
+    from arena.suites.sealed_bank import read_bank, seal
+
+    race_day: date = day.date()
+    try:
+        check_reveal(reveal_round, race_slot(race_day, datetime.strptime(race_time, "%H:%M").time()))
+        sealed = seal(read_bank(bank.read_bytes()), race_day, reveal_round).to_bytes()
+    except BankError as exc:
+        raise _fail(str(exc)) from exc
+    out.write_bytes(sealed)
+    typer.echo(f"sealed {out} for {race_day} to drand round {reveal_round}\n"
+               f"sha256 {hashlib.sha256(sealed).hexdigest()}")
+
+
+@app.command("open")
+def bank_open(
+    sealed_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A sealed bank")],
+    signature: Annotated[str | None, typer.Option(
+        "--signature", help="The round's signature (hex); default: fetched from the drand relays")] = None,
+    out: Annotated[Path | None, typer.Option("--out", dir_okay=False, help="Write the opened bank here")
+                   ] = None,
+) -> None:
+    """Open a sealed bank once its round is emitted: checks it and prints what it holds."""
+    from arena.chain.drand import DrandBeacon
+    from arena.suites.bank import QUICKNET_CHAIN_HASH, BankError, round_time
+    from arena.suites.sealed_bank import bank_bytes, read_sealed, unseal
+
+    try:
+        sealed = read_sealed(sealed_file.read_bytes())
+        if signature is None:
+            signature = DrandBeacon(QUICKNET_CHAIN_HASH).signature(sealed.reveal_round)
+        if signature is None:
+            raise BankError(f"drand round {sealed.reveal_round} is emitted at "
+                            f"{round_time(sealed.reveal_round).isoformat()}: not yet")
+        opened = unseal(sealed, signature)
+    except (BankError, RuntimeError) as exc:
+        raise _fail(str(exc)) from exc
+    counts = ", ".join(f"{n} {c}" for c, n in opened.counts().items())
+    typer.echo(f"bank of {sealed.day} (round {sealed.reveal_round}): {counts} over catalog "
+               f"{opened.catalog_fingerprint}")
+    if out is not None:
+        out.write_bytes(bank_bytes(opened))

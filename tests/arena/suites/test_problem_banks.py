@@ -1,0 +1,405 @@
+"""Problem banks (SPEC 5, docs/validity.md): written offline, sealed with timelock encryption to a drand
+round near their race day's slot, pinned per day, opened by every validator alike at the race, the day's
+race suite drawn from them with the chain seed and its targets burnt like any race's.
+
+Over the real generator and the small sample world's catalog, real timelock encryption
+(``bittensor_core``) opened with quicknet's real signature of round 123, real SQLite caches, and a drand
+relay double on loopback (``tests/fake_drand.py``: drand cannot be reached from here).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from arena.chain import LocalChain
+from arena.chain.drand import BeaconUnavailable, DrandBeacon
+from arena.race import ManualClock
+from arena.settings import ArenaSettings
+from arena.suites import GeneratorSchedule, GeneratorSpec, RaceSeed, ScheduleError
+from arena.suites.bank import (
+    QUICKNET_CHAIN_HASH,
+    QUICKNET_GENESIS,
+    BankError,
+    BankNotOpen,
+    ProblemBank,
+    check_reveal,
+    draw,
+    round_at,
+    round_time,
+)
+from arena.suites.bank_build import build_bank
+from arena.suites.generators import BankPins, open_scheduled_sources
+from arena.suites.public import SuitePlan, targets_of
+from arena.suites.sealed_bank import (
+    SealedBank,
+    SealedBankSource,
+    bank_bytes,
+    pinned_file,
+    read_sealed,
+    seal,
+    unseal,
+)
+from neurons import validator as validator_cli
+from neurons.cli import app as arena_app
+from shoppingbench.doubles.llm_server import StubReply, create_app
+from shoppingbench.generator import DEFAULT_VERSION
+from shoppingbench.generator.writer.rewrite import rewrite_refusal
+from shoppingbench.problems.models import Category
+from shoppingbench.sample_world import SampleWorld
+from shoppingbench.tools.serving import running_server
+from tests.arena.suites.support import Validators, suite_bytes
+from tests.chain_support import make_wallet, register
+from tests.fake_drand import QUICKNET_ROUND, QUICKNET_SIGNATURE, RelayState, create_relay
+
+# Round 123 of quicknet was emitted at 2023-08-23T15:15:33Z: the bank day's race slot is 15:30 that day.
+BANK_DAY = date(2023, 8, 23)
+RACE_TIME = time(15, 30)
+FIRST_DAY = BANK_DAY - timedelta(days=1)
+DAYS = [FIRST_DAY, BANK_DAY, BANK_DAY + timedelta(days=1)]
+SIZES: dict[Category, int] = {"product": 2, "shop": 1, "voucher": 1}
+PLAN = SuitePlan(race_per_category=SIZES, qualifying_per_category=SIZES, race_time=RACE_TIME,
+                 first_day=FIRST_DAY)
+SCHEDULE = GeneratorSchedule.single(GeneratorSpec(version=DEFAULT_VERSION))
+MODEL = "bank-writer"
+
+
+class Signatures:
+    """Round signatures as a relay would give them, published on command (the HTTP client is tested apart)."""
+
+    def __init__(self) -> None:
+        self.published: dict[int, str] = {}
+        self.forgotten: list[int] = []
+
+    def signature(self, round_number: int) -> str | None:
+        return self.published.get(round_number)
+
+    def forget(self, round_number: int) -> None:
+        self.forgotten.append(round_number)
+
+
+@pytest.fixture(scope="module")
+def bank(small_world: SampleWorld) -> ProblemBank:
+    built = build_bank(small_world.catalog_dir, {"product": 6, "shop": 3, "voucher": 3}, model=None,
+                       seed="test-bank")
+    assert built.rewrites is None
+    return built.bank
+
+
+@pytest.fixture(scope="module")
+def sealed(small_world: SampleWorld, bank: ProblemBank) -> tuple[SealedBank, str]:
+    """The bank sealed for BANK_DAY to round 123, published where validators look for it; its sha256."""
+    data = seal(bank, BANK_DAY, QUICKNET_ROUND).to_bytes()
+    sha256 = hashlib.sha256(data).hexdigest()
+    path = pinned_file(small_world.catalog_dir, sha256)
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    return read_sealed(data), sha256
+
+
+@pytest.fixture
+def validators(small_world: SampleWorld, tmp_path: Path) -> Iterator[Any]:
+    """Opens a validator's public suites with the bank pinned (or ``pins``), its own empty cache."""
+    with ExitStack() as stack:
+        validators = Validators(stack, tmp_path, PLAN)
+        yield lambda name, pins, signatures: validators.open(name, open_scheduled_sources(
+            small_world.catalog_dir, SCHEDULE,
+            BankPins(pins=pins, race_time=RACE_TIME, signatures=signatures)))
+
+
+# (a) the pure rules
+
+
+def test_rounds_and_their_times_are_drand_quicknets() -> None:
+    assert round_time(1) == QUICKNET_GENESIS and round_at(QUICKNET_GENESIS) == 1
+    assert round_time(QUICKNET_ROUND) == datetime(2023, 8, 23, 15, 15, 33, tzinfo=UTC)
+    slot = datetime(2026, 12, 1, 16, tzinfo=UTC)
+    assert round_time(round_at(slot)) == slot  # a slot on a round's instant is that round
+    assert round_time(round_at(slot + timedelta(seconds=1))) == slot + timedelta(seconds=3)
+    with pytest.raises(ValueError, match="time zone"):
+        round_at(datetime(2026, 12, 1, 16))
+
+
+def test_a_bank_must_open_near_its_race_slot() -> None:
+    slot = datetime(2026, 12, 1, 16, tzinfo=UTC)
+    check_reveal(round_at(slot), slot)
+    check_reveal(round_at(slot - timedelta(minutes=29)), slot)
+    check_reveal(round_at(slot + timedelta(hours=2)) - 1, slot)
+    with pytest.raises(BankError, match=rf"anyone could read its problems before the race; seal it to round "
+                                        rf"{round_at(slot)}"):
+        check_reveal(round_at(slot - timedelta(hours=1)), slot)
+    with pytest.raises(BankError, match="after its race slot"):
+        check_reveal(round_at(slot + timedelta(hours=3)), slot)
+
+
+def test_the_draw_is_the_seeds_and_skips_burnt_and_repeated_targets(bank: ProblemBank) -> None:
+    first = draw(bank.problems, "race/a", SIZES, frozenset())
+    assert draw(bank.problems, "race/a", SIZES, frozenset()) == first
+    assert [p.category for p in first] == ["product", "product", "shop", "voucher"]
+    assert draw(bank.problems, "race/b", SIZES, frozenset()) != first  # another seed, another suite (12 here)
+    burnt = targets_of(first)
+    again = draw(bank.problems, "race/a", SIZES, burnt)
+    assert not targets_of(again) & burnt
+    drawn_targets = [t.product_id for p in again for t in p.targets]
+    assert len(drawn_targets) == len(set(drawn_targets))
+    everything = draw(bank.problems, "race/a", {"product": 50}, frozenset())  # runs out: fewer, no error
+    assert 0 < len(everything) <= bank.counts()["product"]
+
+
+def test_bank_ids_must_be_unique(bank: ProblemBank) -> None:
+    with pytest.raises(ValueError, match="unique"):
+        ProblemBank(catalog_fingerprint="x", problems=(bank.problems[0], bank.problems[0]))
+
+
+# (b) sealing with timelock encryption
+
+
+def test_a_sealed_bank_opens_with_its_rounds_signature_only(bank: ProblemBank) -> None:
+    sealed = seal(bank, BANK_DAY, QUICKNET_ROUND)
+    assert bank_bytes(bank) not in base64.b64decode(sealed.ciphertext)
+    assert unseal(sealed, QUICKNET_SIGNATURE) == bank
+    later = seal(bank, BANK_DAY, QUICKNET_ROUND + 1)
+    with pytest.raises(BankError, match=f"round {QUICKNET_ROUND + 1} does not open"):
+        unseal(later, QUICKNET_SIGNATURE)
+    with pytest.raises(BankError, match="does not open"):
+        unseal(sealed, "00" * 48)
+
+
+def test_a_sealed_file_that_is_not_one_is_named(tmp_path: Path) -> None:
+    with pytest.raises(BankError, match="not a sealed problem bank"):
+        read_sealed(b'{"format": "arena-sealed-bank-1", "day": "2023-08-23"}')
+
+
+# (c) the drand relay client, over HTTP
+
+
+def test_the_beacon_gives_a_rounds_signature_and_none_before_it_is_emitted() -> None:
+    state = RelayState(signatures={QUICKNET_ROUND: QUICKNET_SIGNATURE}, latest=QUICKNET_ROUND - 1)
+    with running_server(create_relay(state)) as relay:
+        beacon = DrandBeacon(QUICKNET_CHAIN_HASH, [relay])
+        assert beacon.signature(QUICKNET_ROUND) is None  # Too Early
+        state.latest = QUICKNET_ROUND
+        assert beacon.signature(QUICKNET_ROUND) == QUICKNET_SIGNATURE
+        assert beacon.signature(QUICKNET_ROUND) == QUICKNET_SIGNATURE
+        assert state.requests == [QUICKNET_ROUND, QUICKNET_ROUND]  # the second answer was kept
+        beacon.close()
+
+
+def test_the_beacon_tries_the_next_relay_and_says_when_none_answers() -> None:
+    down = RelayState(failing=True)
+    up = RelayState(signatures={QUICKNET_ROUND: QUICKNET_SIGNATURE}, latest=QUICKNET_ROUND)
+    with running_server(create_relay(down)) as first, running_server(create_relay(up)) as second:
+        beacon = DrandBeacon(QUICKNET_CHAIN_HASH, [first, second])
+        assert beacon.signature(QUICKNET_ROUND) == QUICKNET_SIGNATURE
+        up.failing = True
+        with pytest.raises(BeaconUnavailable, match="503"):
+            DrandBeacon(QUICKNET_CHAIN_HASH, [first, second]).signature(QUICKNET_ROUND)
+    closed = DrandBeacon(QUICKNET_CHAIN_HASH, ["http://127.0.0.1:9"], client=httpx.Client(timeout=2))
+    with pytest.raises(BeaconUnavailable, match="ConnectError"):
+        closed.signature(QUICKNET_ROUND)
+
+
+# (d) a race day drawn from a bank
+
+
+def test_a_banked_day_waits_for_its_round_then_every_validator_draws_the_same_suite(
+        validators: Any, bank: ProblemBank, sealed: tuple[SealedBank, str]) -> None:
+    _, sha256 = sealed
+    waiting = Signatures()
+    early = validators("early", {BANK_DAY: sha256}, waiting)
+    before = early.race_suite(FIRST_DAY)
+    assert before is not None and before.generator != f"bank/{sha256}"
+    assert early.race_suite(BANK_DAY) is None  # sealed: the race waits
+    waiting.published[QUICKNET_ROUND] = QUICKNET_SIGNATURE
+    banked = early.race_suite(BANK_DAY)
+    assert banked is not None and banked.generator == f"bank/{sha256}"
+    assert {p.id for p in banked.problems} <= {p.id for p in bank.problems}
+    assert [p.category for p in banked.problems] == ["product", "product", "shop", "voucher"]
+    assert not targets_of(banked.problems) & targets_of(before.problems)  # the day before's targets burnt
+    after = early.race_suite(DAYS[2])
+    assert after is not None and after.generator == before.generator
+    assert not targets_of(after.problems) & targets_of(banked.problems)  # the bank's race burns too
+
+    # A validator joining after the bank day (its own cache) replays every day to the same bytes.
+    late_signatures = Signatures()
+    late_signatures.published[QUICKNET_ROUND] = QUICKNET_SIGNATURE
+    late = validators("late", {BANK_DAY: sha256}, late_signatures)
+    replayed = late.race_suite(DAYS[2])
+    assert replayed is not None and suite_bytes(replayed.problems) == suite_bytes(after.problems)
+    for day in DAYS:
+        mine, theirs = early.race_suite(day), late.race_suite(day)
+        assert mine is not None and theirs is not None
+        assert mine.generator == theirs.generator
+        assert suite_bytes(mine.problems) == suite_bytes(theirs.problems)
+
+    # Qualifying problems of the bank day still come from the generator: the bank only serves the race.
+    qualifying = early.qualifying_suite("5Hotkey", RaceSeed(block=1, hash="ab" * 32), BANK_DAY)
+    assert not {p.id for p in qualifying} & {p.id for p in bank.problems}
+
+
+def test_a_validator_without_the_pin_disagrees_about_the_bank_day(
+        validators: Any, sealed: tuple[SealedBank, str]) -> None:
+    _, sha256 = sealed
+    signatures = Signatures()
+    signatures.published[QUICKNET_ROUND] = QUICKNET_SIGNATURE
+    pinned = validators("pinned", {BANK_DAY: sha256}, signatures).race_suite(BANK_DAY)
+    unpinned = validators("unpinned", {}, signatures).race_suite(BANK_DAY)
+    assert pinned is not None and unpinned is not None
+    assert pinned.generator != unpinned.generator  # the race log's generator key names the difference
+    assert suite_bytes(pinned.problems) != suite_bytes(unpinned.problems)
+
+
+def test_a_wrong_signature_is_refused_and_forgotten(small_world: SampleWorld, sealed: tuple[SealedBank, str]
+                                                    ) -> None:
+    bank_file, sha256 = sealed
+    signatures = Signatures()
+    signatures.published[QUICKNET_ROUND] = "00" * 48
+    source = SealedBankSource(bank_file, sha256, catalog_fingerprint="whatever", signatures=signatures)
+    with pytest.raises(BankError, match="does not open"):
+        source.open()
+    assert signatures.forgotten == [QUICKNET_ROUND]
+    signatures.published[QUICKNET_ROUND] = QUICKNET_SIGNATURE
+    with pytest.raises(BankError, match="written over catalog"):  # another catalog's bank
+        source.open()
+    waiting = SealedBankSource(bank_file, sha256, catalog_fingerprint="x", signatures=Signatures())
+    with pytest.raises(BankNotOpen, match="emitted at 2023-08-23T15:15:33"):
+        waiting.open()
+
+
+@pytest.mark.parametrize("problem", ["missing", "other sha256", "another day", "too early"])
+def test_a_pinned_bank_that_cannot_serve_stops_the_start(small_world: SampleWorld,
+                                                         sealed: tuple[SealedBank, str], problem: str,
+                                                         ) -> None:
+    _, sha256 = sealed
+    pins = {BANK_DAY: sha256}
+    expected = "is not at"
+    if problem == "missing":
+        pins = {BANK_DAY: "f" * 64}
+    elif problem == "other sha256":
+        wrong = "e" * 64
+        pinned_file(small_world.catalog_dir, wrong).write_bytes(b"{}")
+        pins, expected = {BANK_DAY: wrong}, "fetch the file again"
+    elif problem == "another day":
+        pins = {BANK_DAY + timedelta(days=1): sha256}
+        expected = "is sealed for 2023-08-23, but it is pinned for"
+    race_time = RACE_TIME
+    if problem == "too early":  # round 123 opens at 15:15:33, an hour and three quarters before a 17:00 slot
+        race_time, expected = time(17), "anyone could read its problems before the race"
+    with pytest.raises(ScheduleError, match=expected), \
+            open_scheduled_sources(small_world.catalog_dir, SCHEDULE,
+                                   BankPins(pins=pins, race_time=race_time, signatures=Signatures())):
+        pass
+
+
+def test_the_pins_are_settings_and_part_of_the_rules_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arena.rules_fingerprint import rules_parts
+
+    monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps({"2023-08-23": "a" * 64}))
+    monkeypatch.setenv("ARENA_DRAND_RELAYS", "http://127.0.0.1:1, http://127.0.0.1:2")
+    settings = ArenaSettings()
+    pins = settings.bank_pins()
+    assert pins is not None and pins.pins == {BANK_DAY: "a" * 64}
+    assert isinstance(pins.signatures, DrandBeacon) and pins.signatures.relays == ("http://127.0.0.1:1",
+                                                                                   "http://127.0.0.1:2")
+    assert rules_parts(settings, plan=PLAN, generators={})["problem_banks"] == {"2023-08-23": "a" * 64}
+    monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps({"2023-08-23": "not a digest"}))
+    with pytest.raises(ValueError, match="should match pattern"):
+        ArenaSettings()
+    monkeypatch.delenv("ARENA_PROBLEM_BANKS")
+    assert ArenaSettings().bank_pins() is None
+
+
+def test_validator_run_stops_on_a_pinned_bank_it_does_not_have(small_world: SampleWorld, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    home, wallets = tmp_path / "home", tmp_path / "wallets"
+    monkeypatch.setenv("ARENA_HOME", str(home))
+    monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps({"2026-12-01": "d" * 64}))
+    chain = LocalChain(home / "local-chain.sqlite3", netuid=7,
+                       clock=ManualClock(datetime(2026, 11, 27, tzinfo=UTC)))
+    register(chain, make_wallet(wallets, "validator", seed="validator"), validator_permit=True)
+    result = CliRunner().invoke(validator_cli.app, [
+        "run", "--once", "--wallet-name", "validator", "--wallet-path", str(wallets), "--netuid", "7",
+        "--catalog", str(small_world.catalog_dir)])
+    assert result.exit_code == validator_cli.EXIT_SCHEDULE, result.output
+    missing = f"the problem bank pinned for 2026-12-01 is not at {small_world.catalog_dir / 'banks'}"
+    assert missing in " ".join(result.output.split())
+
+
+# (e) writing a bank: the model's rewrites, checked; the commands
+
+
+def test_a_rewrite_must_keep_the_numbers_and_add_no_title_words() -> None:
+    draft = "Find a sun hat in beige under 300 pesos."
+    titles = ["Wide Brim Straw Sun Hat Beach Beige"]
+    assert rewrite_refusal(draft, "Looking for a beige sun hat, below 300 PHP please.", titles) is None
+    assert rewrite_refusal(draft, "A beige sun hat, cheap.", titles) == "loses the numbers 300"
+    assert rewrite_refusal(draft, "A wide brim straw hat in beige under 300.", titles) == \
+        "repeats the title words 'wide brim straw'"
+    assert rewrite_refusal(draft, " ", titles) == "empty"
+    assert rewrite_refusal(draft, "beige hat 300 " * 20, titles) == "more than twice as long as the draft"
+
+
+def _rewriting_model(body: dict[str, Any]) -> StubReply:
+    """Plays a model: rewrites a request, but a shop request's first rewrite is junk (then it is asked
+    again). The bank's problems come from a private random seed, so nothing may depend on their words."""
+    prompt = body["messages"][-1]["content"]
+    draft = prompt.split("\n")[1]
+    if prompt.startswith("Rewrite this shop") and "was refused" not in prompt:
+        return StubReply(content="Sure, here is a nicer request for you.")
+    return StubReply(content="```json\n" + json.dumps({"query": f"Hi! {draft} Thanks a lot."}) + "\n```")
+
+
+def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: Path) -> None:
+    runner = CliRunner()
+    stub = create_app(_rewriting_model, models=[MODEL])
+    plain = tmp_path / "bank.json"
+    with running_server(stub) as base_url:
+        built = runner.invoke(arena_app, ["bank", "build", "--catalog", str(small_world.catalog_dir),
+                                          "--out", str(plain), "--per-category", "2",
+                                          "--llm-url", f"{base_url}/v1", "--llm-model", MODEL])
+    assert built.exit_code == 0, built.output
+    assert "2 product, 2 shop, 2 voucher" in built.output and "drafts kept" in built.output
+    written = ProblemBank.model_validate_json(plain.read_bytes())
+    assert all(p.query.startswith("Hi! ") for p in written.problems)  # every request reworded, checked
+    assert "6 requests reworded, 0 drafts kept (8 requests)" in built.output  # the shop ones asked twice
+    for problem in written.problems:  # the voucher's rules stay the fixed block they are
+        assert (problem.category == "voucher") == ("\n\nMy budget is only `" in problem.query)
+
+    down = create_app(lambda body: StubReply(status=500, content="overloaded"), models=[MODEL])
+    with running_server(down) as base_url:
+        drafts = runner.invoke(arena_app, ["bank", "build", "--catalog", str(small_world.catalog_dir),
+                                           "--out", str(tmp_path / "drafts.json"), "--per-category", "1",
+                                           "--llm-url", f"{base_url}/v1", "--llm-model", MODEL])
+    assert drafts.exit_code == 0, drafts.output
+    assert "0 requests reworded, 3 drafts kept" in drafts.output
+    assert "draft kept: request failed: InternalServerError" in drafts.output
+
+    slot_round = runner.invoke(arena_app, ["bank", "round", "--at", "2023-08-23T15:30:00+00:00"])
+    assert slot_round.exit_code == 0 and slot_round.output.startswith("round 412 ")
+    sealed_path = tmp_path / "sealed.json"
+    sealing = runner.invoke(arena_app, ["bank", "seal", "--bank", str(plain), "--day", "2023-08-23",
+                                        "--round", str(QUICKNET_ROUND), "--out", str(sealed_path),
+                                        "--race-time", "15:30"])
+    assert sealing.exit_code == 0, sealing.output
+    assert f"sha256 {hashlib.sha256(sealed_path.read_bytes()).hexdigest()}" in sealing.output
+    too_early = runner.invoke(arena_app, ["bank", "seal", "--bank", str(plain), "--day", "2023-08-24",
+                                          "--round", str(QUICKNET_ROUND), "--out", str(tmp_path / "x.json")])
+    assert too_early.exit_code == 2 and "before its race slot" in too_early.output
+    opened_path = tmp_path / "opened.json"
+    opened = runner.invoke(arena_app, ["bank", "open", str(sealed_path), "--signature", QUICKNET_SIGNATURE,
+                                       "--out", str(opened_path)])
+    assert opened.exit_code == 0, opened.output
+    assert "bank of 2023-08-23 (round 123): 2 product, 2 shop, 2 voucher" in opened.output
+    assert ProblemBank.model_validate_json(opened_path.read_bytes()) == written
+    refused = runner.invoke(arena_app, ["bank", "open", str(sealed_path), "--signature", "00" * 48])
+    assert refused.exit_code == 2 and "does not open" in refused.output
