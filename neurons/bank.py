@@ -7,6 +7,7 @@ Entry points and wiring only: the rules are :mod:`arena.suites.bank`, the files
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated
@@ -73,7 +74,8 @@ def bank_build(
     model = (ModelSettings(base_url=llm_url, model=llm_model, api_key=llm_key)
              if llm_url is not None and llm_model is not None else None)
     try:
-        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), model=model)
+        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), model=model,
+                           progress=sys.stderr.isatty())
     except (FileNotFoundError, LexiconError, ValueError) as exc:
         raise _fail(str(exc)) from exc
     out.write_bytes(bank_bytes(built.bank))

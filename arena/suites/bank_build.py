@@ -13,14 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
 from arena.suites.bank import ProblemBank
+from arena.suites.public import targets_of
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
 from shoppingbench.generator.generator import catalog_title_embedder
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.propose import ModelSettings
 from shoppingbench.generator.writer.rewrite import ModelRewriter, RewriteReport
-from shoppingbench.problems.models import Category
+from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,23 @@ class BankBuild:
     rewrites: RewriteReport | None
 
 
+def _problems(generator: ProblemGenerator, seed: str, per_category: Mapping[Category, int],
+              progress: bool) -> list[Problem]:
+    """The problems one at a time (a model takes seconds a request), no target twice in the bank."""
+    problems: list[Problem] = []
+    columns = (TextColumn("[bold]writing the bank"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, disable=not progress, transient=True) as bar:
+        task = bar.add_task("bank", total=sum(per_category.values()))
+        for category in CATEGORIES:
+            for index in range(per_category.get(category, 0)):
+                problems += generator.generate(f"{seed}/{category}/{index}", {category: 1},
+                                               exclude_products=targets_of(problems))
+                bar.advance(task)
+    return problems
+
+
 def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model: ModelSettings | None,
-               seed: str | None = None) -> BankBuild:
+               seed: str | None = None, progress: bool = False) -> BankBuild:
     """``per_category`` solvable problems over the catalog in ``catalog_dir``, reworded by ``model``.
 
     ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
@@ -44,7 +62,7 @@ def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model
     try:
         generator = ProblemGenerator(engine, fingerprint=fingerprint, writer=writer,
                                      embedder=catalog_title_embedder(catalog_dir))
-        problems = generator.generate(seed or f"bank/{secrets.token_hex(32)}", per_category)
+        problems = _problems(generator, seed or f"bank/{secrets.token_hex(32)}", per_category, progress)
     finally:
         engine.close()
     if not problems:
