@@ -31,15 +31,15 @@ def _fail(message: str) -> typer.Exit:
 
 @app.command("round")
 def bank_round(
-    day: Annotated[datetime, typer.Option("--at", help="The race slot, ISO 8601 with its zone "
-                                                       "(2026-12-01T16:00:00+00:00)")],
+    instant: Annotated[datetime, typer.Option("--at", help="The race slot, ISO 8601 with its zone "
+                                                           "(2026-12-01T16:00:00+00:00)")],
 ) -> None:
     """Print the drand quicknet round emitted at (or just after) an instant: what to seal a day's bank to."""
     from arena.suites.bank import round_at, round_time
 
-    if day.tzinfo is None:
-        day = day.replace(tzinfo=UTC)
-    number = round_at(day)
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    number = round_at(instant)
     typer.echo(f"round {number} (emitted {round_time(number).isoformat()})")
 
 

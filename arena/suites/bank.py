@@ -129,16 +129,19 @@ def draw(problems: Sequence[Problem], seed: str, per_category: Mapping[Category,
     return drawn
 
 
-class BankSource:
-    """A suite source over one opened bank: the day's race suite is drawn from it (:func:`draw`).
+def bank_key(sealed_sha256: str) -> str:
+    """The suite-source key of a bank: its sealed file's sha256, so a suite drawn from a bank is never
+    confused with one the generator made, and validators pinning another file for the day disagree
+    visibly."""
+    return f"bank/{sealed_sha256}"
 
-    Its :attr:`key` names the sealed file's sha256, so a suite drawn from a bank is never confused with
-    one the generator made, and validators pinning another file for the day disagree visibly.
-    """
+
+class BankSource:
+    """A suite source over one opened bank: the day's race suite is drawn from it (:func:`draw`)."""
 
     def __init__(self, bank: ProblemBank, sealed_sha256: str) -> None:
         self.bank = bank
-        self._key = f"bank/{sealed_sha256}"
+        self._key = bank_key(sealed_sha256)
 
     @property
     def key(self) -> str:

@@ -31,6 +31,7 @@ from arena.suites.bank import (
     BankNotOpen,
     BankSource,
     ProblemBank,
+    bank_key,
     check_reveal,
     round_time,
 )
@@ -148,7 +149,7 @@ class SealedBankSource:
 
     @property
     def key(self) -> str:
-        return f"bank/{self.sha256}"
+        return bank_key(self.sha256)
 
     def open(self) -> BankSource:
         """The opened bank; :class:`BankNotOpen` while its round is not emitted or no relay answers,

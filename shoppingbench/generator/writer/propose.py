@@ -59,6 +59,12 @@ class ModelSettings(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0)
 
 
+def lost_numbers(original: str, proposed: str) -> list[str]:
+    """The numbers ``original`` states that ``proposed`` no longer does, in order: a phrasing that drops
+    one may change what the reward checks."""
+    return sorted(set(_NUMBER.findall(original)) - set(_NUMBER.findall(proposed)))
+
+
 def value_refusal(raw: str, proposed: str, others: Sequence[str]) -> str | None:
     """Why ``proposed`` cannot stand for the raw value ``raw`` of a key whose other values are ``others``."""
     text = " ".join(proposed.lower().split())
@@ -69,7 +75,7 @@ def value_refusal(raw: str, proposed: str, others: Sequence[str]) -> str | None:
     if not _VALUE_TEXT.match(text):
         return "odd characters"
     raw_text = raw.lower()
-    if not set(_NUMBER.findall(raw_text)) <= set(_NUMBER.findall(text)):
+    if lost_numbers(raw_text, text):
         return "loses a number"
     if any(unit not in text for unit in _UNIT.findall(raw_text)):
         return "loses a unit"

@@ -20,12 +20,11 @@ from typing import Final
 import openai
 from pydantic import BaseModel
 
-from shoppingbench.generator.writer.propose import ModelSettings, json_object
+from shoppingbench.generator.writer.propose import ModelSettings, json_object, lost_numbers
 from shoppingbench.generator.writer.request import ItemRequest, RequestWriter, WrittenRequest
 from shoppingbench.problems.models import Category, Voucher
 from shoppingbench.problems.terms import Draws
 
-_NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
 _WORD: Final = re.compile(r"[^\W_]+")
 _MAX_GROWTH: Final = 2.0
 _ATTEMPTS: Final = 2
@@ -65,7 +64,7 @@ def rewrite_refusal(draft: str, rewrite: str, titles: Sequence[str]) -> str | No
     """Why ``rewrite`` cannot replace ``draft`` (whose items have the product ``titles``), or ``None``."""
     if not rewrite.strip():
         return "empty"
-    lost = sorted(set(_NUMBER.findall(draft)) - set(_NUMBER.findall(rewrite)))
+    lost = lost_numbers(draft, rewrite)
     if lost:
         return f"loses the numbers {', '.join(lost)}"
     added = title_spans(rewrite, titles) - title_spans(draft, titles)
