@@ -2,7 +2,7 @@
 
     python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4] [--lexicon FILE]
                                   [--world-products 3000] [--shape-per-category 30]
-                                  [--llm-url URL --llm-model NAME]
+                                  [--llm-url URL --llm-model NAME | --replay-real]
 
 Over the calibration set (``../shared/calibration``: 300 real ShoppingBench problems and a catalog they
 are solvable in) every real problem gets a **twin**: the generator's writer's query for the same reward
@@ -25,6 +25,8 @@ problems'. The calibration catalog is built once under the data root, keyed by t
 each run) unless ``--lexicon FILE`` gives one. With ``--llm-url``/``--llm-model`` a model rewrites each
 twin as problem banks are written (``arena bank build``: the lexicon writer's draft, reworded, checked),
 which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON).
+``--replay-real`` measures those checks instead of a model: each draft's "rewrite" is its real request,
+kept where the checks keep it (a bound on a bank written as freely as GPT-4.1 wrote, not a bank's figure).
 Progress goes to stderr, one line per stage; the last line printed is one JSON object.
 """
 
@@ -40,16 +42,17 @@ from typing import Any, Final
 import orjson
 
 from benchmarks.validity_metrics import wording_figures
-from benchmarks.validity_run import AGENTS, run_agents, sampler_shape, twins
+from benchmarks.validity_run import AGENTS, replay_rewriter, run_agents, sampler_shape, twins
 from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalog
 from shoppingbench.generator.writer import lexicon_path, writer_for_catalog
 from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
 from shoppingbench.generator.writer.lexicon import load_lexicon, save_lexicon
 from shoppingbench.generator.writer.propose import ModelSettings
-from shoppingbench.generator.writer.rewrite import ModelRewriter
+from shoppingbench.generator.writer.rewrite import CheckedRewriter, model_rewriter
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
+from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.world.writer import sha256_file
 
@@ -130,6 +133,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--llm-model", default=None, help="The rewriting model's name")
     parser.add_argument("--llm-key", default=os.environ.get("ARENA_LLM_API_KEY", "unused"),
                         help="The endpoint's API key (default $ARENA_LLM_API_KEY)")
+    parser.add_argument("--replay-real", action="store_true",
+                        help="Check the real requests as rewrites of their drafts, as a bank's rewrites are "
+                             "checked, and use each one the checks keep as its twin")
     parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
     parser.add_argument("--workers", type=int, default=4, help="Problems run at once per agent")
     parser.add_argument("--world-products", type=int, default=3000,
@@ -141,7 +147,20 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--per-category and --workers must be >= 1, --shape-per-category >= 0")
     if (args.llm_url is None) != (args.llm_model is None):
         parser.error("--llm-url and --llm-model go together")
+    if args.replay_real and args.llm_url is not None:
+        parser.error("--replay-real replaces the model: give one or the other")
     return args
+
+
+def _rewriter(args: argparse.Namespace, real: dict[Category, list[Problem]], engine: BM25SearchEngine,
+              catalog_dir: Path) -> CheckedRewriter | None:
+    """What rewrites the lexicon writer's twins, if anything: a model, or the real requests replayed."""
+    if args.replay_real:
+        return replay_rewriter(real, engine, catalog_dir)
+    if args.llm_url is None:
+        return None
+    return model_rewriter(writer_for_catalog(catalog_dir),
+                          ModelSettings(base_url=args.llm_url, model=args.llm_model, api_key=args.llm_key))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -154,11 +173,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lexicon = calibration_lexicon(catalog_dir, args.lexicon)
     real = real_problems(args.calibration, args.per_category)
     _say(f"problems: {', '.join(f'{len(real[c])} {c}' for c in CATEGORIES)}; writing twins")
-    rewriter = None if args.llm_url is None else ModelRewriter(
-        writer_for_catalog(catalog_dir), ModelSettings(base_url=args.llm_url, model=args.llm_model,
-                                                       api_key=args.llm_key))
     engine = open_catalog(catalog_dir)
     try:
+        rewriter = _rewriter(args, real, engine, catalog_dir)
         twin = twins(real, engine, catalog_dir, rewriter)
         success = run_agents(real, twin, engine, settings, args.workers, _say)
     finally:

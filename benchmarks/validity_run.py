@@ -3,6 +3,8 @@
 A **twin** keeps a real problem's reward targets and voucher and replaces its query with what the
 generator's writer says for them (``ItemRequest(product from the catalog, target from the reward)``),
 its draws keyed by :data:`TWIN_KEY`, the category and the problem's index, so a run is reproducible.
+:class:`ReplayedRequests` answers each draft with its real request, to see what a problem bank's rewrite
+checks keep of wording as free as GPT-4.1's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from shoppingbench.evaluation import AgentMain, collect, iter_in_process, new_ru
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.request import ItemRequest, RequestWriter
+from shoppingbench.generator.writer.rewrite import CheckedRewriter
 from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -59,6 +62,36 @@ def twins(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine, cata
     products = engine.get_products(ids)
     return {category: [twin_of(p, i, products, writer) for i, p in enumerate(problems)]
             for category, problems in real.items()}
+
+
+class ReplayedRequests:
+    """A rewrite source (:class:`~shoppingbench.generator.writer.rewrite.RewriteSource`) that answers each
+    twin's draft with the real problem's own request, so the twin is the real request wherever a bank's
+    rewrite checks would keep it as a rewrite of the draft, and the draft elsewhere.
+
+    What it measures is the checks, not a model: GPT-4.1 wrote the real requests from the products (it
+    saw their titles), a bank's model rewrites a draft, so the figures bound what a bank written by a
+    model as free as GPT-4.1 can give; they are not that bank's.
+    """
+
+    name = "replay-real"
+
+    def __init__(self, real_by_draft: Mapping[tuple[Category, str], str]) -> None:
+        self.real_by_draft = real_by_draft
+
+    def rewrite(self, category: Category, request: str, refused: str | None) -> tuple[str | None, str]:
+        real = self.real_by_draft.get((category, request))
+        return (None, "no real request has this draft") if real is None else (real, "")
+
+
+def replay_rewriter(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine,
+                    catalog_dir: Path) -> CheckedRewriter:
+    """The lexicon writer's drafts, each rewritten to its real problem's request where the checks allow."""
+    drafts = twins(real, engine, catalog_dir)
+    real_by_draft = {(category, draft.query.partition("\n\n")[0]): problem.query.partition("\n\n")[0]
+                     for category, problems in real.items()
+                     for problem, draft in zip(problems, drafts[category], strict=True)}
+    return CheckedRewriter(writer_for_catalog(catalog_dir), ReplayedRequests(real_by_draft))
 
 
 def success_by_category(agent: AgentMain, suite: list[Problem], grader: Grader,

@@ -2,7 +2,7 @@
 
 The generator's sampler and solvability check make the problems over the pinned catalog, from a private
 random seed (so nobody can generate them again), and a model rewrites each request the way a shopper
-writes (:class:`~shoppingbench.generator.writer.rewrite.ModelRewriter`). Without a model the lexicon
+writes (:class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter`). Without a model the lexicon
 writer's wording stands: still unknown before the race, but as easy to parse as a generated suite.
 """
 
@@ -22,7 +22,7 @@ from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
 from shoppingbench.generator.generator import catalog_title_embedder
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.propose import ModelSettings
-from shoppingbench.generator.writer.rewrite import ModelRewriter, RewriteReport
+from shoppingbench.generator.writer.rewrite import CheckedRewriter, RewriteReport, model_rewriter
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
 
@@ -56,7 +56,7 @@ def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model
     ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
     """
     base = writer_for_catalog(catalog_dir)
-    writer = base if model is None else ModelRewriter(base, model)
+    writer = base if model is None else model_rewriter(base, model)
     fingerprint = catalog_fingerprint(catalog_dir)
     engine = open_catalog(catalog_dir)
     try:
@@ -68,4 +68,4 @@ def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model
     if not problems:
         raise ValueError(f"the catalog in {catalog_dir} gave no problem for {dict(per_category)}")
     return BankBuild(ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems)),
-                     writer.report if isinstance(writer, ModelRewriter) else None)
+                     writer.report if isinstance(writer, CheckedRewriter) else None)

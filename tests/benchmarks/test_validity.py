@@ -28,12 +28,12 @@ from benchmarks.validity_parser import (
     take_price,
     take_services,
 )
-from benchmarks.validity_run import twin_of, twins
+from benchmarks.validity_run import replay_rewriter, twin_of, twins
 from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.propose import ModelSettings
-from shoppingbench.generator.writer.rewrite import ModelRewriter
+from shoppingbench.generator.writer.rewrite import model_rewriter
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
@@ -205,8 +205,8 @@ def test_model_twins_are_the_drafts_reworded_and_checked(small_world: SampleWorl
     real = {c: [p for p in small_world.suite(4) if p.category == c][:2] for c in CATEGORIES}
     stub = create_app(_rewording_model)
     with running_server(stub) as base_url:
-        rewriter = ModelRewriter(writer_for_catalog(small_world.catalog_dir),
-                                 ModelSettings(base_url=f"{base_url}/v1", model="rewriter"))
+        rewriter = model_rewriter(writer_for_catalog(small_world.catalog_dir),
+                                  ModelSettings(base_url=f"{base_url}/v1", model="rewriter"))
         twin = twins(real, small_engine, small_world.catalog_dir, rewriter)
     drafts = twins(real, small_engine, small_world.catalog_dir)
     for category in CATEGORIES:
@@ -219,6 +219,28 @@ def test_model_twins_are_the_drafts_reworded_and_checked(small_world: SampleWorl
     assert rewriter.report.requests > 6  # the shop rewrites that lost their numbers were asked again
     with pytest.raises(SystemExit):
         validity.main(["--llm-url", "http://127.0.0.1:9/v1"])
+    with pytest.raises(SystemExit):
+        validity.main(["--replay-real", "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m"])
+
+
+def test_replayed_twins_are_the_real_requests_the_checks_keep(small_world: SampleWorld,
+                                                             small_engine: BM25SearchEngine) -> None:
+    real = {c: [p for p in small_world.suite(4) if p.category == c][:2] for c in CATEGORIES}
+    rambling = real["shop"][0].model_copy(update={"query": "a shop please " * 200})
+    real["shop"][0] = rambling  # none of its draft's prices: refused, the draft stays
+    rewriter = replay_rewriter(real, small_engine, small_world.catalog_dir)
+    twin = twins(real, small_engine, small_world.catalog_dir, rewriter)
+    drafts = twins(real, small_engine, small_world.catalog_dir)
+    assert twin["shop"][0].query == drafts["shop"][0].query
+    kept = [(t, r, d) for c in CATEGORIES for t, r, d in zip(twin[c], real[c], drafts[c], strict=True)
+            if r is not rambling]
+    for replayed, original, draft in kept:
+        request, _, rules = replayed.query.partition("\n\n")
+        assert request == " ".join(original.query.partition("\n\n")[0].split()) != draft.query
+        assert rules == draft.query.partition("\n\n")[2] and replayed.targets == original.targets
+    assert (rewriter.report.rewritten, rewriter.report.drafts_kept) == (5, 1)
+    assert rewriter.report.reasons[0].startswith("loses the numbers")
+    assert rewriter.key.startswith("replay-real/lexicon-writer")
 
 
 def test_summary_is_the_worst_category_against_the_targets() -> None:

@@ -338,15 +338,22 @@ def test_validator_run_stops_on_a_pinned_bank_it_does_not_have(small_world: Samp
 # (e) writing a bank: the model's rewrites, checked; the commands
 
 
-def test_a_rewrite_must_keep_the_numbers_and_add_no_title_words() -> None:
+def test_a_rewrite_must_keep_the_numbers_but_not_a_lists_item_numbers() -> None:
     draft = "Find a sun hat in beige under 300 pesos."
-    titles = ["Wide Brim Straw Sun Hat Beach Beige"]
-    assert rewrite_refusal(draft, "Looking for a beige sun hat, below 300 PHP please.", titles) is None
-    assert rewrite_refusal(draft, "A beige sun hat, cheap.", titles) == "loses the numbers 300"
-    assert rewrite_refusal(draft, "A wide brim straw hat in beige under 300.", titles) == \
-        "repeats the title words 'wide brim straw'"
-    assert rewrite_refusal(draft, " ", titles) == "empty"
-    assert rewrite_refusal(draft, "beige hat 300 " * 20, titles) == "more than twice as long as the draft"
+    assert rewrite_refusal(draft, "Looking for a beige sun hat, below 300 PHP please.") is None
+    assert rewrite_refusal(draft, "A beige sun hat, cheap.") == "loses the numbers 300"
+    # The model never sees a title, so title words it writes are ordinary words: not refused.
+    assert rewrite_refusal(draft, "A wide brim straw hat in beige under 300.") is None
+    assert rewrite_refusal(draft, " ") == "empty"
+    assert rewrite_refusal(draft, "beige hat 300 " * 20) == "more than twice as long as the draft"
+    listed = ("Find shops offering these items: 1. A pen above 286 PHP. (2) A keychain in 2 colors. "
+              "3) A mug size 12.")
+    kept = "A shop with a pen over 286 PHP, a keychain in 2 colors and a size 12 mug."
+    assert rewrite_refusal(listed, kept) is None
+    assert rewrite_refusal(listed, "A shop with a pen over 286 PHP, a keychain and a size 12 mug.") == \
+        "loses the numbers 2"
+    assert rewrite_refusal("1. A pen above 286 PHP.", "A pen above 286 PHP.") is None
+    assert rewrite_refusal("A mug of size 12. A pen.", "A mug and a pen.") == "loses the numbers 12"
 
 
 def _rewriting_model(body: dict[str, Any]) -> StubReply:
