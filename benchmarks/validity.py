@@ -23,10 +23,10 @@ and items per problem of suites the ``ProblemGenerator`` draws over the sample w
 problems'. The calibration catalog is built once under the data root, keyed by the sha256 of
 ``documents.jsonl.gz``; its lexicon is the deterministic build of ``arena lexicon build`` (made afresh
 each run) unless ``--lexicon FILE`` gives one. With ``--llm-url``/``--llm-model`` a model rewrites each
-twin as problem banks are written (``arena bank build``: the lexicon writer's draft, reworded, checked),
+twin as problem banks are written (``arena bank build``: from the items' requirements, checked),
 which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON).
-``--replay-real`` measures those checks instead of a model: each draft's "rewrite" is its real request,
-kept where the checks keep it (a bound on a bank written as freely as GPT-4.1 wrote, not a bank's figure).
+``--replay-real`` measures those checks instead of a model: each draft's "rewrite" is its real request
+(GPT-4.1's, written from the same requirements), kept where the checks keep it.
 Progress goes to stderr, one line per stage; the last line printed is one JSON object.
 """
 

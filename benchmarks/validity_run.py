@@ -23,7 +23,7 @@ from shoppingbench.evaluation import AgentMain, collect, iter_in_process, new_ru
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.request import ItemRequest, RequestWriter
-from shoppingbench.generator.writer.rewrite import CheckedRewriter
+from shoppingbench.generator.writer.rewrite import CheckedRewriter, RewriteTask
 from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
@@ -69,9 +69,9 @@ class ReplayedRequests:
     twin's draft with the real problem's own request, so the twin is the real request wherever a bank's
     rewrite checks would keep it as a rewrite of the draft, and the draft elsewhere.
 
-    What it measures is the checks, not a model: GPT-4.1 wrote the real requests from the products (it
-    saw their titles), a bank's model rewrites a draft, so the figures bound what a bank written by a
-    model as free as GPT-4.1 can give; they are not that bank's.
+    The real requests are what GPT-4.1 wrote from these items' requirements with ShoppingBench's prompt,
+    as a bank's model writes, so the figures are what the checks leave of a bank GPT-4.1 writes; a bank
+    written by another model is measured with that model (``--llm-url``).
     """
 
     name = "replay-real"
@@ -79,8 +79,8 @@ class ReplayedRequests:
     def __init__(self, real_by_draft: Mapping[tuple[Category, str], str]) -> None:
         self.real_by_draft = real_by_draft
 
-    def rewrite(self, category: Category, request: str, refused: str | None) -> tuple[str | None, str]:
-        real = self.real_by_draft.get((category, request))
+    def rewrite(self, task: RewriteTask, refused: str | None) -> tuple[str | None, str]:
+        real = self.real_by_draft.get((task.category, task.draft))
         return (None, "no real request has this draft") if real is None else (real, "")
 
 

@@ -57,11 +57,13 @@ def bank_build(
                                          help="The endpoint's API key")] = "unused",
     log_format: LogFormatOption = None,
 ) -> None:
-    """Write a bank: solvable problems from a private seed, requests reworded by a model.
+    """Write a bank: solvable problems from a private seed, each request written by a model.
 
-    Without --llm-url/--llm-model the lexicon writer's wording stands (the problems are still unknown
-    before the race, but as easy to parse as generated ones). Rewrites that drop a number, repeat title
-    words or grow too long are refused; the draft then stands and is counted.
+    The model writes each request from its items' requirements, as ShoppingBench's writer does. Without
+    --llm-url/--llm-model the lexicon writer's wording stands (the problems are still unknown before the
+    race, but as easy to parse as generated ones). A request that drops a stated number, repeats 6 title
+    words in a row or is twice as long as the lexicon writer's draft is asked for again; then the draft
+    stands and is counted.
     """
     from arena.suites.bank_build import build_bank
     from arena.suites.sealed_bank import bank_bytes
@@ -83,7 +85,7 @@ def bank_build(
     typer.echo(f"bank {out}: {counts} over catalog {built.bank.catalog_fingerprint}")
     if built.rewrites is not None:
         report = built.rewrites
-        typer.echo(f"model: {report.rewritten} requests reworded, {report.drafts_kept} drafts kept "
+        typer.echo(f"model: {report.rewritten} requests written, {report.drafts_kept} drafts kept "
                    f"({report.requests} requests)")
         for reason in sorted(set(report.reasons)):
             typer.echo(f"  draft kept: {reason}", err=True)

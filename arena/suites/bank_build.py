@@ -1,9 +1,10 @@
 """Writing a problem bank (the subnet owner's work, offline; :mod:`arena.suites.bank` says what a bank is).
 
 The generator's sampler and solvability check make the problems over the pinned catalog, from a private
-random seed (so nobody can generate them again), and a model rewrites each request the way a shopper
-writes (:class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter`). Without a model the lexicon
-writer's wording stands: still unknown before the race, but as easy to parse as a generated suite.
+random seed (so nobody can generate them again), and a model writes each request from its items'
+requirements the way ShoppingBench's writer does
+(:class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter`). Without a model the lexicon writer's
+wording stands: still unknown before the race, but as easy to parse as a generated suite.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
 @dataclass(frozen=True)
 class BankBuild:
-    """A written bank and, when a model reworded it, how that went."""
+    """A written bank and, when a model wrote its requests, how that went."""
 
     bank: ProblemBank
     rewrites: RewriteReport | None
@@ -51,7 +52,7 @@ def _problems(generator: ProblemGenerator, seed: str, per_category: Mapping[Cate
 
 def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model: ModelSettings | None,
                seed: str | None = None, progress: bool = False) -> BankBuild:
-    """``per_category`` solvable problems over the catalog in ``catalog_dir``, reworded by ``model``.
+    """``per_category`` solvable problems over the catalog in ``catalog_dir``, worded by ``model``.
 
     ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
     """

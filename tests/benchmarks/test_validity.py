@@ -38,6 +38,7 @@ from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
+from tests.writing_model import plain_query
 
 TITLE = "Portable Electric Shaver for Men Mini Rechargeable Razor"
 
@@ -190,31 +191,30 @@ def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: Samp
         twin_of(real, 0, {}, writer)
 
 
-def _rewording_model(body: dict[str, Any]) -> StubReply:
-    """Plays a model rewording a request; a shop request comes back without its numbers at first."""
+def _writing_model(body: dict[str, Any]) -> StubReply:
+    """Plays a model writing a request from its requirements; a shop request comes back without its
+    numbers at first."""
     prompt = body["messages"][-1]["content"]
-    request = prompt.split("\n")[1]
-    first_ask = "was refused" not in prompt
-    if prompt.startswith("Rewrite this shop") and first_ask and any(c.isdigit() for c in request):
+    if "one shop sells" in prompt and "was refused" not in prompt and any(c.isdigit() for c in prompt):
         return StubReply(content=orjson.dumps({"query": "a shop with nice things"}).decode())
-    return StubReply(content=orjson.dumps({"query": f"So, {request} Cheers."}).decode())
+    return StubReply(content=orjson.dumps({"query": f"So, {plain_query(body)}"}).decode())
 
 
-def test_model_twins_are_the_drafts_reworded_and_checked(small_world: SampleWorld,
-                                                        small_engine: BM25SearchEngine) -> None:
+def test_model_twins_are_written_from_the_requirements_and_checked(small_world: SampleWorld,
+                                                                 small_engine: BM25SearchEngine) -> None:
     real = {c: [p for p in small_world.suite(4) if p.category == c][:2] for c in CATEGORIES}
-    stub = create_app(_rewording_model)
+    stub = create_app(_writing_model)
     with running_server(stub) as base_url:
         rewriter = model_rewriter(writer_for_catalog(small_world.catalog_dir),
                                   ModelSettings(base_url=f"{base_url}/v1", model="rewriter"))
         twin = twins(real, small_engine, small_world.catalog_dir, rewriter)
     drafts = twins(real, small_engine, small_world.catalog_dir)
     for category in CATEGORIES:
-        for reworded, draft, original in zip(twin[category], drafts[category], real[category], strict=True):
-            assert reworded.targets == original.targets and reworded.voucher == original.voucher
-            request, _, rules = draft.query.partition("\n\n")
-            assert reworded.query.startswith(f"So, {request} Cheers.")
-            assert reworded.query.endswith(rules)  # a voucher's rules block stays as the writer wrote it
+        for written, draft, original in zip(twin[category], drafts[category], real[category], strict=True):
+            assert written.targets == original.targets and written.voucher == original.voucher
+            request, _, rules = written.query.partition("\n\n")
+            assert request.startswith("So, I am looking for a ") and request not in draft.query
+            assert rules == draft.query.partition("\n\n")[2]  # a voucher's rules block: the writer's
     assert rewriter.report.rewritten == 6 and rewriter.report.drafts_kept == 0
     assert rewriter.report.requests > 6  # the shop rewrites that lost their numbers were asked again
     with pytest.raises(SystemExit):

@@ -1,27 +1,30 @@
-"""Requests reworded by a model, offline, for problem banks (never at race time, never for a seed-generated
+"""Requests written by a model, offline, for problem banks (never at race time, never for a seed-generated
 suite: a model's words cannot be agreed on byte for byte).
 
 The lexicon writer drafts each request: it states exactly what the reward checks, and its per-item
-search terms are what the solvability check searches with. A source of rewrites (an OpenAI-compatible
-model, :class:`ChatModelRewrites`) then rewrites the draft the way a shopper writes, free in structure
-(ShoppingBench's own problems were written by a model from the same facts). A rewrite is kept only if it
-cannot have dropped a requirement: every number of the draft is still there (a list's item numbers,
-"1." or "(2)", are layout, not requirements) and it is not more than twice as long. A rewrite that fails
-is asked for once more with the reason; then the draft stands, and the report counts it. A voucher's
-rules, which follow the request as a fixed block in ShoppingBench's problems, are kept as they are.
+search terms are what the solvability check searches with. A source of rewrites then words the request
+the way a shopper writes, free in structure. The model source (:class:`ChatModelRewrites`) follows
+ShoppingBench's own recipe (``src/agent/prompt/synthesize.md``): the model is given each item's
+requirements (its title, the stated sku options and attributes, services and price condition), never the
+draft, and asked for the query, naming each item by its basic kind from the title. A rewrite is kept only
+if it cannot have dropped a requirement or pasted the product: every number of the stated values and
+price bounds is still there (not a key's, a title's or a list's item numbers: they are not requirements),
+no run of :data:`TITLE_REPEAT_WORDS` title words, and it is not more than twice as long as the draft. A
+rewrite that fails is asked for once more with the reason; then the draft stands, and the report counts it. A
+voucher's rules, which follow the request as a fixed block in ShoppingBench's problems, are the draft's.
 
-Title words are not checked: the model sees the draft only, never a product's title, so a run of title
-words in its rewrite is ordinary words the title shares ("kitchen storage rack"), as in a third of the
-real requests; the validity benchmark measures the share against its bound. With such runs refused (as
-the benchmark counts them), the checks refused 43% of GPT-4.1's own shop requests and 52% of its voucher
-requests taken as rewrites of their drafts, against 5% and 11% without (``python -m benchmarks.validity
---replay-real``, docs/validity.md): those drafts would have stayed in a bank.
+Shorter runs of title words are not refused: GPT-4.1's own requests repeat three title words for a fifth
+to a third of their items (the validity benchmark measures the share against its bound, <= 0.30), and
+refusing them refused 43% of its shop requests and 52% of its voucher requests taken as rewrites of
+their drafts, against 5% and 11% without (``python -m benchmarks.validity --replay-real``,
+docs/validity.md): those drafts would have stayed in a bank.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 import openai
@@ -29,20 +32,28 @@ from pydantic import BaseModel
 
 from shoppingbench.generator.writer.propose import ModelSettings, json_object, lost_numbers
 from shoppingbench.generator.writer.request import ItemRequest, RequestWriter, WrittenRequest
-from shoppingbench.problems.models import Category, Voucher
+from shoppingbench.generator.writer.rules import longest_title_run
+from shoppingbench.problems.models import Category, PriceCondition, RewardTarget, Voucher
 from shoppingbench.problems.terms import Draws
+from shoppingbench.problems.wording import number
 
 _WORD: Final = re.compile(r"[^\W_]+")
-_LIST_NUMBER: Final = re.compile(r"(?:^|(?<=[:.;!?])\s+|\n)\(?\d{1,2}[.)](?=\s)")
-"""An item's number in a listed request ("items: 1. A pen ... (2) A shirt"), at the text's start or after
-a sentence's or a colon's end; a number inside a clause ("a 27. Also") is a requirement."""
 _MAX_GROWTH: Final = 2.0
 _ATTEMPTS: Final = 2
-_SYSTEM: Final = (
-    "You rewrite shopping requests the way real online shoppers write them. Keep every requirement: each "
-    "item, each option, attribute, service and price condition, every number and unit. Name each item by "
-    "its basic kind in a few everyday words, never by its product title. Vary the sentence structure and "
-    "use everyday synonyms; do not add requirements. Answer with one JSON object: {\"query\": \"...\"}.")
+TITLE_REPEAT_WORDS: Final = 6
+"""A run of this many title words in a row repeats the product's title (1-2% of GPT-4.1's items have one)."""
+_SYSTEM: Final = ("You write the requests that shoppers type when they look for products in an online shop. "
+                  "Answer with one JSON object and nothing else: {\"query\": \"...\"}.")
+_LOOKING_FOR: Final[dict[Category, str]] = {
+    "product": "one product", "shop": "several products that one shop sells",
+    "voucher": "one or more products to buy together with a voucher"}
+_SERVICE_FACTS: Final = {"official": "sold by an official store (LazMall)", "freeShipping": "free shipping",
+                         "COD": "cash on delivery", "flashsale": "on flash sale (LazFlash)"}
+_NOTES: Final = (
+    "State every requirement except attributes that only the title shows, and keep every number and "
+    "unit as given. Name each product by its basic kind in at most five words taken from its title; "
+    "never repeat the title. Say a few of the requirements in everyday words a shopper would use, and "
+    "build the sentences your own way.")
 
 
 class RewriteReport(BaseModel):
@@ -54,34 +65,87 @@ class RewriteReport(BaseModel):
     reasons: list[str] = []
 
 
+@dataclass(frozen=True, slots=True)
+class RewriteTask:
+    """What a rewrite is for: the request's category, its items and the lexicon writer's draft of it
+    (without a voucher's rules block)."""
+
+    category: Category
+    items: Sequence[ItemRequest]
+    draft: str
+
+
 class RewriteSource(Protocol):
-    """Where rewrites come from: ``rewrite`` answers a draft request (and why the last answer for it was
-    refused or missing, if it was) with a rewrite, or ``None`` and why there is none."""
+    """Where rewrites come from: ``rewrite`` answers a task (and why the last answer for it was refused
+    or missing, if it was) with a rewrite, or ``None`` and why there is none."""
 
     @property
     def name(self) -> str: ...
 
-    def rewrite(self, category: Category, request: str, refused: str | None) -> tuple[str | None, str]: ...
+    def rewrite(self, task: RewriteTask, refused: str | None) -> tuple[str | None, str]: ...
+
+
+def _price_bound(condition: PriceCondition) -> str:
+    low, high = number(condition.low or 0), number(condition.high or 0)
+    return {"less than": f"below {high}", "greater than": f"above {low}",
+            "between": f"between {low} and {high}"}[condition.relation]
+
+
+def item_facts(target: RewardTarget) -> list[str]:
+    """One item's requirements as the model is given them: what the reward checks, as the catalog says it."""
+    facts = [f"title: {target.title[0]}"] if target.title else []
+    facts += [f"{key}: {value}" for option in target.sku_options for key, value in option.items()]
+    facts += [f"{key}: {', '.join(values)}" for attribute in target.attributes
+              for key, values in attribute.items()]
+    facts += [f"service: {_SERVICE_FACTS.get(service, service)}" for service in target.service]
+    facts += [f"price: {_price_bound(condition)} PHP" for condition in target.price_conditions()]
+    return facts
+
+
+def stated_numbers_text(items: Sequence[ItemRequest]) -> str:
+    """The stated values and price bounds of ``items``: the numbers in them are requirements (a key's
+    digits, "variation3", and the title's are not)."""
+    parts: list[str] = []
+    for target in (item.target for item in items):
+        parts += [value for option in target.sku_options for value in option.values()]
+        parts += [value for attribute in target.attributes for values in attribute.values()
+                  for value in values]
+        parts += [_price_bound(condition) for condition in target.price_conditions()]
+    return " ; ".join(parts)
+
+
+def requirements_prompt(task: RewriteTask) -> str:
+    """The model's request: the items' requirements and how to write the query (ShoppingBench's recipe)."""
+    items = [item_facts(item.target) for item in task.items]
+    if len(items) == 1:
+        listed = "\n".join(f"- {fact}" for fact in items[0])
+    else:
+        listed = "\n\n".join(f"Product {n}:\n" + "\n".join(f"- {fact}" for fact in facts)
+                             for n, facts in enumerate(items, start=1))
+    return (f"Write the query of a shopper looking for {_LOOKING_FOR[task.category]}, with these "
+            f"requirements.\n\n{listed}\n\n{_NOTES}")
 
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def rewrite_refusal(draft: str, rewrite: str) -> str | None:
-    """Why ``rewrite`` cannot replace ``draft``, or ``None``."""
+def rewrite_refusal(task: RewriteTask, rewrite: str) -> str | None:
+    """Why ``rewrite`` cannot stand for ``task``'s request, or ``None``."""
     if not rewrite.strip():
         return "empty"
-    lost = lost_numbers(_LIST_NUMBER.sub(" ", draft), rewrite)
+    lost = lost_numbers(stated_numbers_text(task.items), rewrite)
     if lost:
         return f"loses the numbers {', '.join(lost)}"
-    if len(_words(rewrite)) > _MAX_GROWTH * max(len(_words(draft)), 1):
+    if any(longest_title_run(rewrite, item.product.title) >= TITLE_REPEAT_WORDS for item in task.items):
+        return f"repeats {TITLE_REPEAT_WORDS} or more words of a product's title in a row"
+    if len(_words(rewrite)) > _MAX_GROWTH * max(len(_words(task.draft)), 1):
         return "more than twice as long as the draft"
     return None
 
 
 class ChatModelRewrites:
-    """Rewrites from an OpenAI-compatible chat model."""
+    """Requests written by an OpenAI-compatible chat model from the items' requirements."""
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
@@ -92,8 +156,8 @@ class ChatModelRewrites:
     def name(self) -> str:
         return f"model-rewrite/{self.settings.model}"
 
-    def rewrite(self, category: Category, request: str, refused: str | None) -> tuple[str | None, str]:
-        prompt = f"Rewrite this {category} request:\n{request}"
+    def rewrite(self, task: RewriteTask, refused: str | None) -> tuple[str | None, str]:
+        prompt = requirements_prompt(task)
         if refused is not None:
             prompt += f"\n\nYour last answer was refused ({refused}). Try again."
         try:
@@ -127,13 +191,14 @@ class CheckedRewriter:
         draft = self.base.write(category, items, voucher, rng)
         # The voucher's rules follow the request as a fixed block, as in ShoppingBench's own problems.
         request, _, rules = draft.query.partition("\n\n")
+        task = RewriteTask(category, items, request)
         refused: str | None = None
         reason = "no answer"
         for _ in range(_ATTEMPTS):
             self.report.requests += 1
-            rewrite, reason = self.source.rewrite(category, request, refused)
+            rewrite, reason = self.source.rewrite(task, refused)
             if rewrite is not None:
-                reason = rewrite_refusal(request, rewrite) or ""
+                reason = rewrite_refusal(task, rewrite) or ""
             if rewrite is not None and not reason:
                 self.report.rewritten += 1
                 query = " ".join(rewrite.split()) + (f"\n\n{rules}" if rules else "")

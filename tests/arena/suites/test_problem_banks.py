@@ -52,15 +52,23 @@ from arena.suites.sealed_bank import (
 )
 from neurons import validator as validator_cli
 from neurons.cli import app as arena_app
+from shoppingbench.catalog.models import Product
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator import DEFAULT_VERSION
-from shoppingbench.generator.writer.rewrite import rewrite_refusal
-from shoppingbench.problems.models import Category
+from shoppingbench.generator.writer.request import ItemRequest
+from shoppingbench.generator.writer.rewrite import (
+    RewriteTask,
+    item_facts,
+    requirements_prompt,
+    rewrite_refusal,
+)
+from shoppingbench.problems.models import Category, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.tools.serving import running_server
 from tests.arena.suites.support import Validators, suite_bytes
 from tests.chain_support import make_wallet, register
 from tests.fake_drand import QUICKNET_ROUND, QUICKNET_SIGNATURE, RelayState, create_relay
+from tests.writing_model import plain_query, requirements
 
 # Round 123 of quicknet was emitted at 2023-08-23T15:15:33Z: the bank day's race slot is 15:30 that day.
 BANK_DAY = date(2023, 8, 23)
@@ -338,32 +346,44 @@ def test_validator_run_stops_on_a_pinned_bank_it_does_not_have(small_world: Samp
 # (e) writing a bank: the model's rewrites, checked; the commands
 
 
-def test_a_rewrite_must_keep_the_numbers_but_not_a_lists_item_numbers() -> None:
-    draft = "Find a sun hat in beige under 300 pesos."
-    assert rewrite_refusal(draft, "Looking for a beige sun hat, below 300 PHP please.") is None
-    assert rewrite_refusal(draft, "A beige sun hat, cheap.") == "loses the numbers 300"
-    # The model never sees a title, so title words it writes are ordinary words: not refused.
-    assert rewrite_refusal(draft, "A wide brim straw hat in beige under 300.") is None
-    assert rewrite_refusal(draft, " ") == "empty"
-    assert rewrite_refusal(draft, "beige hat 300 " * 20) == "more than twice as long as the draft"
-    listed = ("Find shops offering these items: 1. A pen above 286 PHP. (2) A keychain in 2 colors. "
-              "3) A mug size 12.")
-    kept = "A shop with a pen over 286 PHP, a keychain in 2 colors and a size 12 mug."
-    assert rewrite_refusal(listed, kept) is None
-    assert rewrite_refusal(listed, "A shop with a pen over 286 PHP, a keychain and a size 12 mug.") == \
-        "loses the numbers 2"
-    assert rewrite_refusal("1. A pen above 286 PHP.", "A pen above 286 PHP.") is None
-    assert rewrite_refusal("A mug of size 12. A pen.", "A mug and a pen.") == "loses the numbers 12"
+def _sun_hat_task() -> RewriteTask:
+    hat = Product(product_id="1", shop_id="1", price=250,
+                  title="Wide Brim Straw Sun Hat Beach Summer Beige UV")
+    target = RewardTarget(product_id="1", title=[hat.title], sku_options=[{"variation3": "beige"}],
+                          attributes=[{"size": ["57 cm"]}], price=[{"less than": [None, 300]}])
+    return RewriteTask("product", [ItemRequest(product=hat, target=target)],
+                       draft="Find a sun hat in beige, 57 cm, under 300 pesos.")
+
+
+def test_a_rewrite_must_keep_the_stated_numbers_and_not_repeat_the_title() -> None:
+    task = _sun_hat_task()
+    assert rewrite_refusal(task, "Looking for a beige sun hat (57 cm) below 300 PHP please.") is None
+    assert rewrite_refusal(task, "A beige sun hat, cheap, 57cm.") == "loses the numbers 300"
+    # A key's digits ("variation3") and list numbers are not requirements; a few title words are words.
+    assert rewrite_refusal(task, "1. A wide brim straw sun hat in beige, 57 cm, under 300.") is None
+    assert rewrite_refusal(task, "A wide brim straw sun hat beach in beige, 57 cm, under 300.") == \
+        "repeats 6 or more words of a product's title in a row"
+    assert rewrite_refusal(task, " ") == "empty"
+    assert rewrite_refusal(task, "beige hat 57 cm 300 " * 10) == "more than twice as long as the draft"
+
+
+def test_the_model_is_given_each_items_requirements_not_the_draft() -> None:
+    task = _sun_hat_task()
+    prompt = requirements_prompt(task)
+    assert requirements(prompt) == [(task.items[0].product.title, ["beige", "57 cm", "below 300 PHP"])]
+    assert task.draft not in prompt and "basic kind in at most five words taken from its title" in prompt
+    assert item_facts(task.items[0].target)[1:] == [
+        "variation3: beige", "size: 57 cm", "price: below 300 PHP"]
 
 
 def _rewriting_model(body: dict[str, Any]) -> StubReply:
-    """Plays a model: rewrites a request, but a shop request's first rewrite is junk (then it is asked
-    again). The bank's problems come from a private random seed, so nothing may depend on their words."""
+    """Plays a model writing a request from its requirements, but a shop request's first answer is junk
+    (then it is asked again). The bank's problems come from a private random seed, so nothing may depend
+    on their words."""
     prompt = body["messages"][-1]["content"]
-    draft = prompt.split("\n")[1]
-    if prompt.startswith("Rewrite this shop") and "was refused" not in prompt:
+    if "several products that one shop sells" in prompt and "was refused" not in prompt:
         return StubReply(content="Sure, here is a nicer request for you.")
-    return StubReply(content="```json\n" + json.dumps({"query": f"Hi! {draft} Thanks a lot."}) + "\n```")
+    return StubReply(content="```json\n" + json.dumps({"query": f"Hi! {plain_query(body)}"}) + "\n```")
 
 
 def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: Path) -> None:
@@ -377,8 +397,8 @@ def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: P
     assert built.exit_code == 0, built.output
     assert "2 product, 2 shop, 2 voucher" in built.output and "drafts kept" in built.output
     written = ProblemBank.model_validate_json(plain.read_bytes())
-    assert all(p.query.startswith("Hi! ") for p in written.problems)  # every request reworded, checked
-    assert "6 requests reworded, 0 drafts kept (8 requests)" in built.output  # the shop ones asked twice
+    assert all(p.query.startswith("Hi! ") for p in written.problems)  # every request written, checked
+    assert "6 requests written, 0 drafts kept (8 requests)" in built.output  # the shop ones asked twice
     for problem in written.problems:  # the voucher's rules stay the fixed block they are
         assert (problem.category == "voucher") == ("\n\nMy budget is only `" in problem.query)
 
@@ -388,7 +408,7 @@ def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: P
                                            "--out", str(tmp_path / "drafts.json"), "--per-category", "1",
                                            "--llm-url", f"{base_url}/v1", "--llm-model", MODEL])
     assert drafts.exit_code == 0, drafts.output
-    assert "0 requests reworded, 3 drafts kept" in drafts.output
+    assert "0 requests written, 3 drafts kept" in drafts.output
     assert "draft kept: request failed: InternalServerError" in drafts.output
 
     slot_round = runner.invoke(arena_app, ["bank", "round", "--at", "2023-08-23T15:30:00+00:00"])
