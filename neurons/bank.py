@@ -137,7 +137,8 @@ def bank_open(
     try:
         sealed = read_sealed(sealed_file.read_bytes())
         if signature is None:
-            signature = DrandBeacon(QUICKNET_CHAIN_HASH).signature(sealed.reveal_round)
+            with DrandBeacon(QUICKNET_CHAIN_HASH) as beacon:
+                signature = beacon.signature(sealed.reveal_round)
         if signature is None:
             raise BankError(f"drand round {sealed.reveal_round} is emitted at "
                             f"{round_time(sealed.reveal_round).isoformat()}: not yet")

@@ -72,3 +72,9 @@ class DrandBeacon:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> DrandBeacon:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

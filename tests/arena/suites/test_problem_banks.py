@@ -193,14 +193,15 @@ def test_a_sealed_file_that_is_not_one_is_named(tmp_path: Path) -> None:
 
 def test_the_beacon_gives_a_rounds_signature_and_none_before_it_is_emitted() -> None:
     state = RelayState(signatures={QUICKNET_ROUND: QUICKNET_SIGNATURE}, latest=QUICKNET_ROUND - 1)
-    with running_server(create_relay(state)) as relay:
-        beacon = DrandBeacon(QUICKNET_CHAIN_HASH, [relay])
+    client = httpx.Client(timeout=5)
+    with running_server(create_relay(state)) as relay, \
+            DrandBeacon(QUICKNET_CHAIN_HASH, [relay], client=client) as beacon:
         assert beacon.signature(QUICKNET_ROUND) is None  # Too Early
         state.latest = QUICKNET_ROUND
         assert beacon.signature(QUICKNET_ROUND) == QUICKNET_SIGNATURE
         assert beacon.signature(QUICKNET_ROUND) == QUICKNET_SIGNATURE
         assert state.requests == [QUICKNET_ROUND, QUICKNET_ROUND]  # the second answer was kept
-        beacon.close()
+    assert client.is_closed
 
 
 def test_the_beacon_tries_the_next_relay_and_says_when_none_answers() -> None:
