@@ -50,10 +50,9 @@ _LOOKING_FOR: Final[dict[Category, str]] = {
 _SERVICE_FACTS: Final = {"official": "sold by an official store (LazMall)", "freeShipping": "free shipping",
                          "COD": "cash on delivery", "flashsale": "on flash sale (LazFlash)"}
 _NOTES: Final = (
-    "State every requirement except attributes that only the title shows, and keep every number and "
-    "unit as given. Name each product by its basic kind in at most five words taken from its title; "
-    "never repeat the title. Say a few of the requirements in everyday words a shopper would use, and "
-    "build the sentences your own way.")
+    "The title is not a requirement: take from it only the product's basic kind, in at most five words, "
+    "and never repeat it. State every other requirement, keeping every number and unit as given. Say a "
+    "few of them in the everyday words a shopper would use, and build the sentences your own way.")
 
 
 class RewriteReport(BaseModel):

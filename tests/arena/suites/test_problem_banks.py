@@ -372,7 +372,7 @@ def test_the_model_is_given_each_items_requirements_not_the_draft() -> None:
     task = _sun_hat_task()
     prompt = requirements_prompt(task)
     assert requirements(prompt) == [(task.items[0].product.title, ["beige", "57 cm", "below 300 PHP"])]
-    assert task.draft not in prompt and "basic kind in at most five words taken from its title" in prompt
+    assert task.draft not in prompt and "only the product's basic kind, in at most five words" in prompt
     assert item_facts(task.items[0].target)[1:] == [
         "variation3: beige", "size: 57 cm", "price: below 300 PHP"]
 
