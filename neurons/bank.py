@@ -63,9 +63,12 @@ def bank_build(
     --llm-url/--llm-model the lexicon writer's wording stands (the problems are still unknown before the
     race, but as easy to parse as generated ones). A request that drops a stated number, repeats 6 title
     words in a row or is twice as long as the lexicon writer's draft is asked for again; then the draft
-    stands and is counted.
+    stands and is counted. Each problem is journaled to OUT.partial as it is written: the same command
+    resumes an interrupted build (the journal holds the bank's private seed; it is deleted once OUT is
+    written).
     """
     from arena.suites.bank_build import build_bank
+    from arena.suites.bank_journal import journal_path
     from arena.suites.sealed_bank import bank_bytes
     from shoppingbench.generator.writer.lexicon import LexiconError
     from shoppingbench.generator.writer.propose import ModelSettings
@@ -75,14 +78,23 @@ def bank_build(
         raise typer.BadParameter("--llm-url and --llm-model go together")
     model = (ModelSettings(base_url=llm_url, model=llm_model, api_key=llm_key)
              if llm_url is not None and llm_model is not None else None)
+    journal = journal_path(out)
+    if journal.exists():
+        typer.echo(f"resuming from {journal}", err=True)
     try:
-        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), model=model,
+        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), model=model, journal=journal,
                            progress=sys.stderr.isatty())
     except (FileNotFoundError, LexiconError, ValueError) as exc:
         raise _fail(str(exc)) from exc
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: what was written is kept in {journal}; run the same command to resume",
+                   err=True)
+        raise typer.Exit(130) from None
     out.write_bytes(bank_bytes(built.bank))
+    journal.unlink()
     counts = ", ".join(f"{n} {c}" for c, n in built.bank.counts().items())
-    typer.echo(f"bank {out}: {counts} over catalog {built.bank.catalog_fingerprint}")
+    resumed = f" ({built.resumed} slots from the journal)" if built.resumed else ""
+    typer.echo(f"bank {out}: {counts} over catalog {built.bank.catalog_fingerprint}{resumed}")
     if built.rewrites is not None:
         report = built.rewrites
         typer.echo(f"model: {report.rewritten} requests written, {report.drafts_kept} drafts kept "

@@ -9,7 +9,6 @@ wording stands: still unknown before the race, but as easy to parse as a generat
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from arena.suites.bank import ProblemBank
+from arena.suites.bank_journal import BankJournal
 from arena.suites.public import targets_of
 from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
@@ -29,44 +29,55 @@ from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
 @dataclass(frozen=True)
 class BankBuild:
-    """A written bank and, when a model wrote its requests, how that went."""
+    """A written bank, how many of its slots an earlier, interrupted build had written, and, when a model
+    wrote its requests, how this build's went."""
 
     bank: ProblemBank
+    resumed: int
     rewrites: RewriteReport | None
 
 
-def _problems(generator: ProblemGenerator, seed: str, per_category: Mapping[Category, int],
+def _problems(generator: ProblemGenerator, journal: BankJournal, per_category: Mapping[Category, int],
               progress: bool) -> list[Problem]:
-    """The problems one at a time (a model takes seconds a request), no target twice in the bank."""
-    problems: list[Problem] = []
+    """The problems one slot at a time (a model takes seconds a request), each journaled as it is written,
+    no target twice in the bank; the slots the journal holds are not written again."""
+    slots = [(category, index) for category in CATEGORIES for index in range(per_category.get(category, 0))]
     columns = (TextColumn("[bold]writing the bank"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, disable=not progress, transient=True) as bar:
-        task = bar.add_task("bank", total=sum(per_category.values()))
-        for category in CATEGORIES:
-            for index in range(per_category.get(category, 0)):
-                problems += generator.generate(f"{seed}/{category}/{index}", {category: 1},
-                                               exclude_products=targets_of(problems))
-                bar.advance(task)
-    return problems
+        task = bar.add_task("bank", total=len(slots), completed=len(journal.written))
+        for category, index in slots:
+            if (category, index) in journal.written:
+                continue
+            written = [p for p in journal.written.values() if p is not None]
+            made = generator.generate(f"{journal.header.seed}/{category}/{index}", {category: 1},
+                                      exclude_products=targets_of(written))
+            journal.record(category, index, made[0] if made else None)
+            bar.advance(task)
+    return [p for slot in slots if (p := journal.written.get(slot)) is not None]
 
 
 def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model: ModelSettings | None,
-               seed: str | None = None, progress: bool = False) -> BankBuild:
-    """``per_category`` solvable problems over the catalog in ``catalog_dir``, worded by ``model``.
+               journal: Path, seed: str | None = None, progress: bool = False) -> BankBuild:
+    """``per_category`` solvable problems over the catalog in ``catalog_dir``, worded by ``model``, each
+    journaled to ``journal`` as it is written (a build interrupted before resumes from there; the caller
+    deletes the journal once the bank is stored).
 
     ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
     """
     base = writer_for_catalog(catalog_dir)
     writer = base if model is None else model_rewriter(base, model)
     fingerprint = catalog_fingerprint(catalog_dir)
+    record = BankJournal.open(journal, catalog_fingerprint=fingerprint, per_category=per_category, seed=seed)
+    resumed = len(record.written)
     engine = open_catalog(catalog_dir)
     try:
         generator = ProblemGenerator(engine, fingerprint=fingerprint, writer=writer,
                                      embedder=catalog_title_embedder(catalog_dir))
-        problems = _problems(generator, seed or f"bank/{secrets.token_hex(32)}", per_category, progress)
+        problems = _problems(generator, record, per_category, progress)
     finally:
         engine.close()
+        record.close()
     if not problems:
         raise ValueError(f"the catalog in {catalog_dir} gave no problem for {dict(per_category)}")
-    return BankBuild(ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems)),
+    return BankBuild(ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems)), resumed,
                      writer.report if isinstance(writer, CheckedRewriter) else None)

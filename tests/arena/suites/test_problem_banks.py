@@ -97,9 +97,9 @@ class Signatures:
 
 
 @pytest.fixture(scope="module")
-def bank(small_world: SampleWorld) -> ProblemBank:
+def bank(small_world: SampleWorld, tmp_path_factory: pytest.TempPathFactory) -> ProblemBank:
     built = build_bank(small_world.catalog_dir, {"product": 6, "shop": 3, "voucher": 3}, model=None,
-                       seed="test-bank")
+                       journal=tmp_path_factory.mktemp("bank") / "bank.json.partial", seed="test-bank")
     assert built.rewrites is None
     return built.bank
 
