@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from shoppingbench.problems.models import Problem, RewardTarget
+from shoppingbench.scoring.rules import attribute_pairs
 
 _WORD: Final = re.compile(r"[^\W_]+")
 SPAN_WORDS: Final = 3
@@ -71,8 +72,7 @@ def target_keys(target: RewardTarget) -> list[str]:
 
 def target_values(target: RewardTarget) -> list[str]:
     """The sku option and attribute values a target states, in reward order."""
-    return ([v for option in target.sku_options for v in option.values()]
-            + [v for attr in target.attributes for values in attr.values() for v in values])
+    return [v for _, v in attribute_pairs(target)]
 
 
 def states_raw_key(query: str, target: RewardTarget) -> bool:

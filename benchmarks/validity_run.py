@@ -56,7 +56,8 @@ def twin_of(problem: Problem, index: int, products: Mapping[str, Product], write
 def twins(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine, catalog_dir: Path,
           writer: RequestWriter | None = None) -> dict[Category, list[Problem]]:
     """The twin of every real problem, per category, in the same order, by ``writer`` (default: the
-    catalog's lexicon writer; a :class:`ModelRewriter` over it measures a problem bank's wording)."""
+    catalog's lexicon writer; a :class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter` over it
+    measures a problem bank's wording)."""
     writer = writer or writer_for_catalog(catalog_dir)
     ids = [t.product_id for problems in real.values() for p in problems for t in p.targets]
     products = engine.get_products(ids)

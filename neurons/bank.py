@@ -10,7 +10,7 @@ import hashlib
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,10 +18,17 @@ from neurons.options import LogFormatOption
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES
 
+if TYPE_CHECKING:
+    from arena.suites.bank import ProblemBank
+
 app = typer.Typer(no_args_is_help=True, help="Write, seal and check problem banks (model-written race days).")
 
 CatalogDirOption = Annotated[Path, typer.Option(
     "--catalog", file_okay=False, help="The subnet's catalog (built by `arena catalog import`)")]
+
+
+def _counts(bank: ProblemBank) -> str:
+    return ", ".join(f"{n} {c}" for c, n in bank.counts().items())
 
 
 def _fail(message: str) -> typer.Exit:
@@ -92,9 +99,8 @@ def bank_build(
         raise typer.Exit(130) from None
     out.write_bytes(bank_bytes(built.bank))
     journal.unlink()
-    counts = ", ".join(f"{n} {c}" for c, n in built.bank.counts().items())
     resumed = f" ({built.resumed} slots from the journal)" if built.resumed else ""
-    typer.echo(f"bank {out}: {counts} over catalog {built.bank.catalog_fingerprint}{resumed}")
+    typer.echo(f"bank {out}: {_counts(built.bank)} over catalog {built.bank.catalog_fingerprint}{resumed}")
     if built.rewrites is not None:
         report = built.rewrites
         typer.echo(f"model: {report.rewritten} requests written, {report.drafts_kept} drafts kept "
@@ -157,8 +163,7 @@ def bank_open(
         opened = unseal(sealed, signature)
     except (BankError, RuntimeError) as exc:
         raise _fail(str(exc)) from exc
-    counts = ", ".join(f"{n} {c}" for c, n in opened.counts().items())
-    typer.echo(f"bank of {sealed.day} (round {sealed.reveal_round}): {counts} over catalog "
+    typer.echo(f"bank of {sealed.day} (round {sealed.reveal_round}): {_counts(opened)} over catalog "
                f"{opened.catalog_fingerprint}")
     if out is not None:
         out.write_bytes(bank_bytes(opened))

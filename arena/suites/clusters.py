@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoppingbench.problems.models import Problem
 from shoppingbench.problems.wording import number
+from shoppingbench.scoring.rules import attribute_pairs
 from shoppingbench.search.analysis import analyze
 
 _MINHASH_SEED: Final = 20261122
@@ -94,8 +95,7 @@ def _reward_words(problem: Problem) -> list[str]:
     words: list[str] = []
     for target in problem.targets:
         words += target.title
-        words += [v for option in target.sku_options for v in option.values()]
-        words += [v for attribute in target.attributes for values in attribute.values() for v in values]
+        words += [v for _, v in attribute_pairs(target)]
         words += [number(b) for condition in target.price for bounds in condition.values() for b in bounds
                   if b is not None]
     voucher = problem.voucher

@@ -21,6 +21,7 @@ import structlog
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.models import Problem
 from shoppingbench.problems.wording import number
+from shoppingbench.scoring.rules import attribute_pairs
 from shoppingbench.settings import LLMSettings
 from shoppingbench.world.problems import request_keywords
 
@@ -52,8 +53,7 @@ def keeps_facts(original: Problem, rewrite: str, products: dict[str, Product]) -
     if not text.strip() or any(target.product_id in text for target in original.targets):
         return False
     for target in original.targets:
-        values = [v for option in target.sku_options for v in option.values()]
-        values += [v for attribute in target.attributes for vs in attribute.values() for v in vs]
+        values = [v for _, v in attribute_pairs(target)]
         values += [number(bound) for condition in target.price for bounds in condition.values()
                    for bound in bounds if bound is not None]
         if not all(_contains(text, value) for value in values):

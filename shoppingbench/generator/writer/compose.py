@@ -35,6 +35,7 @@ from shoppingbench.problems.models import (
     parse_price_condition,
 )
 from shoppingbench.problems.terms import Draws
+from shoppingbench.scoring.rules import attribute_pairs
 
 WRITER_VERSION: Final = "lexicon-writer-3"
 """Bumped whenever the code would word the same lexicon and draws differently."""
@@ -149,10 +150,8 @@ class LexiconWriter:
 
     def statements(self, target: RewardTarget) -> list[_Statement]:
         """The target's stated sku options and attributes, in target order."""
-        pairs = [(k, v) for option in target.sku_options for k, v in option.items()]
-        pairs += [(k, v) for attribute in target.attributes for k, vs in attribute.items() for v in vs]
         out = []
-        for key, value in pairs:
+        for key, value in attribute_pairs(target):
             phrasing = self.key_phrasing(key)
             out.append(_Statement(key=phrasing, value=self.everyday_value(key, value, phrasing.role)))
         return out

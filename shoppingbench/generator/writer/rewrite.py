@@ -36,6 +36,7 @@ from shoppingbench.generator.writer.rules import longest_title_run
 from shoppingbench.problems.models import Category, PriceCondition, RewardTarget, Voucher
 from shoppingbench.problems.terms import Draws
 from shoppingbench.problems.wording import number
+from shoppingbench.scoring.rules import attribute_pairs
 
 _WORD: Final = re.compile(r"[^\W_]+")
 _MAX_GROWTH: Final = 2.0
@@ -106,9 +107,7 @@ def stated_numbers_text(items: Sequence[ItemRequest]) -> str:
     digits, "variation3", and the title's are not)."""
     parts: list[str] = []
     for target in (item.target for item in items):
-        parts += [value for option in target.sku_options for value in option.values()]
-        parts += [value for attribute in target.attributes for values in attribute.values()
-                  for value in values]
+        parts += [value for _, value in attribute_pairs(target)]
         parts += [_price_bound(condition) for condition in target.price_conditions()]
     return " ; ".join(parts)
 
