@@ -2,14 +2,15 @@
 
     python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4] [--lexicon FILE]
                                   [--world-products 3000] [--shape-per-category 30]
-                                  [--llm-url URL --llm-model NAME | --replay-real]
+                                  [--llm-url URL --llm-model NAME | --replay-real] [--twin-draws 1]
 
 Over the calibration set (``../shared/calibration``: 300 real ShoppingBench problems and a catalog they
 are solvable in) every real problem gets a **twin**: the generator's writer's query for the same reward
 targets (same items, same stated constraints, same voucher). Then, per category, real beside twin:
 
 - wording (``benchmarks.validity_metrics`` defines each exactly): ``title_span_share``, ``raw_key_share``,
-  ``verbatim_value_share``, ``query_words``;
+  ``verbatim_value_share``, ``query_words``, and ``parser_split_share`` (queries the hostile parser splits
+  into as many items as the reward has targets);
 - success of the bundled scripted baseline and of the hostile parser (``benchmarks/validity_parser.py``,
   a no-LLM agent written against the writer's wording and tuned only on sample-world problems), scored
   by the one scorer (``production-strict``) against the calibration catalog: the agents' own code
@@ -26,7 +27,9 @@ each run) unless ``--lexicon FILE`` gives one. With ``--llm-url``/``--llm-model`
 twin as problem banks are written (``arena bank build``: from the items' requirements, checked),
 which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON).
 ``--replay-real`` measures those checks instead of a model: each draft's "rewrite" is its real request
-(GPT-4.1's, written from the same requirements), kept where the checks keep it.
+(GPT-4.1's, written from the same requirements), kept where the checks keep it. ``--twin-draws N``
+writes N twins per real problem with different draws of the writer: the targets judge the first, and
+``<agent>_gap_draws`` (per category) and ``<agent>_gap_max_draws`` show how far the gaps move.
 Progress goes to stderr, one line per stage; the last line printed is one JSON object.
 """
 
@@ -42,7 +45,14 @@ from typing import Any, Final
 import orjson
 
 from benchmarks.validity_metrics import wording_figures
-from benchmarks.validity_run import AGENTS, replay_rewriter, run_agents, sampler_shape, twins
+from benchmarks.validity_run import (
+    AGENTS,
+    parser_split_share,
+    replay_rewriter,
+    run_agents,
+    sampler_shape,
+    twins,
+)
 from shoppingbench.catalog_dir import build_catalog, catalog_exists, open_catalog
 from shoppingbench.generator.writer import lexicon_path, writer_for_catalog
 from shoppingbench.generator.writer.catalog_lexicon import build_catalog_lexicon
@@ -97,25 +107,41 @@ def _worst(per_category: dict[Category, dict[str, Any]], field: str) -> float:
 
 
 def summarise(per_category: dict[Category, dict[str, Any]]) -> dict[str, Any]:
-    """The top-level figures: each the worst category's, and whether every target is met."""
+    """The top-level figures: each the worst category's, and whether every target is met. With more than
+    one twin draw, ``<agent>_gap_max_draws`` lists the worst category's gap of each draw (for information:
+    the targets are judged on draw 0)."""
     top = {"title_span_share_max": _worst(per_category, "twin_title_span_share"),
            "raw_key_share_max": _worst(per_category, "twin_raw_key_share"),
            "baseline_gap_max": _worst(per_category, "baseline_gap"),
            "parser_gap_max": _worst(per_category, "parser_gap")}
-    return {**top, "targets_met": all(top[name] <= bound for name, bound in TARGETS.items())}
+    spread: dict[str, list[float]] = {}
+    for agent in AGENTS:
+        per_draw = [figures.get(f"{agent}_gap_draws") for figures in per_category.values()]
+        if all(per_draw):
+            spread[f"{agent}_gap_max_draws"] = [max(gaps) for gaps in zip(*per_draw, strict=True)]
+    return {**top, "targets_met": all(top[name] <= bound for name, bound in TARGETS.items()), **spread}
+
+
+def twin_sides(draws: int) -> list[str]:
+    """The side name of each twin draw: ``twin`` (draw 0, the one the targets judge), ``twin-1``, ..."""
+    return ["twin"] + [f"twin-{draw}" for draw in range(1, draws)]
 
 
 def _category_figures(real: list[Problem], twin: list[Problem],
-                      success: dict[str, float]) -> dict[str, Any]:
+                      success: dict[str, float], draws: int = 1) -> dict[str, Any]:
     figures: dict[str, Any] = {"problems": len(real)}
     for side, problems in (("real", real), ("twin", twin)):
         for name, value in asdict(wording_figures(problems)).items():
             if name != "problems":
                 figures[f"{side}_{name}"] = value
+        figures[f"{side}_parser_split_share"] = parser_split_share(problems)
     for agent in AGENTS:
+        gaps = [round(success[f"{agent}/{side}"] - success[f"{agent}/real"], 4) for side in twin_sides(draws)]
         figures[f"{agent}_real_success"] = success[f"{agent}/real"]
         figures[f"{agent}_twin_success"] = success[f"{agent}/twin"]
-        figures[f"{agent}_gap"] = round(success[f"{agent}/twin"] - success[f"{agent}/real"], 4)
+        figures[f"{agent}_gap"] = gaps[0]
+        if draws > 1:
+            figures[f"{agent}_gap_draws"] = gaps
     return figures
 
 
@@ -138,13 +164,16 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                              "checked, and use each one the checks keep as its twin")
     parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
     parser.add_argument("--workers", type=int, default=4, help="Problems run at once per agent")
+    parser.add_argument("--twin-draws", type=int, default=1,
+                        help="Twins written per real problem with different draws of the writer; the "
+                             "targets judge draw 0, the others show the spread (<agent>_gap_draws)")
     parser.add_argument("--world-products", type=int, default=3000,
                         help="Products of the sample world the sampler's shape is drawn over (built once)")
     parser.add_argument("--shape-per-category", type=int, default=30,
                         help="Generated problems per category for the sampler's shape (0: skip)")
     args = parser.parse_args(argv)
-    if args.per_category < 1 or args.workers < 1 or args.shape_per_category < 0:
-        parser.error("--per-category and --workers must be >= 1, --shape-per-category >= 0")
+    if min(args.per_category, args.workers, args.twin_draws) < 1 or args.shape_per_category < 0:
+        parser.error("--per-category, --workers and --twin-draws must be >= 1, --shape-per-category >= 0")
     if (args.llm_url is None) != (args.llm_model is None):
         parser.error("--llm-url and --llm-model go together")
     if args.replay_real and args.llm_url is not None:
@@ -156,7 +185,7 @@ def _rewriter(args: argparse.Namespace, real: dict[Category, list[Problem]], eng
               catalog_dir: Path) -> CheckedRewriter | None:
     """What rewrites the lexicon writer's twins, if anything: a model, or the real requests replayed."""
     if args.replay_real:
-        return replay_rewriter(real, engine, catalog_dir)
+        return replay_rewriter(real, engine, catalog_dir, args.twin_draws)
     if args.llm_url is None:
         return None
     return model_rewriter(writer_for_catalog(catalog_dir),
@@ -176,16 +205,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine = open_catalog(catalog_dir)
     try:
         rewriter = _rewriter(args, real, engine, catalog_dir)
-        twin = twins(real, engine, catalog_dir, rewriter)
-        success = run_agents(real, twin, engine, settings, args.workers, _say)
+        sides = {"real": real} | {side: twins(real, engine, catalog_dir, rewriter, draw)
+                                  for draw, side in enumerate(twin_sides(args.twin_draws))}
+        success = run_agents(sides, engine, settings, args.workers, _say)
     finally:
         engine.close()
-    per_category = {c: _category_figures(real[c], twin[c], success[c]) for c in CATEGORIES}
+    twin = sides["twin"]
+    per_category = {c: _category_figures(real[c], twin[c], success[c], args.twin_draws) for c in CATEGORIES}
     shape = sampler_shape(settings.root, args.world_products, args.shape_per_category, _say)
     result = {**summarise(per_category), "targets": TARGETS, "lexicon_sha256": lexicon,
               "twin_writer": "lexicon" if rewriter is None else rewriter.key,
               "rewrites": None if rewriter is None else rewriter.report.model_dump(exclude={"reasons"}),
-              "problems": sum(len(p) for p in real.values()), "per_category": per_category,
+              "problems": sum(len(p) for p in real.values()), "twin_draws": args.twin_draws,
+              "per_category": per_category,
               "sampler_shape": shape}
     print(orjson.dumps(result).decode())
     return result

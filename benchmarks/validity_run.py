@@ -10,7 +10,7 @@ checks keep of wording as free as GPT-4.1's.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Final
@@ -41,27 +41,35 @@ AGENTS: Final = tuple(AGENT_MODULES)
 Say = Callable[[str], None]
 
 
-def twin_of(problem: Problem, index: int, products: Mapping[str, Product], writer: RequestWriter) -> Problem:
+def twin_draws(category: Category, index: int, draw: int = 0) -> HashDraws:
+    """The writer's draws for the twin of a category's ``index``-th real problem. Draw 0 is the twin every
+    run measures; each further draw is another wording of the same targets, to see how far the figures
+    move with the writer's choices (``--twin-draws``)."""
+    return HashDraws(TWIN_KEY, category, str(index), *((f"draw-{draw}",) if draw else ()))
+
+
+def twin_of(problem: Problem, index: int, products: Mapping[str, Product], writer: RequestWriter,
+            draw: int = 0) -> Problem:
     """``problem`` with the writer's query for its own targets and voucher (see the module docstring)."""
     missing = [t.product_id for t in problem.targets if t.product_id not in products]
     if missing:
         raise ValueError(f"problem {problem.id}: targets {missing} are not in the catalog")
     items = [ItemRequest(product=products[t.product_id], target=t) for t in problem.targets]
-    written = writer.write(problem.category, items, problem.voucher,
-                           HashDraws(TWIN_KEY, problem.category, str(index)))
+    draws = twin_draws(problem.category, index, draw)
+    written = writer.write(problem.category, items, problem.voucher, draws)
     return Problem(category=problem.category, query=written.query, targets=problem.targets,
                    voucher=problem.voucher)
 
 
 def twins(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine, catalog_dir: Path,
-          writer: RequestWriter | None = None) -> dict[Category, list[Problem]]:
+          writer: RequestWriter | None = None, draw: int = 0) -> dict[Category, list[Problem]]:
     """The twin of every real problem, per category, in the same order, by ``writer`` (default: the
     catalog's lexicon writer; a :class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter` over it
-    measures a problem bank's wording)."""
+    measures a problem bank's wording), with the writer's ``draw`` (:func:`twin_draws`)."""
     writer = writer or writer_for_catalog(catalog_dir)
     ids = [t.product_id for problems in real.values() for p in problems for t in p.targets]
     products = engine.get_products(ids)
-    return {category: [twin_of(p, i, products, writer) for i, p in enumerate(problems)]
+    return {category: [twin_of(p, i, products, writer, draw) for i, p in enumerate(problems)]
             for category, problems in real.items()}
 
 
@@ -86,13 +94,23 @@ class ReplayedRequests:
 
 
 def replay_rewriter(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine,
-                    catalog_dir: Path) -> CheckedRewriter:
-    """The lexicon writer's drafts, each rewritten to its real problem's request where the checks allow."""
-    drafts = twins(real, engine, catalog_dir)
+                    catalog_dir: Path, draws: int = 1) -> CheckedRewriter:
+    """The lexicon writer's drafts (of each of the first ``draws`` draws), each rewritten to its real
+    problem's request where the checks allow."""
     real_by_draft = {(category, draft.query.partition("\n\n")[0]): problem.query.partition("\n\n")[0]
-                     for category, problems in real.items()
-                     for problem, draft in zip(problems, drafts[category], strict=True)}
+                     for draw in range(draws)
+                     for category, drafts in twins(real, engine, catalog_dir, draw=draw).items()
+                     for problem, draft in zip(real[category], drafts, strict=True)}
     return CheckedRewriter(writer_for_catalog(catalog_dir), ReplayedRequests(real_by_draft))
+
+
+def parser_split_share(problems: Sequence[Problem]) -> float:
+    """The share of ``problems`` whose query the hostile parser splits into as many items as the reward has
+    targets: how often its copy of the writer's grammar finds the item boundaries (docs/validity.md)."""
+    if not problems:
+        return 0.0
+    right = sum(1 for p in problems if len(validity_parser.parse_query(p.query)[0]) == len(p.targets))
+    return round(right / len(problems), 4)
 
 
 def success_by_category(agent: AgentMain, suite: list[Problem], grader: Grader,
@@ -110,17 +128,16 @@ def success_by_category(agent: AgentMain, suite: list[Problem], grader: Grader,
     return rates
 
 
-def run_agents(real: Mapping[Category, list[Problem]], twin: Mapping[Category, list[Problem]],
-               engine: BM25SearchEngine, settings: HarnessSettings, workers: int,
-               say: Say) -> dict[Category, dict[str, float]]:
-    """``{category: {"<agent>/<real|twin>": success}}`` for every agent on both sides."""
+def run_agents(sides: Mapping[str, Mapping[Category, list[Problem]]], engine: BM25SearchEngine,
+               settings: HarnessSettings, workers: int, say: Say) -> dict[Category, dict[str, float]]:
+    """``{category: {"<agent>/<side>": success}}`` for every agent on every side (``real``, ``twin``, ...)."""
     grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
                     PRODUCTION_STRICT)
     success: dict[Category, dict[str, float]] = {c: {} for c in CATEGORIES}
     with running_server(create_tool_app(engine)) as url:
         os.environ["SANDBOX_PROXY_URL"] = url  # how an agent file finds its tools (ProxyClient)
         for name, module in AGENT_MODULES.items():
-            for side, problems in (("real", real), ("twin", twin)):
+            for side, problems in sides.items():
                 suite = [p for c in CATEGORIES for p in problems[c]]
                 say(f"agents: {name} on {len(suite)} {side} problems")
                 rates = success_by_category(module.agent_main, suite, grader, workers)

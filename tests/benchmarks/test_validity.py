@@ -28,12 +28,13 @@ from benchmarks.validity_parser import (
     take_price,
     take_services,
 )
-from benchmarks.validity_run import replay_rewriter, twin_of, twins
+from benchmarks.validity_run import TWIN_KEY, parser_split_share, replay_rewriter, twin_draws, twin_of, twins
 from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.propose import ModelSettings
 from shoppingbench.generator.writer.rewrite import model_rewriter
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
@@ -162,6 +163,16 @@ def test_parser_splits_items_added_in_sentences_numbered_or_joined_before_the_la
     assert keyed == ["a red shirt, a cowl neck collar", "some pots"]  # "a {v} {k}" is a clause, not an item
 
 
+def test_split_share_counts_queries_split_into_as_many_items_as_targets() -> None:
+    two = [_target(product_id="p1", title=["Red Kettle"]), _target(product_id="p2", title=["Steel Pot"])]
+    joined = "Find a shop offering a red kettle under 300 php. Also, look for some pots in steel."
+    run_on = "I want a red kettle which goes with my steel pots, under 300 php in all"
+    problems = [Problem(category="shop", query=joined, targets=two),
+                Problem(category="shop", query=run_on, targets=two)]
+    assert parser_split_share(problems) == 0.5  # the second names both items in one clause
+    assert parser_split_share(problems[:1]) == 1.0 and parser_split_share([]) == 0.0
+
+
 def test_parser_matches_values_in_their_everyday_form() -> None:
     item = Item(name="belt", values=["waist 38", "medium", "black and white"])
     detail = {"sku_options": {"1": {"size": "waist:38", "color_family": "black/white"}, "2": {"size": "m"}},
@@ -189,6 +200,17 @@ def test_twin_keeps_targets_and_voucher_and_replaces_the_query(small_world: Samp
     assert twin.query != real.query and twin == twin_of(real, 0, products, writer)
     with pytest.raises(ValueError, match="not in the catalog"):
         twin_of(real, 0, {}, writer)
+
+
+def test_twin_draw_zero_keeps_the_benchmarks_draws_and_later_draws_word_it_anew(
+        small_world: SampleWorld, small_engine: BM25SearchEngine) -> None:
+    first, again = twin_draws("shop", 3), HashDraws(TWIN_KEY, "shop", "3")  # the keys runs have used
+    assert [first.below(1000) for _ in range(8)] == [again.below(1000) for _ in range(8)]
+    real = {c: [p for p in small_world.suite(4) if p.category == c][:3] for c in CATEGORIES}
+    drawn = [twins(real, small_engine, small_world.catalog_dir, draw=draw) for draw in (0, 1)]
+    assert drawn[0] == twins(real, small_engine, small_world.catalog_dir)
+    assert [t.targets for t in drawn[1]["shop"]] == [p.targets for p in real["shop"]]
+    assert any(a.query != b.query for c in CATEGORIES for a, b in zip(drawn[0][c], drawn[1][c], strict=True))
 
 
 def _writing_model(body: dict[str, Any]) -> StubReply:
@@ -241,6 +263,10 @@ def test_replayed_twins_are_the_real_requests_the_checks_keep(small_world: Sampl
     assert (rewriter.report.rewritten, rewriter.report.drafts_kept) == (5, 1)
     assert rewriter.report.reasons[0].startswith("loses the numbers")
     assert rewriter.key.startswith("replay-real/lexicon-writer")
+    both_draws = replay_rewriter(real, small_engine, small_world.catalog_dir, draws=2)
+    later = twins(real, small_engine, small_world.catalog_dir, both_draws, draw=1)
+    assert [t.query.partition("\n\n")[0] for t in later["product"]] == [
+        " ".join(r.query.partition("\n\n")[0].split()) for r in real["product"]]
 
 
 def test_summary_is_the_worst_category_against_the_targets() -> None:
@@ -248,6 +274,12 @@ def test_summary_is_the_worst_category_against_the_targets() -> None:
     summary = validity.summarise({"product": fine, "shop": fine, "voucher": {**fine, "parser_gap": 0.2}})
     assert summary["parser_gap_max"] == 0.2 and summary["targets_met"] is False
     assert validity.summarise({c: fine for c in CATEGORIES})["targets_met"] is True
+    assert "parser_gap_max_draws" not in summary
+    drawn = {c: {**fine, "parser_gap_draws": [0.05, gap], "baseline_gap_draws": [0.0, 0.0]}
+             for c, gap in zip(CATEGORIES, (0.1, -0.2, 0.3), strict=True)}
+    spread = validity.summarise(drawn)
+    assert spread["parser_gap_max_draws"] == [0.05, 0.3] and spread["baseline_gap_max_draws"] == [0.0, 0.0]
+    assert spread["parser_gap_max"] == 0.05  # the targets judge draw 0
 
 
 def _calibration_from(world: SampleWorld, folder: Path) -> Path:
@@ -268,16 +300,20 @@ def test_tiny_run_prints_every_figure(small_world: SampleWorld, tmp_path: Path,
     (tmp_path / "home" / "benchmarks" / "validity-world-3000").symlink_to(small_world.world_dir)
     calibration = _calibration_from(small_world, tmp_path / "calibration")
     result = validity.main(["--calibration", str(calibration), "--per-category", "3", "--workers", "2",
-                            "--shape-per-category", "2"])
+                            "--shape-per-category", "2", "--twin-draws", "2"])
     printed = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == orjson.loads(orjson.dumps(result))
     assert printed["problems"] == 9 and set(printed["per_category"]) == set(CATEGORIES)
     assert set(validity.TARGETS) | {"targets_met", "sampler_shape"} <= set(printed)
     shop = printed["per_category"]["shop"]
     for side in ("real", "twin"):
-        for name in ("title_span_share", "raw_key_share", "verbatim_value_share", "query_words"):
+        for name in ("title_span_share", "raw_key_share", "verbatim_value_share", "query_words",
+                     "parser_split_share"):
             assert shop[f"{side}_{name}"] >= 0
     assert 0 <= shop["parser_twin_success"] <= 1 and printed["sampler_shape"]["shop"]["problems"] == 2
+    assert printed["twin_draws"] == 2 and shop["parser_gap_draws"][0] == shop["parser_gap"]
+    assert len(printed["parser_gap_max_draws"]) == 2 and printed["parser_gap_max_draws"][0] == printed[
+        "parser_gap_max"]
     cached = list((tmp_path / "home" / "benchmarks").glob("validity-catalog-*"))
     assert len(cached) == 1  # the imported catalog, keyed by the documents' sha256
     record = cached[0] / BUILD_RECORD
