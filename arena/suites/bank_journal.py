@@ -95,7 +95,6 @@ class BankJournal:
         self._stream.close()
 
 
-
 def _append(stream: IO[bytes], line: bytes) -> None:
     stream.write(line + b"\n")
     stream.flush()
