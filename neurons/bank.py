@@ -19,6 +19,7 @@ from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES
 
 if TYPE_CHECKING:
+    from arena.settings import ArenaSettings
     from arena.suites.bank import ProblemBank
 
 app = typer.Typer(no_args_is_help=True, help="Write, seal and check problem banks (model-written race days).")
@@ -34,6 +35,18 @@ def _counts(bank: ProblemBank) -> str:
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(2)
+
+
+def _settings() -> ArenaSettings:
+    """The validator's ``ARENA_*`` settings (environment, then ``.env``): its race time, pins and relays."""
+    from pydantic import ValidationError
+
+    from arena.settings import ArenaSettings
+
+    try:
+        return ArenaSettings()
+    except ValidationError as exc:
+        raise _fail(f"the ARENA_* settings (environment or .env) are not valid: {exc}") from exc
 
 
 @app.command("round")
@@ -117,12 +130,13 @@ def bank_seal(
     reveal_round: Annotated[int, typer.Option("--round", min=1, help="The drand round that opens it "
                                                                      "(`arena bank round --at <slot>`)")],
     out: Annotated[Path, typer.Option("--out", dir_okay=False, help="Where to write the sealed file")],
-    race_time: Annotated[str, typer.Option("--race-time", help="The subnet's race slot, HH:MM UTC")
-                         ] = "16:00",
+    race_time: Annotated[datetime | None, typer.Option(
+        "--race-time", formats=["%H:%M"],
+        help="The subnet's race slot, HH:MM UTC; default: ARENA_RACE_TIME_UTC (16:00)")] = None,
 ) -> None:
     """Seal a bank to a drand round and print the sha256 validators pin for the day (ARENA_PROBLEM_BANKS).
 
-    Publish the sealed file beside the catalog; validators copy it to <catalog>/banks/<sha256>.json.
+    Publish the sealed file beside the catalog; operators install it (`arena bank install`).
     """
     from arena.race.calendar import race_slot
     from arena.suites.bank import BankError, check_reveal
@@ -130,7 +144,8 @@ def bank_seal(
 
     race_day: date = day.date()
     try:
-        check_reveal(reveal_round, race_slot(race_day, datetime.strptime(race_time, "%H:%M").time()))
+        slot_time = race_time.time() if race_time is not None else _settings().race_time_utc
+        check_reveal(reveal_round, race_slot(race_day, slot_time))
         sealed = seal(read_bank(bank.read_bytes()), race_day, reveal_round).to_bytes()
     except BankError as exc:
         raise _fail(str(exc)) from exc
@@ -143,7 +158,8 @@ def bank_seal(
 def bank_open(
     sealed_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A sealed bank")],
     signature: Annotated[str | None, typer.Option(
-        "--signature", help="The round's signature (hex); default: fetched from the drand relays")] = None,
+        "--signature", help="The round's signature (hex); default: fetched from the drand relays "
+                            "(ARENA_DRAND_RELAYS)")] = None,
     out: Annotated[Path | None, typer.Option("--out", dir_okay=False, help="Write the opened bank here")
                    ] = None,
 ) -> None:
@@ -155,7 +171,7 @@ def bank_open(
     try:
         sealed = read_sealed(sealed_file.read_bytes())
         if signature is None:
-            with DrandBeacon(QUICKNET_CHAIN_HASH) as beacon:
+            with DrandBeacon(QUICKNET_CHAIN_HASH, _settings().drand_relays) as beacon:
                 signature = beacon.signature(sealed.reveal_round)
         if signature is None:
             raise BankError(f"drand round {sealed.reveal_round} is emitted at "
@@ -167,3 +183,45 @@ def bank_open(
                f"{opened.catalog_fingerprint}")
     if out is not None:
         out.write_bytes(bank_bytes(opened))
+
+
+@app.command("install")
+def bank_install(
+    sealed_files: Annotated[list[Path], typer.Argument(
+        exists=True, dir_okay=False, help="Sealed banks the subnet published (any number, any days)")],
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", file_okay=False, help="The catalog the validator races over; default: ARENA_CATALOG_DIR"
+    )] = None,
+) -> None:
+    """Check published sealed banks, store each where the validator looks for it, print the pins to set.
+
+    Each file is checked as the validator checks it at start (a sealed bank, for its day, sealed to a drand
+    round near that day's slot, ARENA_RACE_TIME_UTC) and copied to CATALOG/banks/SHA256.json. The
+    printed ARENA_PROBLEM_BANKS holds the pins already set (environment or .env) and the new ones; a day
+    pinned to another file is refused. Banks can be published weeks ahead (nobody can open one before its
+    round), so a month of them can be installed at once; restart the validator for new pins to count.
+    """
+    import json
+
+    from arena.suites.bank import BankError, add_pins
+    from arena.suites.sealed_bank import install_sealed
+
+    settings = _settings()
+    catalog_dir = catalog or settings.catalog_dir
+    if catalog_dir is None or not catalog_dir.is_dir():
+        where = f"no catalog at {catalog_dir}" if catalog_dir else "no catalog given"
+        raise _fail(f"{where}: give --catalog DIR (or set ARENA_CATALOG_DIR), the catalog the validator "
+                    f"races over")
+    installed: list[tuple[date, str]] = []
+    try:
+        for path in sealed_files:
+            day, sha256 = install_sealed(catalog_dir, path.read_bytes(), settings.race_time_utc, str(path))
+            installed.append((day, sha256))
+            typer.echo(f"{day}  {sha256}  {path}", err=True)
+        pins = add_pins(settings.problem_banks, installed)
+    except BankError as exc:
+        raise _fail(str(exc)) from exc
+    value = json.dumps({day.isoformat(): sha256 for day, sha256 in pins.items()})
+    typer.echo(f"{len(installed)} sealed banks in {catalog_dir / 'banks'}; pin them (restart the validator):",
+               err=True)
+    typer.echo(f"ARENA_PROBLEM_BANKS='{value}'")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Final, Literal
 
 import structlog
@@ -97,6 +97,22 @@ def check_reveal(round_number: int, slot: datetime) -> None:
     if opens > slot + REVEAL_LATEST:
         raise BankError(f"{sealed_to}, more than {REVEAL_LATEST} after its race slot {slot.isoformat()}; "
                         f"seal it to round {round_at(slot)}")
+
+
+def add_pins(pinned: Mapping[date, str], installed: Sequence[tuple[date, str]]) -> dict[date, str]:
+    """The pins ``pinned`` with each (day, sealed sha256) of ``installed`` added, ordered by day.
+
+    A day pins one file: :class:`BankError` when one of ``installed`` is for a day pinned (or given) with
+    another file, since validators pinning different files for a day would race different suites.
+    """
+    pins = dict(pinned)
+    for day, sha256 in installed:
+        if pins.get(day, sha256) != sha256:
+            raise BankError(f"{day} is pinned to the bank {pins[day]}, not {sha256}: a day races one "
+                            f"bank. If the subnet replaced that day's bank, remove {day} from "
+                            f"ARENA_PROBLEM_BANKS first")
+        pins[day] = sha256
+    return dict(sorted(pins.items()))
 
 
 def _draw_order(seed: str, problem: Problem) -> bytes:

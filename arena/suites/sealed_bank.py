@@ -16,7 +16,7 @@ import binascii
 import hashlib
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from datetime import date, datetime
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Final, Literal, Protocol, TypeVar
 
@@ -25,6 +25,7 @@ import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arena.race.calendar import race_slot
 from arena.suites.bank import (
     QUICKNET_CHAIN_HASH,
     BankError,
@@ -125,14 +126,40 @@ def load_pinned(catalog_dir: Path, day: date, sha256: str, slot: datetime) -> Se
     sealed = read_sealed(data)
     if sealed.day != day:
         raise BankError(f"{path} is sealed for {sealed.day}, but it is pinned for {day}")
+    check_sealed(sealed, slot, f"{path} (pinned for {day})")
+    return sealed
+
+
+def check_sealed(sealed: SealedBank, slot: datetime, where: str) -> None:
+    """``sealed`` is sealed to quicknet, to a round opening near its race ``slot``
+    (:func:`arena.suites.bank.check_reveal`); else :class:`BankError` naming ``where``."""
     if sealed.drand_chain != QUICKNET_CHAIN_HASH:
-        raise BankError(f"{path} is sealed to drand chain {sealed.drand_chain}; only quicknet "
+        raise BankError(f"{where} is sealed to drand chain {sealed.drand_chain}; only quicknet "
                         f"({QUICKNET_CHAIN_HASH}) is supported")
     try:
         check_reveal(sealed.reveal_round, slot)
     except BankError as exc:
-        raise BankError(f"{path} (pinned for {day}): {exc}") from exc
-    return sealed
+        raise BankError(f"{where}: {exc}") from exc
+
+
+def install_sealed(catalog_dir: Path, data: bytes, race_time: time, where: str) -> tuple[date, str]:
+    """A published sealed file (``data``, read from ``where``) checked as a validator checks its pins and
+    stored where they are looked for (:func:`pinned_file`); its race day and the sha256 to pin for it.
+
+    The file is written whole or not at all (a temporary file renamed), so a validator never reads half
+    of one; one already there with the same sha256 is left as it is.
+    """
+    sealed = read_sealed(data)
+    check_sealed(sealed, race_slot(sealed.day, race_time), f"{where} (for {sealed.day})")
+    sha256 = hashlib.sha256(data).hexdigest()
+    target = pinned_file(catalog_dir, sha256)
+    if not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != sha256:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_bytes(data)
+        partial.replace(target)
+    log.info("bank_installed", day=sealed.day.isoformat(), sha256=sha256, path=str(target))
+    return sealed.day, sha256
 
 
 class SealedBankSource:

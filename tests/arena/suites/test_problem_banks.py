@@ -33,6 +33,7 @@ from arena.suites.bank import (
     BankError,
     BankNotOpen,
     ProblemBank,
+    add_pins,
     check_reveal,
     draw,
     round_at,
@@ -45,6 +46,7 @@ from arena.suites.sealed_bank import (
     SealedBank,
     SealedBankSource,
     bank_bytes,
+    install_sealed,
     pinned_file,
     read_sealed,
     seal,
@@ -169,6 +171,16 @@ def test_bank_ids_must_be_unique(bank: ProblemBank) -> None:
         ProblemBank(catalog_fingerprint="x", problems=(bank.problems[0], bank.problems[0]))
 
 
+def test_a_day_pins_one_bank_and_the_pins_come_in_day_order() -> None:
+    first, second = date(2026, 12, 2), date(2026, 12, 1)
+    pins = add_pins({first: "a" * 64}, [(second, "b" * 64), (first, "a" * 64)])
+    assert list(pins.items()) == [(second, "b" * 64), (first, "a" * 64)]  # the same pin again is no change
+    with pytest.raises(BankError, match=r"2026-12-02 is pinned to the bank a+, not c+: a day races one bank"):
+        add_pins(pins, [(first, "c" * 64)])
+    with pytest.raises(BankError, match="remove 2026-12-03 from ARENA_PROBLEM_BANKS"):  # two files given
+        add_pins({}, [(date(2026, 12, 3), "a" * 64), (date(2026, 12, 3), "b" * 64)])
+
+
 # (b) sealing with timelock encryption
 
 
@@ -186,6 +198,23 @@ def test_a_sealed_bank_opens_with_its_rounds_signature_only(bank: ProblemBank) -
 def test_a_sealed_file_that_is_not_one_is_named(tmp_path: Path) -> None:
     with pytest.raises(BankError, match="not a sealed problem bank"):
         read_sealed(b'{"format": "arena-sealed-bank-1", "day": "2023-08-23"}')
+
+
+def test_installing_a_sealed_file_checks_it_and_stores_it_whole(bank: ProblemBank, tmp_path: Path) -> None:
+    data = seal(bank, BANK_DAY, QUICKNET_ROUND).to_bytes()
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    day, sha256 = install_sealed(catalog, data, RACE_TIME, "sealed.json")
+    assert (day, sha256) == (BANK_DAY, hashlib.sha256(data).hexdigest())
+    stored = pinned_file(catalog, sha256)
+    assert stored.read_bytes() == data and [p.name for p in stored.parent.iterdir()] == [stored.name]
+    stored.write_bytes(data[:40])  # a copy cut short is written again
+    assert install_sealed(catalog, data, RACE_TIME, "sealed.json") == (day, sha256)
+    assert stored.read_bytes() == data
+    with pytest.raises(BankError, match=r"sealed.json \(for 2023-08-23\): .* anyone could read its problems"):
+        install_sealed(catalog, data, time(17), "sealed.json")
+    with pytest.raises(BankError, match="not a sealed problem bank"):
+        install_sealed(catalog, b'{"day": "2023-08-23"}', RACE_TIME, "other.json")
 
 
 # (c) the drand relay client, over HTTP
@@ -431,3 +460,50 @@ def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: P
     assert ProblemBank.model_validate_json(opened_path.read_bytes()) == written
     refused = runner.invoke(arena_app, ["bank", "open", str(sealed_path), "--signature", "00" * 48])
     assert refused.exit_code == 2 and "does not open" in refused.output
+
+
+def test_bank_install_stores_published_files_and_prints_every_pin(
+        small_world: SampleWorld, bank: ProblemBank, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's step: the pins it prints, set as ARENA_PROBLEM_BANKS, open at the validator's start."""
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ARENA_RACE_TIME_UTC", "15:30")
+    earlier = {"2023-08-20": "a" * 64}
+    monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps(earlier))
+    catalog = small_world.catalog_dir
+    published = tmp_path / "published.json"
+    published.write_bytes(seal(bank, BANK_DAY, QUICKNET_ROUND).to_bytes())
+    sha256 = hashlib.sha256(published.read_bytes()).hexdigest()
+    runner = CliRunner()
+    installed = runner.invoke(arena_app, ["bank", "install", str(published), "--catalog", str(catalog)])
+    assert installed.exit_code == 0, installed.output
+    assert pinned_file(catalog, sha256).read_bytes() == published.read_bytes()
+    line = installed.stdout.strip()
+    assert line.startswith("ARENA_PROBLEM_BANKS='") and line.endswith("'")
+    printed = json.loads(line.removeprefix("ARENA_PROBLEM_BANKS='")[:-1])
+    assert printed == {**earlier, BANK_DAY.isoformat(): sha256}
+    day_pin = {BANK_DAY.isoformat(): printed[BANK_DAY.isoformat()]}
+    monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps(day_pin))
+    with open_scheduled_sources(catalog, SCHEDULE, ArenaSettings().bank_pins()) as sources:
+        assert sources.banks[BANK_DAY].key == f"bank/{sha256}"
+
+    monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps({BANK_DAY.isoformat(): "b" * 64}))
+    conflict = runner.invoke(arena_app, ["bank", "install", str(published), "--catalog", str(catalog)])
+    assert conflict.exit_code == 2 and "a day races one bank" in conflict.output and not conflict.stdout
+    monkeypatch.setenv("ARENA_RACE_TIME_UTC", "17:00")
+    late = runner.invoke(arena_app, ["bank", "install", str(published), "--catalog", str(catalog)])
+    assert late.exit_code == 2 and "anyone could read its problems before the race" in late.output
+    monkeypatch.delenv("ARENA_CATALOG_DIR", raising=False)
+    nowhere = runner.invoke(arena_app, ["bank", "install", str(published)])
+    assert nowhere.exit_code == 2 and "no catalog given: give --catalog DIR" in nowhere.output
+
+
+def test_bank_open_fetches_the_signature_from_the_configured_relays(
+        bank: ProblemBank, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sealed_path = tmp_path / "sealed.json"
+    sealed_path.write_bytes(seal(bank, BANK_DAY, QUICKNET_ROUND).to_bytes())
+    state = RelayState(signatures={QUICKNET_ROUND: QUICKNET_SIGNATURE}, latest=QUICKNET_ROUND)
+    with running_server(create_relay(state)) as relay:
+        monkeypatch.setenv("ARENA_DRAND_RELAYS", f"http://127.0.0.1:9,{relay}")
+        opened = CliRunner().invoke(arena_app, ["bank", "open", str(sealed_path)])
+    assert opened.exit_code == 0, opened.output
+    assert "bank of 2023-08-23 (round 123)" in opened.output and state.requests == [QUICKNET_ROUND]
