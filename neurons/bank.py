@@ -127,25 +127,29 @@ def bank_seal(
     bank: Annotated[Path, typer.Option("--bank", exists=True, dir_okay=False, help="A bank `bank build` "
                                                                                    "wrote")],
     day: Annotated[datetime, typer.Option("--day", formats=["%Y-%m-%d"], help="The race day it is for")],
-    reveal_round: Annotated[int, typer.Option("--round", min=1, help="The drand round that opens it "
-                                                                     "(`arena bank round --at <slot>`)")],
     out: Annotated[Path, typer.Option("--out", dir_okay=False, help="Where to write the sealed file")],
+    reveal_round: Annotated[int | None, typer.Option(
+        "--round", min=1, help="The drand round that opens it; default: the round of the day's race slot "
+                               "(`arena bank round --at <slot>`)")] = None,
     race_time: Annotated[datetime | None, typer.Option(
         "--race-time", formats=["%H:%M"],
         help="The subnet's race slot, HH:MM UTC; default: ARENA_RACE_TIME_UTC (16:00)")] = None,
 ) -> None:
     """Seal a bank to a drand round and print the sha256 validators pin for the day (ARENA_PROBLEM_BANKS).
 
-    Publish the sealed file beside the catalog; operators install it (`arena bank install`).
+    The round is the one emitted at the day's race slot unless given. Publish the sealed file beside the
+    catalog (weeks ahead if you like: nobody can open it before its round); operators install it (`arena
+    bank install`).
     """
     from arena.race.calendar import race_slot
-    from arena.suites.bank import BankError, check_reveal
+    from arena.suites.bank import BankError, check_reveal, round_at
     from arena.suites.sealed_bank import read_bank, seal
 
     race_day: date = day.date()
     try:
-        slot_time = race_time.time() if race_time is not None else _settings().race_time_utc
-        check_reveal(reveal_round, race_slot(race_day, slot_time))
+        slot = race_slot(race_day, race_time.time() if race_time is not None else _settings().race_time_utc)
+        reveal_round = reveal_round or round_at(slot)
+        check_reveal(reveal_round, slot)
         sealed = seal(read_bank(bank.read_bytes()), race_day, reveal_round).to_bytes()
     except BankError as exc:
         raise _fail(str(exc)) from exc

@@ -449,6 +449,12 @@ def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: P
                                         "--race-time", "15:30"])
     assert sealing.exit_code == 0, sealing.output
     assert f"sha256 {hashlib.sha256(sealed_path.read_bytes()).hexdigest()}" in sealing.output
+    at_slot = runner.invoke(arena_app, ["bank", "seal", "--bank", str(plain), "--day", "2026-12-01",
+                                        "--out", str(tmp_path / "at-slot.json"), "--race-time", "16:00"])
+    assert at_slot.exit_code == 0, at_slot.output  # the round of the slot unless given
+    slot_round_number = round_at(datetime(2026, 12, 1, 16, tzinfo=UTC))
+    assert read_sealed((tmp_path / "at-slot.json").read_bytes()).reveal_round == slot_round_number
+    assert f"to drand round {slot_round_number}" in at_slot.output
     too_early = runner.invoke(arena_app, ["bank", "seal", "--bank", str(plain), "--day", "2023-08-24",
                                           "--round", str(QUICKNET_ROUND), "--out", str(tmp_path / "x.json")])
     assert too_early.exit_code == 2 and "before its race slot" in too_early.output
