@@ -2,7 +2,8 @@
 
     python -m benchmarks.validity [--calibration DIR] [--per-category 100] [--workers 4] [--lexicon FILE]
                                   [--world-products 3000] [--shape-per-category 30]
-                                  [--llm-url URL --llm-model NAME | --replay-real] [--twin-draws 1]
+                                  [--llm-url URL --llm-model NAME | --recorded FILE | --replay-real]
+                                  [--twin-draws 1]
 
 Over the calibration set (``../shared/calibration``: 300 real ShoppingBench problems and a catalog they
 are solvable in) every real problem gets a **twin**: the generator's writer's query for the same reward
@@ -25,7 +26,8 @@ problems'. The calibration catalog is built once under the data root, keyed by t
 ``documents.jsonl.gz``; its lexicon is the deterministic build of ``arena lexicon build`` (made afresh
 each run) unless ``--lexicon FILE`` gives one. With ``--llm-url``/``--llm-model`` a model rewrites each
 twin as problem banks are written (``arena bank build``: from the items' requirements, checked),
-which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON).
+which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON);
+``--recorded FILE`` takes that model's answers from a file instead (:mod:`benchmarks.recorded_rewrites`).
 ``--replay-real`` measures those checks instead of a model: each draft's "rewrite" is its real request
 (GPT-4.1's, written from the same requirements), kept where the checks keep it. ``--twin-draws N``
 writes N twins per real problem with different draws of the writer: the targets judge the first, and
@@ -44,6 +46,7 @@ from typing import Any, Final
 
 import orjson
 
+from benchmarks.recorded_rewrites import RecordedRewrites
 from benchmarks.validity_metrics import wording_figures
 from benchmarks.validity_run import (
     AGENTS,
@@ -162,6 +165,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--replay-real", action="store_true",
                         help="Check the real requests as rewrites of their drafts, as a bank's rewrites are "
                              "checked, and use each one the checks keep as its twin")
+    parser.add_argument("--recorded", type=Path, default=None, metavar="FILE",
+                        help="A model's recorded answers to the bank's prompts (benchmarks/"
+                             "recorded_rewrites.py) rewrite the twins; prompts with none go to "
+                             "FILE.missing.jsonl")
     parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
     parser.add_argument("--workers", type=int, default=4, help="Problems run at once per agent")
     parser.add_argument("--twin-draws", type=int, default=1,
@@ -176,16 +183,19 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--per-category, --workers and --twin-draws must be >= 1, --shape-per-category >= 0")
     if (args.llm_url is None) != (args.llm_model is None):
         parser.error("--llm-url and --llm-model go together")
-    if args.replay_real and args.llm_url is not None:
-        parser.error("--replay-real replaces the model: give one or the other")
+    if sum((args.replay_real, args.llm_url is not None, args.recorded is not None)) > 1:
+        parser.error("--replay-real, --recorded and --llm-url each rewrite the twins: give one")
     return args
 
 
 def _rewriter(args: argparse.Namespace, real: dict[Category, list[Problem]], engine: BM25SearchEngine,
               catalog_dir: Path) -> CheckedRewriter | None:
-    """What rewrites the lexicon writer's twins, if anything: a model, or the real requests replayed."""
+    """What rewrites the lexicon writer's twins, if anything: a model, its recorded answers, or the real
+    requests replayed."""
     if args.replay_real:
         return replay_rewriter(real, engine, catalog_dir, args.twin_draws)
+    if args.recorded is not None:
+        return CheckedRewriter(writer_for_catalog(catalog_dir), RecordedRewrites(args.recorded))
     if args.llm_url is None:
         return None
     return model_rewriter(writer_for_catalog(catalog_dir),
@@ -207,6 +217,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rewriter = _rewriter(args, real, engine, catalog_dir)
         sides = {"real": real} | {side: twins(real, engine, catalog_dir, rewriter, draw)
                                   for draw, side in enumerate(twin_sides(args.twin_draws))}
+        if rewriter is not None and isinstance(rewriter.source, RecordedRewrites):
+            _say(f"recorded: {len(rewriter.source.missing)} prompts without an answer, written to "
+                 f"{rewriter.source.write_missing()}")
         success = run_agents(sides, engine, settings, args.workers, _say)
     finally:
         engine.close()

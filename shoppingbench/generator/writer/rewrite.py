@@ -124,6 +124,12 @@ def requirements_prompt(task: RewriteTask) -> str:
             f"requirements.\n\n{listed}\n\n{_NOTES}")
 
 
+def model_prompt(task: RewriteTask, refused: str | None) -> str:
+    """What the model is asked for ``task``: its requirements, and why its last answer was ``refused``."""
+    prompt = requirements_prompt(task)
+    return prompt if refused is None else f"{prompt}\n\nYour last answer was refused ({refused}). Try again."
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
@@ -155,13 +161,11 @@ class ChatModelRewrites:
         return f"model-rewrite/{self.settings.model}"
 
     def rewrite(self, task: RewriteTask, refused: str | None) -> tuple[str | None, str]:
-        prompt = requirements_prompt(task)
-        if refused is not None:
-            prompt += f"\n\nYour last answer was refused ({refused}). Try again."
         try:
             reply = self.client.chat.completions.create(
                 model=self.settings.model, temperature=0.7,
-                messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}])
+                messages=[{"role": "system", "content": _SYSTEM},
+                          {"role": "user", "content": model_prompt(task, refused)}])
         except openai.OpenAIError as exc:
             return None, f"request failed: {type(exc).__name__}"
         parsed = json_object(reply.choices[0].message.content or "")
