@@ -4,7 +4,8 @@
 cannot be reached from the machine the benchmark runs on, answers the same prompts offline instead. The
 file is JSON lines, one answer each: ``{"prompt_sha256", "prompt", "query", "model"}``, where the prompt is
 exactly what the live model would be asked (:func:`~shoppingbench.generator.writer.rewrite.model_prompt`,
-after the same system message), so a recorded answer goes through the same checks as a live one. A
+after the same system message), so a recorded answer goes through the same checks as a live one; a file
+named ``*.gz`` is read through gzip. A
 prompt with no recorded answer leaves its draft standing and is written to ``<file>.missing.jsonl``
 (``{"prompt_sha256", "prompt"}``) for the model to answer; a second round of prompts (an answer the
 checks refused, asked again with the reason) is recorded the same way.
@@ -12,6 +13,7 @@ checks refused, asked again with the reason) is recorded the same way.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 from pathlib import Path
 from typing import Final
@@ -48,8 +50,9 @@ def read_answers(path: Path) -> list[RecordedAnswer]:
     or an answer recorded for a prompt its sha256 is not of."""
     if not path.exists():
         return []
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     answers: list[RecordedAnswer] = []
-    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+    for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:

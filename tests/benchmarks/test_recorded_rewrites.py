@@ -3,6 +3,7 @@ model's answers are, and the prompts without an answer kept for the model to ans
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import orjson
@@ -77,3 +78,9 @@ def test_a_recorded_answer_must_be_for_its_prompt(tmp_path: Path) -> None:
         RecordedRewrites(path)
     with pytest.raises(SystemExit):
         validity.main(["--recorded", str(path), "--replay-real"])
+
+
+def test_recorded_answers_may_be_gzipped(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl.gz"
+    path.write_bytes(gzip.compress(_answer("Write the query.", "A pen.")))
+    assert RecordedRewrites(path).answers == {prompt_sha256("Write the query."): "A pen."}
