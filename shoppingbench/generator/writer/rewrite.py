@@ -51,8 +51,9 @@ _LOOKING_FOR: Final[dict[Category, str]] = {
 _SERVICE_FACTS: Final = {"official": "sold by an official store (LazMall)", "freeShipping": "free shipping",
                          "COD": "cash on delivery", "flashsale": "on flash sale (LazFlash)"}
 _NOTES: Final = (
-    "The title is not a requirement: take from it only what kind of product it is, in two or three words, "
-    "and never repeat it. State every other requirement, keeping every number and unit as given. The "
+    "The title is not a requirement: take from it only what kind of product it is, said in two or three "
+    "words the way a shopper would rather than copied from it, and never repeat it. State every other "
+    "requirement, keeping every number and unit as given. The "
     "requirement names are the catalog's field names (like color_family or units_hb): never write one as it "
     "is, say what it means. Say a few of the values in the everyday words a shopper would use, and build the "
     "sentences your own way.")

@@ -401,7 +401,7 @@ def test_the_model_is_given_each_items_requirements_not_the_draft() -> None:
     task = _sun_hat_task()
     prompt = requirements_prompt(task)
     assert requirements(prompt) == [(task.items[0].product.title, ["beige", "57 cm", "below 300 PHP"])]
-    assert task.draft not in prompt and "only what kind of product it is, in two or three words" in prompt
+    assert task.draft not in prompt and "only what kind of product it is, said in two or three words the way a shopper would" in prompt
     assert "the catalog's field names (like color_family or units_hb): never write one as it is" in prompt
     assert item_facts(task.items[0].target)[1:] == [
         "variation3: beige", "size: 57 cm", "price: below 300 PHP"]
