@@ -217,7 +217,7 @@ def _writing_model(body: dict[str, Any]) -> StubReply:
     """Plays a model writing a request from its requirements; a shop request comes back without its
     numbers at first."""
     prompt = body["messages"][-1]["content"]
-    if "one shop sells" in prompt and "was refused" not in prompt and any(c.isdigit() for c in prompt):
+    if "a shop that sells" in prompt and "was refused" not in prompt and any(c.isdigit() for c in prompt):
         return StubReply(content=orjson.dumps({"query": "a shop with nice things"}).decode())
     return StubReply(content=orjson.dumps({"query": f"So, {plain_query(body)}"}).decode())
 

@@ -6,7 +6,9 @@ search terms are what the solvability check searches with. A source of rewrites 
 the way a shopper writes, free in structure. The model source (:class:`ChatModelRewrites`) follows
 ShoppingBench's own recipe (``src/agent/prompt/synthesize.md``): the model is given each item's
 requirements (its title, the stated sku options and attributes, services and price condition), never the
-draft, and asked for the query, naming each item by its basic kind from the title. A rewrite is kept only
+draft, and asked for the query, naming each item by its kind as a shopper would, and saying what the
+catalog's field names mean rather than writing them (docs/validity.md measures each line of the prompt
+with recorded model answers). A rewrite is kept only
 if it cannot have dropped a requirement or pasted the product: every number of the stated values and
 price bounds is still there (not a key's, a title's or a list's item numbers: they are not requirements),
 no run of :data:`TITLE_REPEAT_WORDS` title words, and it is not more than twice as long as the draft. A
@@ -46,7 +48,7 @@ TITLE_REPEAT_WORDS: Final = 6
 _SYSTEM: Final = ("You write the requests that shoppers type when they look for products in an online shop. "
                   "Answer with one JSON object and nothing else: {\"query\": \"...\"}.")
 _LOOKING_FOR: Final[dict[Category, str]] = {
-    "product": "one product", "shop": "several products that one shop sells",
+    "product": "one product", "shop": "a shop that sells several products",
     "voucher": "one or more products to buy together with a voucher"}
 _SERVICE_FACTS: Final = {"official": "sold by an official store (LazMall)", "freeShipping": "free shipping",
                          "COD": "cash on delivery", "flashsale": "on flash sale (LazFlash)"}

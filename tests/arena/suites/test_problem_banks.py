@@ -401,7 +401,8 @@ def test_the_model_is_given_each_items_requirements_not_the_draft() -> None:
     task = _sun_hat_task()
     prompt = requirements_prompt(task)
     assert requirements(prompt) == [(task.items[0].product.title, ["beige", "57 cm", "below 300 PHP"])]
-    assert task.draft not in prompt and "only what kind of product it is, said in two or three words the way a shopper would" in prompt
+    assert task.draft not in prompt and "a shopper looking for one product" in prompt
+    assert "only what kind of product it is, said in two or three words the way a shopper would" in prompt
     assert "the catalog's field names (like color_family or units_hb): never write one as it is" in prompt
     assert item_facts(task.items[0].target)[1:] == [
         "variation3: beige", "size: 57 cm", "price: below 300 PHP"]
@@ -412,7 +413,7 @@ def _rewriting_model(body: dict[str, Any]) -> StubReply:
     (then it is asked again). The bank's problems come from a private random seed, so nothing may depend
     on their words."""
     prompt = body["messages"][-1]["content"]
-    if "several products that one shop sells" in prompt and "was refused" not in prompt:
+    if "a shop that sells several products" in prompt and "was refused" not in prompt:
         return StubReply(content="Sure, here is a nicer request for you.")
     return StubReply(content="```json\n" + json.dumps({"query": f"Hi! {plain_query(body)}"}) + "\n```")
 
