@@ -2,13 +2,13 @@
 
 ``arena bank build --llm-url`` asks a live model; a benchmark run that must be repeatable, or a model that
 cannot be reached from the machine the benchmark runs on, answers the same prompts offline instead. The
-file is JSON lines, one answer each: ``{"prompt_sha256", "prompt", "query", "model"}``, where the prompt is
-exactly what the live model would be asked (:func:`~shoppingbench.generator.writer.rewrite.model_prompt`,
-after the same system message), so a recorded answer goes through the same checks as a live one; a file
-named ``*.gz`` is read through gzip. A
+file is JSON lines, one answer each: ``{"prompt_sha256", "prompt", "query", "model"}``, where the prompt
+is exactly what the live model would be asked
+(:func:`~shoppingbench.generator.writer.rewrite.model_prompt`, after the same system message), so a
+recorded answer goes through the same checks as a live one; a file named ``*.gz`` is read through gzip. A
 prompt with no recorded answer leaves its draft standing and is written to ``<file>.missing.jsonl``
-(``{"prompt_sha256", "prompt"}``) for the model to answer; a second round of prompts (an answer the
-checks refused, asked again with the reason) is recorded the same way.
+(``{"prompt_sha256", "prompt"}``) for the model to answer; a second round of prompts (an answer the checks
+refused, asked again with the reason) is recorded the same way.
 """
 
 from __future__ import annotations
