@@ -36,6 +36,7 @@ from arena.suites.bank import (
     check_reveal,
     round_time,
 )
+from shoppingbench.files import write_file_atomically
 from shoppingbench.problems.models import Category, Problem
 
 log = structlog.get_logger(__name__)
@@ -146,8 +147,8 @@ def install_sealed(catalog_dir: Path, data: bytes, race_time: time, where: str) 
     """A published sealed file (``data``, read from ``where``) checked as a validator checks its pins and
     stored where they are looked for (:func:`pinned_file`); its race day and the sha256 to pin for it.
 
-    The file is written whole or not at all (a temporary file renamed), so a validator never reads half
-    of one; one already there with the same sha256 is left as it is.
+    The file is written whole or not at all (:func:`~shoppingbench.files.write_file_atomically`), so a
+    validator never reads half of one; one already there with the same sha256 is left as it is.
     """
     sealed = read_sealed(data)
     check_sealed(sealed, race_slot(sealed.day, race_time), f"{where} (for {sealed.day})")
@@ -155,9 +156,7 @@ def install_sealed(catalog_dir: Path, data: bytes, race_time: time, where: str) 
     target = pinned_file(catalog_dir, sha256)
     if not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != sha256:
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.partial")
-        partial.write_bytes(data)
-        partial.replace(target)
+        write_file_atomically(target, data)
     log.info("bank_installed", day=sealed.day.isoformat(), sha256=sha256, path=str(target))
     return sealed.day, sha256
 

@@ -1,19 +1,19 @@
 """Requests written by a model, offline, for problem banks (never at race time, never for a seed-generated
 suite: a model's words cannot be agreed on byte for byte).
 
-The lexicon writer drafts each request: it states exactly what the reward checks, and its per-item
-search terms are what the solvability check searches with. A source of rewrites then words the request
-the way a shopper writes, free in structure. The model source (:class:`ChatModelRewrites`) follows
-ShoppingBench's own recipe (``src/agent/prompt/synthesize.md``): the model is given each item's
-requirements (its title, the stated sku options and attributes, services and price condition), never the
-draft, and asked for the query, naming each item by its kind as a shopper would, and saying what the
-catalog's field names mean rather than writing them (docs/validity.md measures each line of the prompt
-with recorded model answers). A rewrite is kept only
-if it cannot have dropped a requirement or pasted the product: every number of the stated values and
-price bounds is still there (not a key's, a title's or a list's item numbers: they are not requirements),
-no run of :data:`TITLE_REPEAT_WORDS` title words, and it is not more than twice as long as the draft. A
-rewrite that fails is asked for once more with the reason; then the draft stands, and the report counts it. A
-voucher's rules, which follow the request as a fixed block in ShoppingBench's problems, are the draft's.
+The lexicon writer drafts each request: it states exactly what the reward checks, and its per-item search
+terms are what the solvability check searches with. A source of rewrites then words the request the way a
+shopper writes, free in structure. The model source (:class:`ChatModelRewrites`) follows ShoppingBench's own
+recipe (``src/agent/prompt/synthesize.md``): the model is given each item's requirements (its title, the
+stated sku options and attributes, services and price condition), never the draft, and asked for the query,
+naming each item by its kind as a shopper would, and saying what the catalog's field names mean rather than
+writing them (docs/validity.md measures each line of the prompt with recorded model answers). A rewrite is
+kept only if it cannot have dropped a requirement or pasted the product: every number of the stated values
+and price bounds is still there (not a key's, a title's or a list's item numbers: they are not
+requirements), no run of :data:`TITLE_REPEAT_WORDS` title words, and it is not more than twice as long as
+the draft. A rewrite that fails is asked for once more with the reason; then the draft stands, and the
+report counts it. A voucher's rules, which follow the request as a fixed block in ShoppingBench's problems,
+are the draft's.
 
 Shorter runs of title words are not refused: GPT-4.1's own requests repeat three title words for a fifth
 to a third of their items (the validity benchmark measures the share against its bound, <= 0.30), and
@@ -55,10 +55,9 @@ _SERVICE_FACTS: Final = {"official": "sold by an official store (LazMall)", "fre
 _NOTES: Final = (
     "The title is not a requirement: take from it only what kind of product it is, said in two or three "
     "words the way a shopper would rather than copied from it, and never repeat it. State every other "
-    "requirement, keeping every number and unit as given. The "
-    "requirement names are the catalog's field names (like color_family or units_hb): never write one as it "
-    "is, say what it means. Say a few of the values in the everyday words a shopper would use, and build the "
-    "sentences your own way.")
+    "requirement, keeping every number and unit as given. The requirement names are the catalog's field "
+    "names (like color_family or units_hb): never write one as it is, say what it means. Say a few of the "
+    "values in the everyday words a shopper would use, and build the sentences your own way.")
 
 
 class RewriteReport(BaseModel):
