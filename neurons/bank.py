@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from neurons.options import LogFormatOption
+from shoppingbench.files import write_file_atomically
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.models import CATEGORIES
 
@@ -110,7 +111,7 @@ def bank_build(
         typer.echo(f"interrupted: what was written is kept in {journal}; run the same command to resume",
                    err=True)
         raise typer.Exit(130) from None
-    out.write_bytes(bank_bytes(built.bank))
+    write_file_atomically(out, bank_bytes(built.bank))
     journal.unlink()
     resumed = f" ({built.resumed} slots from the journal)" if built.resumed else ""
     typer.echo(f"bank {out}: {_counts(built.bank)} over catalog {built.bank.catalog_fingerprint}{resumed}")
@@ -153,7 +154,7 @@ def bank_seal(
         sealed = seal(read_bank(bank.read_bytes()), race_day, reveal_round).to_bytes()
     except BankError as exc:
         raise _fail(str(exc)) from exc
-    out.write_bytes(sealed)
+    write_file_atomically(out, sealed)
     typer.echo(f"sealed {out} for {race_day} to drand round {reveal_round}\n"
                f"sha256 {hashlib.sha256(sealed).hexdigest()}")
 
@@ -186,7 +187,7 @@ def bank_open(
     typer.echo(f"bank of {sealed.day} (round {sealed.reveal_round}): {_counts(opened)} over catalog "
                f"{opened.catalog_fingerprint}")
     if out is not None:
-        out.write_bytes(bank_bytes(opened))
+        write_file_atomically(out, bank_bytes(opened))
 
 
 @app.command("install")
