@@ -43,9 +43,12 @@ class ValidatorStack:
 
 @contextmanager
 def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
-                         sources: SourceSchedule, run_agent: RunAgent) -> Iterator[ValidatorStack]:
+                         sources: SourceSchedule, run_agent: RunAgent,
+                         nonce_clock: Clock | None = None) -> Iterator[ValidatorStack]:
     """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
-    ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated."""
+    ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated.
+    ``nonce_clock``: what the gate measures signatures' nonces on (default ``clock``; the network demo,
+    whose ``clock`` is a manual one, gives the real time, on which miners sign)."""
     hotkey = str(wallet.hotkey.ss58_address)
     with ExitStack() as stack:
         store = TrajectoryStore.open(settings.trajectory_store_url())
@@ -56,7 +59,7 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
                               files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
                               known_product_ids=validator.known_answers,
-                              clock_skew_s=settings.submission_clock_skew_s)
+                              clock_skew_s=settings.submission_clock_skew_s, nonce_clock=nonce_clock)
         registry = CollectorRegistry()
         rules = validator_rules(settings, plan=validator.suites.plan, sources=sources)
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,

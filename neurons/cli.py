@@ -6,6 +6,7 @@ Entry points and wiring only: every command delegates to the library packages.
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -87,6 +88,10 @@ def network_demo(
         "--vary", metavar="SETTING=VALUE",
         help="The last validator runs with this one setting changed (e.g. judge_models=judge-b): its peers "
              "then report the differing rules part")] = None,
+    start: Annotated[str | None, typer.Option(
+        "--start", metavar="ISO-TIME",
+        help="Where the demo's clock starts, e.g. 2026-11-16T09:00Z (UTC without an offset; default: now): "
+             "the same start gives the same calendar")] = None,
     log_format: LogFormatOption = None,
 ) -> None:
     """A local subnet fast-forwarded through a race day: chain, validators, miners, race, weights.
@@ -106,6 +111,7 @@ def network_demo(
     if vary is not None and ("=" not in vary or vary.split("=", 1)[0] not in ArenaSettings.model_fields):
         raise typer.BadParameter("SETTING=VALUE with a setting of the arena, e.g. judge_models=judge-b",
                                  param_hint="--vary")
+    begin = None if start is None else _instant(start, "--start")
     overrides: dict[str, Any] = {"home": home, "world_products": products, "world_seed": seed,
                                  "workers": workers, "log_format": log_format,
                                  "qualifying_suite_per_category": per_category,
@@ -118,7 +124,7 @@ def network_demo(
         world = configured_sample_world(settings, progress=sys.stderr.isatty())
     changed = dict([vary.split("=", 1)]) if vary else {}
     run_network_demo(settings, world, demo_root or settings.root / "network-demo", validators=validators,
-                     console=Console(), vary=changed)
+                     console=Console(), vary=changed, start=begin)
 
 
 @world_app.command("build")
@@ -172,6 +178,16 @@ def catalog_import(
         raise typer.Exit(3) from exc
     _echo_import_reports(report.imported)
     typer.echo(f"catalog {catalog_dir}: {report.index.documents} products, {report.index.terms} terms")
+
+
+def _instant(text: str, option: str) -> datetime:
+    """An ISO 8601 instant (UTC when it names no offset)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(f"an ISO 8601 time such as 2026-11-16T09:00Z, got {text!r}",
+                                 param_hint=option) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _echo_import_reports(reports: list[ImportReport]) -> None:

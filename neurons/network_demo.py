@@ -7,7 +7,10 @@ reformatted (refused as a copy: no race, no weight), a cheater whose hard-coded 
 validators' gate refuses, and a table cheater carrying the masked answers of every public problem (the
 sample world's bank and this week's practice suite), which the gate cannot see: its qualifying problems are
 generated from the block after its commitment, so it holds none of their answers and fails qualifying.
-The clock then jumps to the next race slot, so qualifying, the race (its problems generated from the
+The demo's clock is a manual one starting at ``start`` (default: now) and moving only by the demo's own
+steps (a block per upload, then a block, then a jump to the next race slot), so the same start gives the
+same calendar; only the gates measure signatures' nonces on the real time, on which miners sign.
+The jump to the race slot makes qualifying, the race (its problems generated from the
 chain's seed), promotion and weight setting happen in minutes; at the end each validator looks at the
 others (their weights on the chain, their ``/rules``) as ``validator run`` does every tempo. Wiring only;
 the validator's work is ``Validator.tick``.
@@ -30,8 +33,9 @@ from rich.console import Console
 from rich.table import Table
 
 from arena.chain import AxonInfo, LocalChain
-from arena.race import ManualClock
+from arena.race import ManualClock, SystemClock
 from arena.race.events import QualifyingFinished
+from arena.race.rules import RaceRules
 from arena.settings import ArenaSettings
 from arena.stack import ValidatorStack, open_validator_stack
 from arena.suites.generators import open_scheduled_sources
@@ -61,6 +65,7 @@ AGENTS = {"baseline": Path(scripted_baseline.__file__), "subtask": Path(sub_task
 COPYCAT = "copycat"
 CHEATER = "cheater"
 TABLE_CHEATER = "table-cheater"
+MINERS = (*AGENTS, COPYCAT, CHEATER, TABLE_CHEATER)  # in upload order: the copycat after the ReAct agent
 TEMPO = 100
 WEIGHTS_RATE_LIMIT = 50
 
@@ -106,21 +111,27 @@ def serving(stack: ValidatorStack) -> Iterator[str]:
 
 
 def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *, validators: int,
-                     console: Console, vary: Mapping[str, str] | None = None) -> None:
-    """The demo under ``root``; ``vary`` changes settings of the last validator (its peers see it)."""
+                     console: Console, vary: Mapping[str, str] | None = None,
+                     start: datetime | None = None) -> None:
+    """The demo under ``root``; ``vary`` changes settings of the last validator (its peers see it);
+    ``start``: where the demo's clock (chain, race, validators) starts, timezone-aware (default: now)."""
     prepare_root(root)
-    # The gate checks signatures against real time: the manual clock starts now and is resynced before
-    # each upload; only afterwards does it jump ahead.
-    clock = ManualClock(datetime.now(UTC))
+    # The chain, the race and the validators run on the manual clock, which moves only by the demo's own
+    # steps; the gates measure nonces on the real time, on which `miner submit` signs.
+    clock = ManualClock(datetime.now(UTC) if start is None else start)
+    start_time = clock.now()
+    signing_clock = SystemClock()
     chain = LocalChain(root / "local-chain.sqlite3", clock=clock, tempo=TEMPO,
                        weights_rate_limit=WEIGHTS_RATE_LIMIT)
     wallets_dir = root / "wallets"
     validator_names = [f"validator-{n}" for n in range(1, validators + 1)]
-    miner_names = [*AGENTS, COPYCAT, CHEATER, TABLE_CHEATER]  # the copycat commits after the ReAct agent
+    miner_names = list(MINERS)
     wallets = {name: new_wallet(wallets_dir, name) for name in [OWNER, *validator_names, *miner_names]}
     for name, wallet in wallets.items():
         chain.register(wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
                        validator_permit=name in validator_names)
+    console.print(f"demo clock starts at {clock.now():%Y-%m-%d %H:%M} UTC (race slot "
+                  f"{settings.race_time_utc:%H:%M} UTC)")
     console.print(f"local chain {chain.path}: {len(wallets)} neurons registered ({OWNER} uid 0 is the burn "
                   f"uid; validators {', '.join(validator_names)}; miners {', '.join(miner_names)})")
 
@@ -149,7 +160,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                               markup=False)
             validator_stack = stack.enter_context(open_validator_stack(
                 own, chain=chain, wallet=wallets[name], clock=clock, sources=generators,
-                run_agent=run_agent))
+                run_agent=run_agent, nonce_clock=signing_clock))
             url = stack.enter_context(serving(validator_stack))
             console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")
             opened.append(validator_stack.validator)
@@ -159,14 +170,12 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         _tick(opened, "before any upload: an earlier slot passes without challengers", chain, console)
         exit_codes = {}
         for name in miner_names:
-            clock.advance(datetime.now(UTC) - clock.now())
+            clock.advance(timedelta(seconds=chain.block_seconds()))  # each miner commits in its own block
             console.rule(f"miner {name}: arena miner submit {sources / f'{name}.py'}")
             exit_codes[name] = _submit(sources / f"{name}.py", wallets[name], chain, console)
 
-        # The first tick set the burn-only weights in weights epoch 0 (one epoch per tempo); the race's
-        # weights can only follow in a later epoch, so the race tick is at least a tempo away.
-        race_tick = next_race_tick(clock.now(), settings.race_rules(),
-                                   wait=chain.tempo() * timedelta(seconds=chain.block_seconds()))
+        race_tick = demo_race_tick(start_time, settings.race_rules(),
+                                   block=timedelta(seconds=chain.block_seconds()))
         # Qualifying problems come from the first final block after each commitment: let one pass.
         clock.advance(timedelta(seconds=chain.block_seconds()))
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
@@ -177,6 +186,14 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                             miners={w.hotkey.ss58_address: n for n, w in wallets.items()},
                             submit_exit_codes=exit_codes)
         print_summary(result, console)
+
+
+def demo_race_tick(start: datetime, rules: RaceRules, *, block: timedelta) -> datetime:
+    """When a demo whose clock starts at ``start`` runs its race (and finishes it: the clock stands still
+    during a tick): the miners upload a block each; the first tick set the burn-only weights in weights
+    epoch 0 (one epoch per tempo) and the race's can only follow in a later one, so the race tick is past
+    the first slot at least a tempo after the uploads."""
+    return next_race_tick(start + len(MINERS) * block, rules, wait=TEMPO * block)
 
 
 def write_cheaters(sources: Path, world: SampleWorld, validator: Validator, console: Console) -> None:

@@ -15,7 +15,10 @@ current commitment is ever recorded.
 The clock-skew window is symmetric (``clock_skew_s``, 30 s by default, ``ARENA_SUBMISSION_CLOCK_SKEW_S``):
 a nonce up to that far ahead of the validator's clock or behind it is fresh, measured when the request's
 headers arrived, so the upload of a large body never makes it stale. A nonce is still accepted once: seen
-nonces are kept for twice the window, longer than any of them can stay fresh.
+nonces are kept for twice the window, longer than any of them can stay fresh. Nonces are measured on the
+gate's ``nonce_clock``, by default its ``clock``: a signer stamps its nonce with the real time, so a gate
+whose ``clock`` is a demo's manual one is given the real time here, while cooldowns and chain reads stay
+on ``clock``.
 
 A verdict belongs to one file at one commitment (hotkey, sha256, block), and a repeat of that upload
 gets the same answer again: 200 with the submission once accepted, 422 with the findings once rejected,
@@ -84,13 +87,15 @@ class SubmissionGate:
     """Judges uploads for the validator whose hotkey is ``validator_hotkey``.
 
     ``known_product_ids`` returns every suite's answer ids (hard-coded answers are rejected);
-    ``clock_skew_s`` is how far a signature's nonce may be from the validator's clock, either way.
-    Chain reads are kept for one block time of the chain.
+    ``clock_skew_s`` is how far a signature's nonce may be from the validator's clock, either way;
+    ``nonce_clock`` is the clock nonces are measured and kept on (default ``clock``), ``clock`` the one
+    of cooldowns and chain reads. Chain reads are kept for one block time of the chain.
     """
 
     def __init__(self, *, chain: Chain, validator_hotkey: str, engine: Engine, files_dir: Path,
                  rules: RaceRules, known_product_ids: Callable[[], Collection[str]] = frozenset,
-                 clock: Clock | None = None, clock_skew_s: float = DEFAULT_CLOCK_SKEW_S) -> None:
+                 clock: Clock | None = None, clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
+                 nonce_clock: Clock | None = None) -> None:
         if clock_skew_s <= 0:
             raise ValueError(f"the clock-skew window must be positive, got {clock_skew_s}")
         self.validator_hotkey = validator_hotkey
@@ -100,12 +105,14 @@ class SubmissionGate:
         self._rules = rules
         self._known_product_ids = known_product_ids
         self._clock = clock or SystemClock()
+        self._nonce_clock = nonce_clock or self._clock
         self.chain_reads = CachedReads(chain, self._clock, timedelta(seconds=chain.block_seconds()))
         self._copy_rule = threading.Lock()  # one file at a time is compared with, then joins, the others
-        self._nonces = SqlNonceStore(engine, self._clock, retention=2 * clock_skew_s)
+        self._nonces = SqlNonceStore(engine, self._nonce_clock, retention=2 * clock_skew_s)
 
     def now(self) -> datetime:
-        return self._clock.now()
+        """A request's arrival time, as its nonce is measured (``received_at``): on the nonce clock."""
+        return self._nonce_clock.now()
 
     def screen(self, headers: Mapping[str, str], received_at: datetime) -> None:
         """The checks that need neither the body, nor a wait, nor the database: header shape, the nonce's

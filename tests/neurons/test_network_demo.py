@@ -20,8 +20,9 @@ from arena.race.rules import RaceRules
 from arena.storage import open_database
 from arena.validator.demo import next_race_tick
 from neurons.cli import app
-from neurons.network_demo import MARKER, prepare_root
+from neurons.network_demo import MARKER, demo_race_tick, prepare_root
 from shoppingbench.sample_world import SampleWorld
+from tests.demo_support import DEMO_START, demo_race_time
 from tests.sandbox_support import UID_BASE
 from trajectories.store import TrajectoryStore
 
@@ -30,17 +31,21 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
         tmp_path: Path, small_world: SampleWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
     monkeypatch.setenv("ARENA_SANDBOX_UID_BASE", str(UID_BASE))
-    # The nearest race slot falls inside the first weights epoch (a tempo is 20 min of blocks): the demo
-    # must skip it, or the race's weights wait for the next epoch and the chain keeps the burn-only vector.
-    monkeypatch.setenv("ARENA_RACE_TIME_UTC", f"{datetime.now(UTC) + timedelta(minutes=10):%H:%M}")
+    # The demo's clock starts at a fixed instant; the nearest race slot falls inside the first weights
+    # epoch (a tempo is 20 min of blocks): the demo must skip it, or the race's weights wait for the next
+    # epoch and the chain keeps the burn-only vector.
+    race_time = demo_race_time(DEMO_START)
+    monkeypatch.setenv("ARENA_RACE_TIME_UTC", f"{race_time:%H:%M}")
     root = tmp_path / "demo"
     args = ["network-demo", "--home", str(tmp_path / "home"), "--root", str(root),
             "--catalog-dir", str(small_world.catalog_dir), "--problems-dir", str(small_world.problems_dir),
-            "--per-category", "3", "--validators", "2", "--vary", "judge_models=judge-b", "--workers", "2"]
+            "--per-category", "3", "--validators", "2", "--vary", "judge_models=judge-b", "--workers", "2",
+            "--start", DEMO_START.isoformat()]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     out = result.output
     assert "scripted shopping policy (a test double" in out
+    assert f"demo clock starts at {DEMO_START:%Y-%m-%d %H:%M} UTC (race slot {race_time:%H:%M} UTC)" in out
     leaderboard = out[out.index("Leaderboard"):]
     assert "winner" in leaderboard
     assert ("baseline delivered, subtask delivered, react delivered, copycat not delivered (exit 6), "
@@ -96,6 +101,9 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert table.status == "not_qualified" and table.qualifying_score == 0.0
     race = state.last_race
     assert race is not None and table.submission_id not in race.results
+    # the clock moved only by the demo's own steps: the race finished at the tick its start gives
+    assert race.finished_at == demo_race_tick(DEMO_START, RaceRules(race_time=race_time),
+                                              block=timedelta(seconds=chain.block_seconds()))
     assert race.results[by_hotkey[hotkeys["react"]].submission_id] > 0.0
     assert state.reign.hotkey != hotkeys["table-cheater"]
     database.dispose()
@@ -133,3 +141,10 @@ def test_a_rerun_wipes_its_own_root_and_refuses_anyone_elses(tmp_path: Path) -> 
 def test_the_race_tick_is_just_after_the_next_slot_beyond_the_wait(
         now: datetime, wait: timedelta, expected: datetime) -> None:
     assert next_race_tick(now, RaceRules(), wait=wait) == expected
+
+
+def test_the_start_option_takes_an_iso_instant_only(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["network-demo", "--home", str(tmp_path), "--start", "Tuesday night"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and "an ISO 8601 time such as 2026-11-16T09:00Z" in result.output
+    assert not (tmp_path / "network-demo").exists()

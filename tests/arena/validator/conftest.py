@@ -4,7 +4,6 @@ by the validator API on loopback, and headless Chromium with a request-recording
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from arena.race import ManualClock
 from arena.validator.api import ArenaView, create_app
 from shoppingbench.sample_world import SampleWorld
 from tests.arena.validator.site_support import (
+    SITE_CLOCK_AFTER_RACE,
     BrowserPage,
     DemoSite,
     RequestLog,
@@ -21,16 +21,14 @@ from tests.arena.validator.site_support import (
     launch_chromium,
     open_site_view,
 )
+from tests.demo_support import DEMO_START
 from tests.servers import running_server
-
-SITE_CLOCK_AFTER_RACE = timedelta(hours=2)
-"""Where the site's clock stands: two hours after the demo's race finished (the embargo still runs)."""
 
 
 @pytest.fixture(scope="session")
 def demo_site(tmp_path_factory: pytest.TempPathFactory, small_world: SampleWorld) -> DemoSite:
-    """``arena network-demo`` run once per session (about half a minute)."""
-    return build_demo_site(tmp_path_factory.mktemp("site-demo"), small_world)
+    """``arena network-demo`` run once per session (about half a minute), its clock from ``DEMO_START``."""
+    return build_demo_site(tmp_path_factory.mktemp("site-demo"), small_world, start=DEMO_START)
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,9 @@
 on loopback, and headless Chromium driven by Playwright with every request recorded.
 
 - :func:`build_demo_site`: ``arena network-demo`` (one validator, 3 problems per category) into a
-  directory, once per session; the stores it leaves (race log, trajectory store, agent files) are the
-  site's real data. :func:`open_site_view` opens them as an :class:`ArenaView` on a manual clock.
+  directory, once per session, its clock starting at a fixed instant (``tests.demo_support``); the stores
+  it leaves (race log, trajectory store, agent files) are the site's real data. :func:`open_site_view`
+  opens them as an :class:`ArenaView` on a manual clock.
 - :func:`launch_chromium`: Debian's ``/usr/bin/chromium`` (``apt-get install -y chromium``; the
   ``playwright`` wheel brings only its driver) with :data:`CHROMIUM_FLAGS` and a fresh user-data-dir.
 - :class:`RequestLog`: a Playwright route handler that records every request the page makes and aborts
@@ -39,6 +40,7 @@ from arena.validator.api import ArenaView
 from arena.validator.assemble import agent_files_dir
 from neurons.network_demo import run_network_demo
 from shoppingbench.sample_world import SampleWorld
+from tests.demo_support import DEMO_START, demo_race_time
 from tests.sandbox_support import UID_BASE
 from trajectories.dumps import DumpWindow, export_dump
 from trajectories.store import TrajectoryStore
@@ -60,6 +62,9 @@ CHROMIUM_FLAGS: Final = (
     "--disable-sync",
 )
 DEMO_VALIDATOR: Final = "validator-1"
+SITE_CLOCK_AFTER_RACE: Final = timedelta(hours=2)
+"""Where the site's clock stands: two hours after the demo's race finished (from ``DEMO_START`` the
+embargo still runs then)."""
 LOCAL_SCHEMES: Final = frozenset({"data", "blob", "about", "chrome-error"})
 
 
@@ -92,19 +97,19 @@ class DemoSite:
     """The demo's daily dumps (``dump export`` of each day with attempts), which the site serves."""
 
 
-def build_demo_site(root: Path, world: SampleWorld) -> DemoSite:
-    """Run ``arena network-demo`` (one validator) into ``root``: real uploads, qualifying, a race."""
-    # The nearest race slot must fall after the first weights epoch (as in tests/neurons/test_network_demo).
+def build_demo_site(root: Path, world: SampleWorld, *, start: datetime = DEMO_START) -> DemoSite:
+    """Run ``arena network-demo`` (one validator) into ``root`` from ``start``: real uploads, qualifying, a
+    race."""
     settings = ArenaSettings(
         home=root / "home",
         sandbox_uid_base=UID_BASE,
         workers=2,
         qualifying_suite_per_category=3,
         race_suite_per_category=3,
-        race_time_utc=(datetime.now(UTC) + timedelta(minutes=10)).time().replace(second=0, microsecond=0),
+        race_time_utc=demo_race_time(start),
     )
     console = Console(file=io.StringIO(), width=200)
-    run_network_demo(settings, world, root / "demo", validators=1, console=console)
+    run_network_demo(settings, world, root / "demo", validators=1, console=console, start=start)
     home = root / "demo" / DEMO_VALIDATOR
     own = settings.model_copy(update={"home": home})
     database = open_database(own.arena_database_url())
@@ -115,11 +120,8 @@ def build_demo_site(root: Path, world: SampleWorld) -> DemoSite:
     assert state.last_race is not None, "the network demo finished no race"
     output = console.file.getvalue()  # type: ignore[attr-defined]
     own = own.model_copy(update={"dumps_dir": root / "dumps"})
-    export_demo_days(
-        own,
-        first=state.last_race.finished_at.date() - timedelta(days=3),
-        last=state.last_race.finished_at.date(),
-    )
+    first, last = attempt_days(own)
+    export_demo_days(own, first=first, last=last)
     return DemoSite(
         root=root,
         home=home,
@@ -128,6 +130,16 @@ def build_demo_site(root: Path, world: SampleWorld) -> DemoSite:
         output=output,
         dumps=own.dumps_root(),
     )
+
+
+def attempt_days(settings: ArenaSettings) -> tuple[date, date]:
+    """The first and last UTC day of the attempts in the settings' trajectory store: the sandbox stamps
+    them with the real time, not the demo's clock."""
+    with TrajectoryStore.open(settings.trajectory_store_url()) as store:
+        started = [row.started_at for row in store.fetch(store.attempt_ids())]
+    assert started, "the network demo stored no attempt"
+    first, last = (datetime.fromtimestamp(t, UTC).date() for t in (min(started), max(started)))
+    return first, last
 
 
 def export_demo_days(settings: ArenaSettings, *, first: date, last: date) -> list[date]:

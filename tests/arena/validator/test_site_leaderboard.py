@@ -4,6 +4,7 @@ a change of reign, hostile text) served by the API under uvicorn on loopback."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -12,20 +13,43 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from arena.judge import ProblemOutcome, quality_coefficient
-from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules, Rejection
+from arena.race import (
+    ManualClock,
+    MemoryEventStore,
+    RaceEngine,
+    RaceRules,
+    Rejection,
+    embargo_until,
+    race_slot,
+)
 from arena.submissions.store import FileStore
 from arena.validator.api import ArenaView, create_app
 from arena.validator.api.site.pages import duration
-from arena.validator.api.views.leaderboard import next_race
+from arena.validator.api.site.paging import MAX_PAGE_SIZE, PageParams
+from arena.validator.api.views.leaderboard import leaderboard, next_race
+from arena.validator.demo import AFTER_SLOT
+from neurons.network_demo import demo_race_tick
 from shoppingbench.problems.models import CATEGORIES
-from tests.arena.validator.site_support import BrowserPage, DemoSite, screenshot
+from tests.arena.validator.site_support import SITE_CLOCK_AFTER_RACE, BrowserPage, DemoSite, screenshot
+from tests.demo_support import DEMO_START, demo_race_time
 from tests.servers import running_server
 from trajectories.store import ProblemEntry, TrajectoryStore
 
 HOSTILE = "<script>window.__pwned=1</script>"
 T0 = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)  # a Monday
+DEMO_BLOCK = timedelta(seconds=12)  # the local chain's block time, the demo's
+COUNTDOWN = re.compile(r'id="embargo-countdown" data-remaining="(\d+)">\s*([^<]*?)\s*</span>')
+
+
+def embargo_countdown(view: ArenaView) -> str:
+    """What the page's countdown shows, from the view's own figure: the embargo's remaining time, clamped
+    at 0 (``0m``) once its end has passed and the code is not published yet."""
+    remaining = leaderboard(view, PageParams(page=1, page_size=MAX_PAGE_SIZE)).embargo_remaining_s
+    assert remaining is not None, "no winner under embargo"
+    return duration(timedelta(seconds=remaining))
 
 
 @dataclass(frozen=True)
@@ -221,9 +245,8 @@ def test_the_leaderboard_of_the_network_demo_in_chromium(
     scores = page.locator("#standings tr td:last-child").all_inner_texts()
     assert scores == [f"{last.results[sid]:.4f}" for sid in last.standings]
 
-    until = state.embargoed[state.reign.submission_id]
     countdown = page.locator("#embargo-countdown").inner_text()
-    assert countdown == duration(until - site_view.clock.now())
+    assert countdown == embargo_countdown(site_view)
     for card in ("#qualifying-bar", "#margin", "#promotion-bound"):
         assert page.locator(f"{card} .figure").inner_text().strip()
 
@@ -238,3 +261,52 @@ def test_the_leaderboard_of_the_network_demo_in_chromium(
     browser_page.requests.assert_loopback_only()
     screenshot(page, "leaderboard", screenshots_tmp)
     assert date.fromisoformat(str(reigns.first.get_attribute("data-start"))) <= site_view.clock.now().date()
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        # the race ends near midnight: the embargo has ended by the site's clock, the code is not published
+        datetime(2026, 12, 1, 22, 11, tzinfo=UTC),
+        datetime(2026, 11, 20, 23, 50, tzinfo=UTC),  # the slot at midnight, the race on Sunday
+        DEMO_START,  # Monday 09:00
+    ],
+    ids=["tuesday-22:11", "friday-23:50", "monday-09:00"],
+)
+def test_from_any_demo_start_the_page_shows_the_countdown_its_view_computes(
+    start: datetime, tmp_path: Path
+) -> None:
+    """The demo's calendar from ``start`` (its race tick, the winner's embargo, the site's clock two hours
+    after the race) on the real race engine and leaderboard page, without running the demo."""
+    rules = RaceRules(race_time=demo_race_time(start))
+    tick = demo_race_tick(start, rules, block=DEMO_BLOCK)
+    # the slot 10 minutes after the start falls inside the first weights epoch: the race is a later day's
+    assert tick == race_slot(tick.date(), rules.race_time) + AFTER_SLOT
+    assert timedelta(minutes=20) < tick - start < timedelta(days=2)
+    clock = ManualClock(start)
+    events = MemoryEventStore()
+    engine = RaceEngine(events, rules, clock)
+    sid = engine.submit("alice", "alice-code", commitment_block=0).submission_id
+    assert sid is not None and engine.record_qualifying(sid, 0.5).qualified
+    clock.advance(tick - clock.now())
+    engine.start_race("0xseed", ["p0"])
+    engine.record_race_result(sid, 1.0, [ProblemOutcome(problem_id="p0", success=True, quality=0.9)])
+    last, reign = engine.state.last_race, engine.state.reign
+    assert last is not None and last.finished_at == tick
+    assert reign is not None and reign.submission_id == sid
+    assert engine.state.embargoed[sid] == embargo_until(last.day)
+    clock.advance(SITE_CLOCK_AFTER_RACE)
+
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'trajectories.sqlite3'}") as store:
+        store.register_problems([ProblemEntry(id="p0", category=CATEGORIES[0], query="q")])
+        view = ArenaView(
+            events=events, store=store, files=FileStore(tmp_path / "agents"), clock=clock, race_rules=rules
+        )
+        shown = COUNTDOWN.search(TestClient(create_app(view)).get("/").text)
+        board = leaderboard(view, PageParams(page=1, page_size=MAX_PAGE_SIZE))
+    assert shown is not None, "no embargo countdown on the page"
+    assert shown[2] == embargo_countdown(view)
+    assert board.embargo_remaining_s is not None and int(shown[1]) == int(board.embargo_remaining_s)
+    # the one rule: the remaining time until the embargo's end, 0 once it has passed unpublished
+    until = engine.state.embargoed[sid]
+    assert board.embargo_remaining_s == max(0.0, (until - clock.now()).total_seconds())
