@@ -15,8 +15,9 @@ log = structlog.get_logger(__name__)
 class FallbackJudge:
     """:class:`LLMJudge` first; on :class:`JudgeUnavailable` the offline verdict, saying why.
 
-    The fallback verdict keeps the failed calls (``attempts`` = ``failed_calls``), so the run can tell a
-    judge that failed for most of it (``arena.validator.runs``). Auth errors are not caught: a refused
+    The fallback verdict keeps the failed calls (``attempts`` = ``failed_calls``), whether the provider
+    failed them or the models answered without exactly one verdict, so the run can tell a judge that
+    failed for most of it (``arena.validator.runs``). Auth errors are not caught: a refused
     key is the operator's to fix, not a reason to quietly switch every score of a run to the offline
     rules.
     """

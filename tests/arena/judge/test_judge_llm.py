@@ -102,7 +102,7 @@ def test_backs_off_between_rounds_with_a_cap(stub: tuple[str, Script, list[dict[
         judge_for(base_url, "model-b", sleeps=sleeps, max_rounds=2).judge(attempt(COMPARES))
 
 
-def test_unparseable_200_blacklists_the_model_for_the_run(
+def test_an_unparseable_200_benches_the_model_behind_the_others(
         stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
     base_url, script, requests = stub
     script.set(model_a=StubReply(content="Looks decent to me!"),
@@ -110,12 +110,70 @@ def test_unparseable_200_blacklists_the_model_for_the_run(
     judge = judge_for(base_url, "model-a", "model-b")
     first = judge.judge(attempt(CITES_ID))
     second = judge.judge(attempt(COMPARES))
-    assert (first.judge, first.attempts, second.judge, second.attempts) == ("model-b", 2, "model-b", 1)
-    assert judge.blacklisted == {"model-a"}
+    assert (first.judge, first.attempts, first.failed_calls) == ("model-b", 2, 1)
+    assert (second.judge, second.attempts) == ("model-b", 1)
+    assert judge.benched == judge.blacklisted == {"model-a"}
     assert models_called(requests) == ["model-a", "model-b", "model-b"]
 
 
-def test_a_200_that_is_not_a_completion_blacklists_too() -> None:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_bench_lasts_bench_s_on_the_judge_clock(stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
+    base_url, script, requests = stub
+    good_b = StubReply(content='{"reasoning_quality": 0.7, "explanation": "cites 7001"}')
+    script.set(model_a=[StubReply(content="no idea"), GOOD], model_b=good_b)
+    clock = Clock()
+    models = [JudgeModel(name=n, base_url=base_url, api_key="judge-key") for n in ("model-a", "model-b")]
+    judge = LLMJudge(models, JudgeCallConfig(timeout_s=5.0, bench_s=60.0), sleep=lambda _: None, clock=clock)
+    assert judge.judge(attempt(CITES_ID)).judge == "model-b"
+    clock.now += 59.0
+    assert judge.benched == {"model-a"} and judge.judge(attempt(CITES_ID)).judge == "model-b"
+    clock.now += 1.0
+    assert judge.benched == set()
+    assert judge.judge(attempt(COMPARES)).judge == "model-a"  # first again, and answering
+    assert models_called(requests) == ["model-a", "model-b", "model-b", "model-a"]
+
+
+def test_a_benched_model_is_still_asked_and_a_good_answer_unbenches_it(
+        stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
+    base_url, script, requests = stub
+    script.set(model_a=[StubReply(content="no idea"), GOOD])
+    judge = judge_for(base_url, "model-a")
+    with pytest.raises(JudgeUnavailable, match="no verdict from: model-a") as raised:
+        judge.judge(attempt(COMPARES))
+    assert raised.value.calls == 1 and judge.benched == {"model-a"}
+    verdict = judge.judge(attempt(COMPARES))  # the only model: asked although benched
+    assert (verdict.judge, verdict.offline, verdict.failed_calls) == ("model-a", False, 0)
+    assert judge.benched == set() and models_called(requests) == ["model-a", "model-a"]
+
+
+def test_a_model_without_a_verdict_is_not_asked_again_for_that_attempt(
+        stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
+    base_url, script, requests = stub
+    script.set(model_a=StubReply(content="no idea"), model_b=StubReply(status=503))
+    sleeps: list[float] = []
+    with pytest.raises(JudgeUnavailable) as raised:
+        judge_for(base_url, "model-a", "model-b", sleeps=sleeps, max_rounds=3).judge(attempt(COMPARES))
+    assert models_called(requests) == ["model-a", "model-b", "model-b", "model-b"]
+    assert raised.value.calls == 4
+
+
+def test_bench_s_zero_benches_nothing(stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
+    base_url, script, requests = stub
+    script.set(model_a=StubReply(content="no idea"), model_b=GOOD)
+    judge = judge_for(base_url, "model-a", "model-b", bench_s=0)
+    assert judge.judge(attempt(COMPARES)).judge == "model-b" and judge.benched == set()
+    assert judge.judge(attempt(COMPARES)).judge == "model-b"
+    assert models_called(requests) == ["model-a", "model-b", "model-a", "model-b"]
+
+
+def test_a_200_that_is_not_a_completion_benches_too() -> None:
     """A broken proxy in front of a judge answers 200 with plain text or a foreign JSON body."""
     app = FastAPI()
     bodies = iter([PlainTextResponse("upstream says hi"), JSONResponse({"unexpected": True})])
@@ -128,7 +186,7 @@ def test_a_200_that_is_not_a_completion_blacklists_too() -> None:
         judge = judge_for(f"{base_url}/v1", "model-a", "model-b")
         with pytest.raises(JudgeUnavailable):
             judge.judge(attempt(COMPARES))
-    assert judge.blacklisted == {"model-a", "model-b"}
+    assert judge.benched == {"model-a", "model-b"}
 
 
 def test_out_of_range_answers_count_as_unparseable(stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
@@ -136,9 +194,20 @@ def test_out_of_range_answers_count_as_unparseable(stub: tuple[str, Script, list
     script.set(model_a=StubReply(content='{"reasoning_quality": 0.6}'),
                model_b=StubReply(content='{"reasoning_quality": 1.2}'))
     judge = judge_for(base_url, "model-a", "model-b")
-    with pytest.raises(JudgeUnavailable, match="blacklisted"):
+    with pytest.raises(JudgeUnavailable, match="no verdict from: model-a, model-b"):
         judge.judge(attempt(COMPARES))
-    assert judge.blacklisted == {"model-a", "model-b"}
+    assert judge.benched == {"model-a", "model-b"}
+
+
+def test_a_fallback_after_answers_without_a_verdict_counts_its_failed_calls(
+        stub: tuple[str, Script, list[dict[str, Any]]]) -> None:
+    base_url, script, _ = stub
+    script.set(model_a=[StubReply(content="no idea"), GOOD], model_b=StubReply(content=""))
+    judge = FallbackJudge(judge_for(base_url, "model-a", "model-b"))
+    fallback = judge.judge(attempt(COMPARES))
+    assert (fallback.offline, fallback.attempts, fallback.failed_calls) == (True, 2, 2)
+    after = judge.judge(attempt(COMPARES))
+    assert (after.offline, after.judge, after.failed_calls) == (False, "model-a", 0)
 
 
 @pytest.mark.parametrize("status", [401, 403])

@@ -15,6 +15,7 @@ from arena.validator.api.site.charts import bar_chart
 from arena.validator.api.site.pages import page
 from arena.validator.api.site.paging import (
     IMMUTABLE_MAX_AGE,
+    MAX_PAGE,
     Page,
     PageDep,
     PageParams,
@@ -73,7 +74,7 @@ def _charts(day: DumpDetail) -> dict[str, Markup]:
 
 @router.get("/dumps", response_class=HTMLResponse)
 def dumps_page(
-    request: Request, view: ViewDep, number: Annotated[int, Query(alias="page", ge=1)] = 1
+    request: Request, view: ViewDep, number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1
 ) -> Response:
     days = dump_days(view.dumps_dir)
     shown = PageParams(page=number, page_size=DAYS_PER_PAGE)

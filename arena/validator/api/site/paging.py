@@ -1,7 +1,9 @@
 """Pagination (``?page=&page_size=`` -> ``{items, page, page_size, total}``) and cache headers for the
 site's JSON API and pages.
 
-Every list endpoint takes :data:`PageDep` and answers a :class:`Page`; :func:`cached_json` serialises the
+Every list endpoint takes :data:`PageDep` and answers a :class:`Page`; ``page`` is at most
+:data:`MAX_PAGE` and ``page_size`` at most :data:`MAX_PAGE_SIZE` (422 past either, naming the bound, so
+no offset a store cannot hold reaches a query); :func:`cached_json` serialises the
 answer once, sets ``Cache-Control`` (public, ``max-age``) and a strong ``ETag`` over the body, and answers
 ``304 Not Modified`` when the client's ``If-None-Match`` already names it.
 """
@@ -18,6 +20,8 @@ from pydantic import BaseModel, Field
 
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 200
+MAX_PAGE: Final = 1_000_000
+"""The highest page number any list endpoint answers (its offset, at most 2e8 items, fits every store)."""
 LIVE_MAX_AGE: Final = 30
 """Seconds a client or proxy may reuse an answer that changes as the race log grows."""
 IMMUTABLE_MAX_AGE: Final = 86_400
@@ -43,12 +47,13 @@ class PageParams:
 
 
 def page_params(
-    page: Annotated[int, Query(ge=1, description="1-based page number")] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="1-based page number")] = 1,
     page_size: Annotated[
         int, Query(ge=1, le=MAX_PAGE_SIZE, description="Items per page")
     ] = DEFAULT_PAGE_SIZE,
 ) -> PageParams:
-    """The ``?page=&page_size=`` query parameters (422 when out of range)."""
+    """The ``?page=&page_size=`` query parameters (422 when out of range: below 1, ``page`` above
+    :data:`MAX_PAGE`, ``page_size`` above :data:`MAX_PAGE_SIZE`)."""
     return PageParams(page=page, page_size=page_size)
 
 
@@ -59,7 +64,7 @@ class Page(BaseModel, Generic[T]):
     """One page of a list, with the list's total length."""
 
     items: list[T]
-    page: int = Field(ge=1)
+    page: int = Field(ge=1, le=MAX_PAGE)
     page_size: int = Field(ge=1, le=MAX_PAGE_SIZE)
     total: int = Field(ge=0, description="Items in the whole list, across pages")
 
