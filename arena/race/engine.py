@@ -39,7 +39,14 @@ from arena.race.events import (
     SubmissionCopied,
     SubmissionRejected,
 )
-from arena.race.rules import RaceRules, chain_order, decide_race, may_race, qualifying_threshold
+from arena.race.rules import (
+    RaceRules,
+    chain_order,
+    decide_race,
+    first_commitment_block,
+    may_race,
+    qualifying_threshold,
+)
 from arena.race.state import RaceState, Submission, apply, replay, submission_id
 from arena.race.store import EventStore
 from arena.weights import Finisher, seeded_tie_break
@@ -80,6 +87,10 @@ class RaceEngine:
         """Accept, reject or record as a copy (``copy_of``) an agent file committed on chain at
         ``commitment_block``, unless the hotkey is still cooling down (no event then).
 
+        A file the hotkey committed before (a re-commitment of the same hash) is recorded at its first
+        commitment's block (:func:`~arena.race.rules.first_commitment_block`): its qualifying problems
+        are the ones that commitment drew.
+
         A copy found after its file was accepted (the original was uploaded later but committed earlier)
         marks that submission at once: the cooldown it started already counts.
         """
@@ -102,9 +113,9 @@ class RaceEngine:
                                           findings=rejection.findings))
             return SubmitOutcome(status="rejected", retry_at=now + cooldown, reason=rejection.reason)
         sid = submission_id(hotkey, code_hash, now)
+        first = first_commitment_block(self.state.submissions.values(), hotkey, code_hash, commitment_block)
         self._emit(SubmissionAccepted(at=now, submission_id=sid, hotkey=hotkey, code_hash=code_hash,
-                                      cooldown_until=now + self.rules.cooldown,
-                                      commitment_block=commitment_block))
+                                      cooldown_until=now + self.rules.cooldown, commitment_block=first))
         return SubmitOutcome(status="accepted", submission_id=sid, retry_at=now + self.rules.cooldown)
 
     def _recorded(self, hotkey: str, code_hash: str) -> bool:

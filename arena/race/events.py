@@ -66,8 +66,9 @@ class SubmissionAccepted(_Event):
     code_hash: str
     cooldown_until: UtcDatetime
     commitment_block: int | None = Field(
-        default=None, ge=0, description="Chain block of the hotkey's commitment of this file: ties break to "
-                                        "the earlier one; absent from logs written before it was recorded")
+        default=None, ge=0, description="Chain block of the hotkey's first commitment of this file (a "
+                                        "re-commitment of the same hash keeps it; its qualifying draw "
+                                        "follows it); absent from logs written before it was recorded")
 
 
 class SubmissionRejected(_Event):

@@ -7,6 +7,7 @@ honest validator decides alike: equal race scores on a hash of the race seed and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, time, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +56,17 @@ def chain_order(submission: Submission) -> tuple[bool, int, str, str]:
     """Earlier commitment block first (unknown blocks, from old logs, last), then hotkey, then id."""
     block = submission.commitment_block
     return block is None, block or 0, submission.hotkey, submission.submission_id
+
+
+def first_commitment_block(submissions: Iterable[Submission], hotkey: str, code_hash: str,
+                           block: int | None) -> int | None:
+    """The block a submission of ``code_hash`` by ``hotkey`` committed at ``block`` counts as committed at:
+    the hotkey's first commitment of that file hash among ``submissions`` (the ones recorded before it),
+    else ``block``. Its qualifying problems are drawn from the first final block after this one, so
+    committing the same file again never buys a new draw; a different file hash gets its own."""
+    earlier = [s.commitment_block for s in submissions
+               if s.hotkey == hotkey and s.code_hash == code_hash and s.commitment_block is not None]
+    return min([*earlier, *([] if block is None else [block])], default=None)
 
 
 def may_race(submission: Submission, slot: datetime, seed_block: int | None, tempo: int) -> bool:

@@ -36,9 +36,6 @@ pulses subtensor stores for commit-reveal weights)."""
 QUICKNET_GENESIS: Final = datetime.fromtimestamp(1692803367, UTC)
 QUICKNET_PERIOD: Final = timedelta(seconds=3)
 
-REVEAL_EARLIEST: Final = timedelta(minutes=30)
-"""How long before its day's race slot a bank may open: long enough for validators whose slot seed comes
-a few blocks late, too short for a miner to tune an agent on the problems."""
 REVEAL_LATEST: Final = timedelta(hours=2)
 """How long after the slot a bank may still be sealed: the race waits for it, so not for long."""
 
@@ -85,15 +82,31 @@ def round_time(round_number: int) -> datetime:
     return QUICKNET_GENESIS + (round_number - 1) * QUICKNET_PERIOD
 
 
+def earliest_reveal(slot: datetime) -> datetime:
+    """The earliest a bank for the race of ``slot`` may open: the slot itself.
+
+    The race's entrants are fixed before it: a challenger enters only when committed at least ``tempo``
+    blocks (``tempo`` >= 1) before the race's seed block, the first block at or after the slot
+    (``arena.race.rules.may_race``), so every entrant's commitment is in a block made before the slot.
+    A bank opening at or after the slot therefore opens after every commitment that can race on it,
+    whatever the subnet's tempo and however the blocks were spaced; a bank opening earlier would let a
+    miner read its problems and still commit an agent for them in time (at a tempo of 100 blocks, 20
+    minutes before the slot). Nothing waits for the bank: validators draw the race suite once the seed
+    block is final, which is after the slot's round is emitted.
+    """
+    return slot
+
+
 def check_reveal(round_number: int, slot: datetime) -> None:
-    """Raise :class:`BankError` unless a bank sealed to ``round_number`` opens near the race ``slot``: from
-    :data:`REVEAL_EARLIEST` before it (earlier, miners could read the problems before the race) to
-    :data:`REVEAL_LATEST` after it (later, the race would wait for it)."""
+    """Raise :class:`BankError` unless a bank sealed to ``round_number`` opens near the race ``slot``: not
+    before it (:func:`earliest_reveal`: earlier, a miner could read the problems and still commit an agent
+    that races on them) and at most :data:`REVEAL_LATEST` after it (later, the race would wait for it)."""
     opens = round_time(round_number)
     sealed_to = f"the bank is sealed to drand round {round_number}, which opens at {opens.isoformat()}"
-    if opens < slot - REVEAL_EARLIEST:
-        raise BankError(f"{sealed_to}, more than {REVEAL_EARLIEST} before its race slot {slot.isoformat()}: "
-                        f"anyone could read its problems before the race; seal it to round {round_at(slot)}")
+    if opens < earliest_reveal(slot):
+        raise BankError(f"{sealed_to}, before its race slot {slot.isoformat()}: anyone could read its "
+                        f"problems and still commit an agent that races on them; seal it to round "
+                        f"{round_at(slot)} or later")
     if opens > slot + REVEAL_LATEST:
         raise BankError(f"{sealed_to}, more than {REVEAL_LATEST} after its race slot {slot.isoformat()}; "
                         f"seal it to round {round_at(slot)}")

@@ -6,7 +6,8 @@ ciphertext (base64) is ``bittensor_core.encrypt_at_round`` of the bank's JSON. N
 before quicknet emits ``reveal_round``; then the round's signature (public, from any drand relay)
 opens it on every validator alike. The sealed files a validator's configuration pins live in
 ``<catalog>/banks/<sha256>.json``; they are checked when the suite sources open (present, hashing to the
-pin, for the day they are pinned for, sealed to a round near that day's slot), long before their day.
+pin, for the day they are pinned for, sealed to a round from that day's slot to two hours after it), long
+before their day.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ process is isolated and how the proxy is reached:
   interpreter's installation at ``/opt/sandbox/python``, the venv's site-packages at
   ``/opt/sandbox/lib``, copies of the bootstrap and SDK made in the run's workspace (as for docker) and
   the agent file, a private size-limited /tmp, and the proxy's Unix socket bind-mounted in (relayed to
-  ``127.0.0.1:PORT`` by the bootstrap). Every mount lands at a neutral path, so the command line, the
+  ``127.0.0.1:PORT`` by the bootstrap). The bootstrap, the SDK and the agent file are not bind-mounted:
+  bubblewrap copies each file's bytes from a descriptor into a read-only file of its own (``--ro-bind-data``),
+  so no mount source names the run's workspace. Every mount lands at a neutral path, so the command line, the
   mount table's mount points, ``sys.path``, ``sys.executable`` and every ``__file__`` name no host
   virtualenv, interpreter or repository path (the interpreter's own run path is set by
   ``LD_LIBRARY_PATH``, since a shared build's RUNPATH names its host prefix), and the interpreter and
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
@@ -129,6 +132,10 @@ class Backend(Protocol):
     def kill(self, spec: SlotSpec, process: subprocess.Popen[bytes]) -> None:
         """Kill the slot and everything in it."""
 
+    def inherited_fds(self, spec: SlotSpec) -> tuple[int, ...]:
+        """The file descriptors the last :meth:`command` for ``spec`` names, to be passed to the launched
+        process; the caller closes them once it is launched (or could not be)."""
+
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
@@ -144,6 +151,21 @@ def _code_mounts(spec: SlotSpec, code: Path | None = None) -> list[tuple[str, st
             (str(sdk), f"{SDK_ROOT}/shoppingbench/agent_sdk"), (str(sdk / COMPAT_SRC.relative_to(SDK_DIR)),
                                                                 f"{SDK_ROOT}/src"),
             (str(spec.agent_file), AGENT_PATH)]
+
+
+def _data_files(spec: SlotSpec, code: Path) -> list[tuple[Path, str]]:
+    """(host file, sandbox path) of every file of the bootstrap, the forwarder, the SDK (under both its
+    package and its ``src`` compatibility path) and the agent: what the namespace sandbox is given the
+    bytes of (``--ro-bind-data``) rather than bind mounts, whose sources the mount table would name."""
+    files: list[tuple[Path, str]] = []
+    for source, target in _code_mounts(spec, code):
+        root = Path(source)
+        if root.is_dir():
+            files += [(path, f"{target}/{path.relative_to(root)}") for path in sorted(root.rglob("*"))
+                      if path.is_file() and "__pycache__" not in path.parts]
+        else:
+            files.append((root, target))
+    return files
 
 
 def _staged_code(workspace: Path) -> Path:
@@ -217,6 +239,32 @@ class NamespaceBackend:
         self.bwrap = shutil.which(bwrap) or bwrap
         self.setpriv = shutil.which(setpriv) or setpriv
         self.as_root = os.geteuid() == 0
+        self._fds: dict[tuple[str, int], tuple[int, ...]] = {}
+        self._fds_lock = threading.Lock()
+
+    def inherited_fds(self, spec: SlotSpec) -> tuple[int, ...]:
+        with self._fds_lock:
+            return self._fds.pop((spec.run_id, spec.index), ())
+
+    def _open_data(self, spec: SlotSpec, files: list[tuple[Path, str]]) -> list[str]:
+        """``--ro-bind-data`` arguments giving the sandbox ``files`` (world-readable, read-only), each from
+        a descriptor opened now and kept for :meth:`inherited_fds`."""
+        fds: list[int] = []
+        argv: list[str] = []
+        try:
+            for source, target in files:
+                fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+                fds.append(fd)
+                argv += ["--perms", "0444", "--ro-bind-data", str(fd), target]
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        with self._fds_lock:
+            for fd in self._fds.pop((spec.run_id, spec.index), ()):  # a command never launched
+                os.close(fd)
+            self._fds[(spec.run_id, spec.index)] = tuple(fds)
+        return argv
 
     def check(self) -> None:
         if shutil.which(self.bwrap) is None:
@@ -242,16 +290,18 @@ class NamespaceBackend:
             elif os.path.isdir(top):
                 argv += ["--ro-bind", top, top]
         argv += ["--ro-bind", "/usr", "/usr"]
-        # Copies of our code in the run's workspace, not the repository: the mount table's fourth field
-        # (mountinfo's root) names each bind mount's source.
-        mounts = [*python_mounts, *_code_mounts(spec, _staged_code(spec.workspace))]
+        # The mount table's fourth field (mountinfo's root) names each bind mount's source: our code and
+        # the agent file come in as bytes (copies in the run's workspace, not the repository's files).
+        mounts = list(python_mounts)
         if spec.channel.unix_path is not None:
             mounts.append((str(spec.channel.unix_path), PROXY_SOCKET))
+        data = _data_files(spec, _staged_code(spec.workspace))
         argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
                  "--tmpfs", "/tmp"]
-        argv += _parent_dirs([target for _, target in mounts])
+        argv += _parent_dirs([target for _, target in [*mounts, *data]])
         for source, target in mounts:
             argv += ["--ro-bind", source, target]
+        argv += self._open_data(spec, data)
         argv += ["--chdir", "/tmp"]
         config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, *site_packages],
                                   proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root)
@@ -287,6 +337,9 @@ class DockerBackend:
         if probe.returncode != 0:
             raise SandboxUnavailable(f"docker image {self.image} is not available: build it with "
                                      f"`docker build -t {self.image} docker/sandbox`")
+
+    def inherited_fds(self, spec: SlotSpec) -> tuple[int, ...]:
+        return ()
 
     def container_name(self, spec: SlotSpec) -> str:
         # The slot's uid, leased host-wide for the run, keeps names apart when runs overlap: run ids share
@@ -347,6 +400,9 @@ class NoSandboxBackend:
     def check(self) -> None:
         log.warning("sandbox_disabled", detail="--sandbox none runs the agent WITHOUT isolation: it can read "
                     "your files and reach the network. Use it only for agents you trust.")
+
+    def inherited_fds(self, spec: SlotSpec) -> tuple[int, ...]:
+        return ()
 
     def sdk_root(self, spec: SlotSpec) -> Path:
         """The sandbox's SDK layout, as symlinks in the run's workspace."""

@@ -108,11 +108,18 @@ class Slot:
         self._reset_stderr()
         self._buffer.clear()
         try:
-            self.process = subprocess.Popen(self.backend.command(self.spec), stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            env=self.backend.environment(self.spec), start_new_session=True)
+            command = self.backend.command(self.spec)
+        finally:
+            fds = self.backend.inherited_fds(self.spec)
+        try:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, env=self.backend.environment(self.spec),
+                                            start_new_session=True, pass_fds=fds)
         except OSError as exc:
             raise RuntimeError(f"sandbox slot {self.spec.index} could not be launched: {exc}") from exc
+        finally:
+            for fd in fds:  # the launched process has its own copies
+                os.close(fd)
         assert self.process.stdout is not None and self.process.stderr is not None
         self._selector = selectors.DefaultSelector()
         for stream in (self.process.stdout, self.process.stderr):

@@ -72,3 +72,25 @@ def test_the_agent_finds_no_host_path(backend: BackendName, tmp_path: Path,
     assert "/" in seen["/proc/self/mountinfo"] and "/" in seen["/proc/1/cmdline"]  # the probe read them
     leaks = {(where, path) for where, text in seen.items() for path in host_paths(tmp_path) if path in text}
     assert not leaks, "\n".join(f"{w}: {p}" for w, p in sorted(leaks))
+
+
+def mount_sources(mountinfo: str) -> list[str]:
+    """The fourth field of each ``mountinfo`` line: the path, inside its filesystem, that the mount shows."""
+    return [line.split()[3] for line in mountinfo.splitlines() if len(line.split()) > 4]
+
+
+def test_no_mount_shows_the_runs_workspace(tmp_path: Path, small_engine: BM25SearchEngine) -> None:
+    """The run's workspace (``sb-run-*`` in the host's temporary directory) holds the agent file and the
+    copies of the bootstrap and the SDK: the namespace sandbox gets their bytes, not bind mounts of them,
+    so no mount source names it (before, seven did: ``/tmp/sb-run-x1y2/code/bootstrap.py`` ...)."""
+    agent = tmp_path / "probe.py"
+    agent.write_text(PROBE)
+    (record,) = run_agent(agent, [problem("probe", "probe")], small_engine, backend="namespace")
+    assert record.failure is None, record.failure
+    seen: dict[str, str] = record.steps[0]
+    for where in ("/proc/self/mountinfo", "/proc/1/mountinfo"):
+        sources = mount_sources(seen[where])
+        assert sources and "/sandbox/boot/bootstrap.py" in seen[where]
+        leaked = [source for source in sources if "/sb-run-" in source or source.startswith(str(tmp_path))]
+        assert not leaked, f"{where}: {leaked}"
+    assert "/sb-run-" not in seen["/proc/self/mounts"]

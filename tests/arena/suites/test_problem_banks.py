@@ -72,9 +72,9 @@ from tests.chain_support import make_wallet, register
 from tests.fake_drand import QUICKNET_ROUND, QUICKNET_SIGNATURE, RelayState, create_relay
 from tests.writing_model import plain_query, requirements
 
-# Round 123 of quicknet was emitted at 2023-08-23T15:15:33Z: the bank day's race slot is 15:30 that day.
+# Round 123 of quicknet was emitted at 2023-08-23T15:15:33Z: the bank day's race slot is 15:15 that day.
 BANK_DAY = date(2023, 8, 23)
-RACE_TIME = time(15, 30)
+RACE_TIME = time(15, 15)
 FIRST_DAY = BANK_DAY - timedelta(days=1)
 DAYS = [FIRST_DAY, BANK_DAY, BANK_DAY + timedelta(days=1)]
 SIZES: dict[Category, int] = {"product": 2, "shop": 1, "voucher": 1}
@@ -143,11 +143,12 @@ def test_rounds_and_their_times_are_drand_quicknets() -> None:
 def test_a_bank_must_open_near_its_race_slot() -> None:
     slot = datetime(2026, 12, 1, 16, tzinfo=UTC)
     check_reveal(round_at(slot), slot)
-    check_reveal(round_at(slot - timedelta(minutes=29)), slot)
     check_reveal(round_at(slot + timedelta(hours=2)) - 1, slot)
-    with pytest.raises(BankError, match=rf"anyone could read its problems before the race; seal it to round "
-                                        rf"{round_at(slot)}"):
-        check_reveal(round_at(slot - timedelta(hours=1)), slot)
+    for early in (timedelta(hours=1), timedelta(minutes=29), timedelta(seconds=3)):
+        with pytest.raises(BankError, match=rf"before its race slot .*: anyone could read its problems and "
+                                            rf"still commit an agent that races on them; seal it to round "
+                                            rf"{round_at(slot)} or later"):
+            check_reveal(round_at(slot - early), slot)
     with pytest.raises(BankError, match="after its race slot"):
         check_reveal(round_at(slot + timedelta(hours=3)), slot)
 
@@ -332,7 +333,7 @@ def test_a_pinned_bank_that_cannot_serve_stops_the_start(small_world: SampleWorl
         expected = "is sealed for 2023-08-23, but it is pinned for"
     race_time = RACE_TIME
     if problem == "too early":  # round 123 opens at 15:15:33, an hour and three quarters before a 17:00 slot
-        race_time, expected = time(17), "anyone could read its problems before the race"
+        race_time, expected = time(17), "anyone could read its problems and still commit"
     with pytest.raises(ScheduleError, match=expected), \
             open_scheduled_sources(small_world.catalog_dir, SCHEDULE,
                                    BankPins(pins=pins, race_time=race_time, signatures=Signatures())):
@@ -443,12 +444,12 @@ def test_bank_build_seal_and_open_commands(small_world: SampleWorld, tmp_path: P
     assert "0 requests written, 3 drafts kept" in drafts.output
     assert "draft kept: request failed: InternalServerError" in drafts.output
 
-    slot_round = runner.invoke(arena_app, ["bank", "round", "--at", "2023-08-23T15:30:00+00:00"])
-    assert slot_round.exit_code == 0 and slot_round.output.startswith("round 412 ")
+    slot_round = runner.invoke(arena_app, ["bank", "round", "--at", "2023-08-23T15:15:00+00:00"])
+    assert slot_round.exit_code == 0 and slot_round.output.startswith("round 112 ")
     sealed_path = tmp_path / "sealed.json"
     sealing = runner.invoke(arena_app, ["bank", "seal", "--bank", str(plain), "--day", "2023-08-23",
                                         "--round", str(QUICKNET_ROUND), "--out", str(sealed_path),
-                                        "--race-time", "15:30"])
+                                        "--race-time", "15:15"])
     assert sealing.exit_code == 0, sealing.output
     assert f"sha256 {hashlib.sha256(sealed_path.read_bytes()).hexdigest()}" in sealing.output
     at_slot = runner.invoke(arena_app, ["bank", "seal", "--bank", str(plain), "--day", "2026-12-01",
@@ -474,7 +475,7 @@ def test_bank_install_stores_published_files_and_prints_every_pin(
         small_world: SampleWorld, bank: ProblemBank, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The operator's step: the pins it prints, set as ARENA_PROBLEM_BANKS, open at the validator's start."""
     monkeypatch.setenv("ARENA_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("ARENA_RACE_TIME_UTC", "15:30")
+    monkeypatch.setenv("ARENA_RACE_TIME_UTC", "15:15")
     earlier = {"2023-08-20": "a" * 64}
     monkeypatch.setenv("ARENA_PROBLEM_BANKS", json.dumps(earlier))
     catalog = small_world.catalog_dir
@@ -499,7 +500,7 @@ def test_bank_install_stores_published_files_and_prints_every_pin(
     assert conflict.exit_code == 2 and "a day races one bank" in conflict.output and not conflict.stdout
     monkeypatch.setenv("ARENA_RACE_TIME_UTC", "17:00")
     late = runner.invoke(arena_app, ["bank", "install", str(published), "--catalog", str(catalog)])
-    assert late.exit_code == 2 and "anyone could read its problems before the race" in late.output
+    assert late.exit_code == 2 and "anyone could read its problems and still commit" in late.output
     monkeypatch.delenv("ARENA_CATALOG_DIR", raising=False)
     nowhere = runner.invoke(arena_app, ["bank", "install", str(published)])
     assert nowhere.exit_code == 2 and "no catalog given: give --catalog DIR" in nowhere.output

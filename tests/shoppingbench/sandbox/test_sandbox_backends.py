@@ -16,7 +16,6 @@ from shoppingbench.sandbox import runtime
 from shoppingbench.sandbox.backends import (
     AGENT_PATH,
     BOOTSTRAP,
-    COMPAT_SRC,
     DOCKER_PYTHON,
     FORWARDER,
     PROXY_SOCKET,
@@ -91,35 +90,49 @@ def test_docker_argv_carries_every_limit_and_no_network(tmp_path: Path) -> None:
 
 def test_namespace_argv_isolates_and_mounts_read_only(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
+    spec.agent_file.write_text("def agent_main(problem):\n    return []\n")
     backend = NamespaceBackend()
     argv = backend.command(spec)
-    for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session"):
-        assert flag in argv
-    assert "--bind" not in argv  # every host path is read-only; only /tmp (a tmpfs) is writable
-    binds = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--ro-bind"}
-    assert binds[str(spec.agent_file)] == AGENT_PATH and binds[str(spec.channel.unix_path)] == PROXY_SOCKET
-    # Of our code only copies of the bootstrap and the SDK (the repository's path is never a mount source);
-    # the interpreter and site-packages at neutral paths; of the system its read-only basics.
-    staged = spec.workspace / "code"
-    assert (staged / "bootstrap.py").read_bytes() == BOOTSTRAP.read_bytes()
-    assert binds[str(staged / "agent_sdk")] == f"{SDK_ROOT}/shoppingbench/agent_sdk"
-    # ... mounted from their hard-linked mirrors, so the mount table names no venv nor interpreter path.
-    python, site = (runtime.mirror(Path(p)) for p in (os.path.realpath(sys.base_prefix),
-                                                     sysconfig.get_path("purelib")))
-    assert python is not None and site is not None
-    assert binds[str(python)] == SANDBOX_PYTHON and binds[str(site)] == f"{SANDBOX_LIB}/site-packages"
-    expected = {"/usr", *(str(staged / name) for name in ("bootstrap.py", "forwarder.py", "agent_sdk")),
-                str(staged / "agent_sdk" / COMPAT_SRC.relative_to(SDK_DIR)), str(spec.agent_file),
-                str(spec.channel.unix_path), str(python), str(site)}
-    assert set(binds) - expected <= {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
-    assert not any(str(REPOSITORY) in arg or sys.prefix in arg for arg in argv[argv.index("--"):])
-    assert _option_values(argv, "--size") == [str(32 * MiB)] and _option_values(argv, "--tmpfs") == ["/tmp"]
-    config = json.loads(argv[-1])
-    if backend.as_root:
-        assert "--reuid=61003" in argv and "--no-new-privs" in argv
-        assert config["rlimits"]["NPROC"] == 40
-    assert config["isolated"] and config["python_paths"][0] == "/sandbox/sdk"
-    assert backend.environment(spec)["SANDBOX_PROXY_URL"] == "http://127.0.0.1:8765"
+    fds = backend.inherited_fds(spec)
+    try:
+        for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
+                     "--new-session"):
+            assert flag in argv
+        assert "--bind" not in argv  # every host path is read-only; only /tmp (a tmpfs) is writable
+        binds = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--ro-bind"}
+        assert binds[str(spec.channel.unix_path)] == PROXY_SOCKET
+        # Our code (copies of the bootstrap and the SDK) and the agent come in as bytes, one read-only file
+        # each from a descriptor passed to bwrap: no mount source names the workspace or the repository.
+        data = {argv[i + 2]: int(argv[i + 1]) for i, arg in enumerate(argv) if arg == "--ro-bind-data"}
+        assert sorted(data.values()) == sorted(fds) and backend.inherited_fds(spec) == ()
+        assert all(argv[i - 2:i] == ["--perms", "0444"]
+                   for i, arg in enumerate(argv) if arg == "--ro-bind-data")
+        staged = spec.workspace / "code"
+        assert (staged / "bootstrap.py").read_bytes() == BOOTSTRAP.read_bytes()
+        assert {AGENT_PATH, "/sandbox/boot/bootstrap.py", "/sandbox/boot/forwarder.py",
+                f"{SDK_ROOT}/shoppingbench/agent_sdk/__init__.py",
+                f"{SDK_ROOT}/src/agent/proxy_client.py"} <= set(data)
+        assert os.read(data[AGENT_PATH], 100) == spec.agent_file.read_bytes()
+        # ... the interpreter and site-packages at neutral paths, mounted from their hard-linked mirrors,
+        # so the mount table names no venv nor interpreter path; of the system its read-only basics.
+        python, site = (runtime.mirror(Path(p)) for p in (os.path.realpath(sys.base_prefix),
+                                                         sysconfig.get_path("purelib")))
+        assert python is not None and site is not None
+        assert binds[str(python)] == SANDBOX_PYTHON and binds[str(site)] == f"{SANDBOX_LIB}/site-packages"
+        expected = {"/usr", str(spec.channel.unix_path), str(python), str(site)}
+        assert set(binds) - expected <= {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+        assert not any(str(REPOSITORY) in arg or sys.prefix in arg for arg in argv[argv.index("--"):])
+        assert _option_values(argv, "--size") == [str(32 * MiB)]
+        assert _option_values(argv, "--tmpfs") == ["/tmp"]
+        config = json.loads(argv[-1])
+        if backend.as_root:
+            assert "--reuid=61003" in argv and "--no-new-privs" in argv
+            assert config["rlimits"]["NPROC"] == 40
+        assert config["isolated"] and config["python_paths"][0] == "/sandbox/sdk"
+        assert backend.environment(spec)["SANDBOX_PROXY_URL"] == "http://127.0.0.1:8765"
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def test_the_unsandboxed_backend_uses_the_channel_url_and_no_forwarder(tmp_path: Path) -> None:
