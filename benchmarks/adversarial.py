@@ -42,11 +42,28 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
 - ``qualifying_table`` (issue 22, 1): a table of every problem computable before the upload (bank and
   every suite from a public seed), masked, viewing each answer first: it fails qualifying;
 - ``ratchet_replay`` (issue 22, 2): the attack log replayed (a table winner reigning), an honest ReAct
-  challenger still qualifies: the bar is the winner's score on the challenger's own problems.
+  challenger still qualifies: the bar is the winner's score on the challenger's own problems;
+- ``outage_reroll`` (issue 43, 2): an agent that keeps slow calls in flight after answering and makes one
+  more (the provider answers it and the probe a 503), or that drops its answer and crashes the provider
+  when unsure: every problem is scored, the failures counted (no gain over the honest agent);
+- ``qualifying_redraw`` (issue 43, 6): the same file hash committed and uploaded again after a failed
+  qualifying gets the problems of its first commitment, never a new draw (another file gets its own);
+- ``bank_timing`` (issue 43, 7): at a tempo of 100 blocks, a bank sealed to a round before its race slot
+  is refused, and no commitment made once the bank's round is emitted enters its race;
+- ``sandbox_host_paths`` (issue 43, 7): no bind mount of the namespace sandbox shows a host temporary
+  path (the run's workspace, the proxy's socket directory) as its source in ``mountinfo``;
+- ``judge_stays_on`` (issue 43, 5): a baited two-verdict answer fails its calls; the next is LLM-judged;
+- ``site_leaks`` (issue 43, 7): ``/scores`` withholds a running race's figures; a huge ``page`` gets 422;
+- ``decided_by_code`` (issue 43, 1): code that words each call for the model to emit and has it say the
+  code's comparison in its own words, code that shows the model only the hits it picked, restate and
+  repeat-the-call: every such request is steered, never ``agentic``, quality at most 0.3; the honest
+  ReAct agent run the same way keeps ``agentic``.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",
-"families": {family: {"cases", "held", "not_held": [test ids]}}, "seconds"}``.
+"skipped", "families": {family: {"cases", "held", "not_held": [test ids], "skipped": ["test id: why"]}},
+"seconds"}``. A case skipped because what it needs cannot run here (a docker engine) is counted as
+skipped with its reason, neither held nor not held.
 """
 
 from __future__ import annotations
@@ -56,7 +73,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import pytest
@@ -64,14 +81,24 @@ import pytest
 BATTERY = Path(__file__).resolve().parents[1] / "tests" / "adversarial"
 
 
+Outcome = Literal["held", "not_held", "skipped"]
+
+
 class _Outcomes:
-    """A pytest plugin keeping, per test id, whether every phase of it passed."""
+    """A pytest plugin keeping, per test id, whether every phase of it passed, or why it was skipped."""
 
     def __init__(self) -> None:
-        self.held: dict[str, bool] = {}
+        self.outcomes: dict[str, Outcome] = {}
+        self.skip_reasons: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.held[report.nodeid] = self.held.get(report.nodeid, True) and report.passed
+        if report.skipped:
+            self.outcomes[report.nodeid] = "skipped"
+            longrepr = report.longrepr
+            self.skip_reasons[report.nodeid] = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)
+        elif self.outcomes.get(report.nodeid) != "skipped":
+            held = self.outcomes.get(report.nodeid, "held") == "held" and report.passed
+            self.outcomes[report.nodeid] = "held" if held else "not_held"
 
 
 def _family(nodeid: str) -> str:
@@ -79,18 +106,23 @@ def _family(nodeid: str) -> str:
     return Path(module).stem.removeprefix("test_")
 
 
-def summarize(held: dict[str, bool]) -> dict[str, Any]:
-    """The battery's figures from each case's outcome."""
-    families: dict[str, dict[str, Any]] = defaultdict(lambda: {"cases": 0, "held": 0, "not_held": []})
-    for nodeid, ok in sorted(held.items()):
+def summarize(outcomes: dict[str, Outcome], skip_reasons: dict[str, str] | None = None) -> dict[str, Any]:
+    """The battery's figures from each case's outcome. A case skipped (no docker engine here, say) is
+    neither held nor not held: it is listed with its reason, so a skip never passes for a defence."""
+    reasons = skip_reasons or {}
+    families: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"cases": 0, "held": 0, "not_held": [], "skipped": []})
+    for nodeid, outcome in sorted(outcomes.items()):
         family = families[_family(nodeid)]
         family["cases"] += 1
-        family["held"] += ok
-        if not ok:
-            family["not_held"].append(nodeid.split("::", 1)[1])
-    cases, kept = len(held), sum(held.values())
-    return {"cases": cases, "held": kept, "not_held": cases - kept,
-            "families": dict(sorted(families.items()))}
+        family["held"] += outcome == "held"
+        name = nodeid.split("::", 1)[1]
+        if outcome == "not_held":
+            family["not_held"].append(name)
+        elif outcome == "skipped":
+            family["skipped"].append(f"{name}: {reasons.get(nodeid, 'skipped')}")
+    counts = {kind: sum(o == kind for o in outcomes.values()) for kind in ("held", "not_held", "skipped")}
+    return {"cases": len(outcomes), **counts, "families": dict(sorted(families.items()))}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -103,10 +135,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.monotonic()
     pytest.main([*targets, "-q", "-p", "no:cacheprovider", "--no-header", "-o", "addopts="],
                 plugins=[outcomes])
-    result = {**summarize(outcomes.held), "seconds": round(time.monotonic() - started, 1)}
+    result = {**summarize(outcomes.outcomes, outcomes.skip_reasons),
+              "seconds": round(time.monotonic() - started, 1)}
     for name, family in result["families"].items():
         missed = f", not held: {', '.join(family['not_held'])}" if family["not_held"] else ""
-        print(f"{name}: {family['held']}/{family['cases']} held{missed}", file=sys.stderr)
+        skipped = f", skipped: {'; '.join(family['skipped'])}" if family["skipped"] else ""
+        print(f"{name}: {family['held']}/{family['cases']} held{missed}{skipped}", file=sys.stderr)
     print(orjson.dumps(result).decode())
     return result
 

@@ -7,6 +7,7 @@ the sandbox's proxy saw the agent do, written only by the proxy and never by age
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -46,6 +47,10 @@ class ReturnedProduct(BaseModel):
     service: list[str] = Field(default_factory=list)
     values: list[str] = Field(default_factory=list,
                               description="Lower-case sku option and attribute values (view answers)")
+    sold_count: int | None = None
+    texts: list[str] = Field(default_factory=list, description=(
+        "The answer's other texts, each cut (view answers: short description, description, the sku "
+        "option and attribute keys): what a rendering of the result may show"))
 
 
 REFUSAL_STATUSES: Final = frozenset({403, 429})
@@ -128,6 +133,27 @@ class EchoMeasure:
     __hash__ = None  # type: ignore[assignment]
 
 
+STEERING_KEY: Final = "_steering_measure"
+"""Where a record keeps its steered requests, as :data:`ECHO_MEASURE_KEY` keeps the echo measure."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SteeringMeasure:
+    """A record's steered requests with the proxy-log entries they were measured on."""
+
+    calls: tuple[ProxyCall, ...]
+    steered: dict[int, str]
+
+    def fits(self, proxy_log: list[ProxyCall]) -> bool:
+        return len(proxy_log) == len(self.calls) and all(
+            mine is theirs for mine, theirs in zip(proxy_log, self.calls, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        return True  # a cache, not part of the record's value (see EchoMeasure)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class AttemptRecord(BaseModel):
     """One agent x problem x run: everything needed to score, judge, filter and train on it.
 
@@ -161,8 +187,9 @@ class AttemptRecord(BaseModel):
                                   "reported from inside the sandbox); started_at/finished_at are the host's")
     infra_failed: bool = Field(
         default=False, description="The inference provider was down for at least one call of an attempt "
-                                   "that did not succeed (a provider error the proxy's probe confirmed): an "
-                                   "infrastructure failure, not the agent's (re-run later)")
+                                   "that did not succeed, and nothing the agent did explains it "
+                                   "(``shoppingbench.grading.outages``): re-run later, a bounded number of "
+                                   "times, then counted as the agent's failure")
     infra_retries: int = Field(default=0, ge=0, description=(
         "How many earlier tries of this attempt were infrastructure failures (it is the re-run of those)"))
 
@@ -192,6 +219,21 @@ class AttemptRecord(BaseModel):
         """``shoppingbench.echo.echoed_calls`` of this record: the carried measure, else computed now."""
         carried = self.carried_echoes()
         return carried if carried is not None else echoed_calls(self.proxy_log, self.query)
+
+    def carry_steering(self, steered: Mapping[int, str]) -> AttemptRecord:
+        """Keep the attempt's steered requests (``seq`` -> why, measured over its whole run by
+        ``trajectories.filter.decided``) with the record, in memory only as the echo measure is; returns
+        ``self``."""
+        self.__dict__[STEERING_KEY] = SteeringMeasure(tuple(self.proxy_log), dict(steered))
+        return self
+
+    def carried_steering(self) -> dict[int, str] | None:
+        """The steered requests :meth:`carry_steering` kept, while the record holds that very proxy log;
+        ``None`` when the run's requests were not measured."""
+        measure = self.__dict__.get(STEERING_KEY)
+        if not isinstance(measure, SteeringMeasure) or not measure.fits(self.proxy_log):
+            return None
+        return dict(measure.steered)
 
     def refused_calls(self) -> list[ProxyCall]:
         """The calls the proxy refused: a model not allowed (403) or a spent budget (429)."""

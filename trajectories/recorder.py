@@ -2,8 +2,9 @@
 
 Whoever runs agents (a validator's suite runs, and ``miner test`` through the same code) hands each
 finished attempt to :meth:`RunRecorder.record` the moment the runner yields it, so a crash loses at most
-the attempt in flight. Each attempt is labelled by the structural filter on the way in; failures are
-stored like any other attempt.
+the attempt in flight. Each attempt is labelled by the structural filter on the way in, and labelled
+again (:meth:`RunRecorder.relabel`) once the whole run shows which request text was the agent's static
+instructions (``trajectories.filter.decided``); failures are stored like any other attempt.
 """
 
 from __future__ import annotations
@@ -18,8 +19,16 @@ import structlog
 
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
-from trajectories.filter import FilterConfig, label_attempt
-from trajectories.store import AgentEntry, AttemptWrite, ProblemEntry, RunEntry, RunKind, TrajectoryStore
+from trajectories.filter import FilterConfig, FilterVerdict, label_attempt
+from trajectories.store import (
+    AgentEntry,
+    AttemptKey,
+    AttemptWrite,
+    ProblemEntry,
+    RunEntry,
+    RunKind,
+    TrajectoryStore,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +45,7 @@ class RunRecorder:
         self.store = store
         self.run_id = run_id
         self.labels: Counter[str] = Counter()
+        self._label_of: dict[str, str] = {}
         self._filter = filter_config or FilterConfig()
         self._lock = threading.Lock()
         store.register_agent(agent)
@@ -46,13 +56,33 @@ class RunRecorder:
                                     started_at=time.time()))
 
     def record(self, attempt: AttemptRecord) -> None:
+        """Store ``attempt`` the moment it finished, labelled with what is known of it alone (the run's
+        static text is known only once the run is complete: :meth:`relabel` then)."""
         if attempt.run_id != self.run_id:
             raise ValueError(f"attempt of run {attempt.run_id} handed to the recorder of run {self.run_id}")
-        verdict = label_attempt(attempt.proxy_log, attempt.steps, self._filter, query=attempt.query,
-                                echoed_seqs=attempt.echoed_calls())
+        verdict = self._label(attempt)
         with self._lock:
             self.store.write_attempt(AttemptWrite(record=attempt, label=verdict))
-            self.labels[verdict.label] += 1
+            self._count(attempt, verdict.label)
+
+    def relabel(self, attempt: AttemptRecord) -> None:
+        """Label a stored attempt again, now with its steered requests
+        (:meth:`~shoppingbench.records.AttemptRecord.carried_steering`, taken over the whole run)."""
+        verdict = self._label(attempt)
+        with self._lock:
+            self.store.set_label(AttemptKey.of(attempt), verdict)
+            self._count(attempt, verdict.label)
+
+    def _label(self, attempt: AttemptRecord) -> FilterVerdict:
+        return label_attempt(attempt.proxy_log, attempt.steps, self._filter, query=attempt.query,
+                             echoed_seqs=attempt.echoed_calls(), steered=attempt.carried_steering())
+
+    def _count(self, attempt: AttemptRecord, label: str) -> None:
+        previous = self._label_of.get(attempt.problem_id)
+        if previous is not None:
+            self.labels[previous] -= 1
+        self._label_of[attempt.problem_id] = label
+        self.labels[label] += 1
 
     def finish(self) -> None:
         self.store.finish_run(self.run_id, time.time())

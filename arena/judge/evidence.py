@@ -35,13 +35,18 @@ class JudgeInput(BaseModel):
     query: str
     proxy_log: list[ProxyCall] = Field(default_factory=list)
     steps: list[Any] = Field(default_factory=list)
+    steered: dict[int, str] = Field(default_factory=dict, description=(
+        "The attempt's steered requests by seq, with why (trajectories.filter.decided, measured over the "
+        "whole run): their completions answered the agent's code, not the shopper"))
     _record_echoes: frozenset[int] | None = PrivateAttr(default=None)
 
     @classmethod
     def from_record(cls, record: AttemptRecord) -> JudgeInput:
         """The record as a judge sees it, with the record's echo measure (``AttemptRecord.echoed_calls``:
-        the one the grader took when it built the record, else measured now), not measured again."""
-        judged = cls(query=record.query, proxy_log=record.proxy_log, steps=record.steps)
+        the one the grader took when it built the record, else measured now), not measured again, and the
+        steered requests its run's measure left with it."""
+        judged = cls(query=record.query, proxy_log=record.proxy_log, steps=record.steps,
+                     steered=record.carried_steering() or {})
         judged._record_echoes = frozenset(record.echoed_calls())
         return judged
 
@@ -54,9 +59,15 @@ class JudgeInput(BaseModel):
         return frozenset(echoed_calls(self.proxy_log, self.query))
 
     @cached_property
+    def not_decided(self) -> frozenset[int]:
+        """The completions that are not the model's own decision: echoed or steered."""
+        return self.echoed | self.steered.keys()
+
+    @cached_property
     def written_calls(self) -> list[ProxyCall]:
-        """The answered inference calls whose completion the model wrote (not echoed), in order."""
-        return [call for call in inference_calls(self.proxy_log) if call.seq not in self.echoed]
+        """The answered inference calls whose completion the model wrote and decided (neither echoed nor
+        steered), in order."""
+        return [call for call in inference_calls(self.proxy_log) if call.seq not in self.not_decided]
 
 
 def clip(text: str, limit: int) -> str:

@@ -12,7 +12,9 @@ about data no tool returned, typically results the agent forged before feeding t
 earns nothing at gates 2-4. A completion that only repeated its request (``shoppingbench.echo``: an
 agent asking its model to restate the code's own analysis) is not the model's writing: no gate counts
 it, and the verdict says how many there were (``echoed_completions``), which also denies the LLM judge
-any lift above this verdict.
+any lift above this verdict. So is a completion that answered a request holding the code's own text
+(``trajectories.filter.decided``: the code chose a call, a selection of results or words for the model
+to say): it counts as ``steered_completions``, with the same consequences.
 
 Gates, in order (the first that fails decides):
 1. no answered, not echoed inference call with >= 30 completion tokens -> 0.1;
@@ -181,16 +183,19 @@ def _unique_prices(products: Iterable[SeenProduct]) -> frozenset[Decimal]:
     return frozenset(price for price, count in counts.items() if count == 1)
 
 
-def _verdict(level: int, explanation: str, echoed: int) -> JudgeVerdict:
+def _verdict(level: int, explanation: str, echoed: int, steered: int) -> JudgeVerdict:
     note = f" ({echoed} echoed completion(s) repeated the request and earn nothing)" if echoed else ""
+    if steered:
+        note += f" ({steered} completion(s) answered the code's own text and earn nothing)"
     return JudgeVerdict(quality=QUALITY_LEVELS[level], judge=OFFLINE_JUDGE, offline=True,
-                        explanation=explanation + note, attempts=0, echoed_completions=echoed)
+                        explanation=explanation + note, attempts=0, echoed_completions=echoed,
+                        steered_completions=steered)
 
 
 def judge_offline(item: JudgeInput) -> JudgeVerdict:
     """Walk the gates over the verified completions and the products the proxy saw returned."""
     level, explanation = _walk_gates(item)
-    return _verdict(level, explanation, len(item.echoed))
+    return _verdict(level, explanation, len(item.echoed), len(item.steered))
 
 
 def _walk_gates(item: JudgeInput) -> tuple[int, str]:

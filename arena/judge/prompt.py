@@ -10,6 +10,7 @@ Prompts are deterministic: the same attempt gives the same bytes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -61,7 +62,9 @@ Walk these gates in order; the first gate that fails decides the grade:
 Gate 1 reads only the verified proxy log (a call with >= {MIN_REASONING_TOKENS} completion tokens).
 A language-model call marked "echoed": true answered with text the agent itself had sent in that call's
 request (the model only repeated it): it is not the model's reasoning, its text is withheld, and it earns
-no credit at any gate; thinking in the trajectory that matches it earns none either.
+no credit at any gate; thinking in the trajectory that matches it earns none either. A call marked
+"steered" answered a request that held the agent's code's own text (its choice of a call, of results or
+of words for the model to say): the code decided, not the model, so it is treated exactly as an echoed one.
 For gates 2-4, credit thinking that plausibly came from the model (it agrees with the completions in
 the proxy log), that refers to what the tools actually returned (the ids, titles, prices and shops of
 the verified proxy log's "products", never the trajectory's own tool results), and for gate 4, one
@@ -85,12 +88,15 @@ def _product_view(product: ReturnedProduct) -> dict[str, Any]:
     return view
 
 
-def _call_view(call: ProxyCall, echoed: frozenset[int]) -> dict[str, Any]:
+def _call_view(call: ProxyCall, echoed: frozenset[int], steered: Mapping[int, str]) -> dict[str, Any]:
     view: dict[str, Any] = {"seq": call.seq, "kind": call.kind, "path": as_text(call.path, 200),
                             "status": call.status, "duration_ms": round(call.duration_ms, 1)}
     if call.seq in echoed:  # the model only repeated the request: nothing of it is evidence of reasoning
         view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens,
                  "echoed": True}
+    elif call.seq in steered:  # the code decided what the model answered: no evidence of its reasoning
+        view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens,
+                 "steered": as_text(steered[call.seq], 200)}
     elif call.kind == "inference":
         view |= {"model": as_text(call.model, 100), "completion_tokens": call.completion_tokens,
                  "completion_start": as_text(call.completion_text, _COMPLETION_CHARS),
@@ -123,7 +129,7 @@ def _within(items: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, An
 def attempt_document(item: JudgeInput) -> dict[str, Any]:
     """The attempt as the JSON document the judge model reads."""
     log = sorted(item.proxy_log, key=lambda c: c.seq)
-    calls, calls_omitted = _within([_call_view(c, item.echoed) for c in log], MAX_CALLS_CHARS)
+    calls, calls_omitted = _within([_call_view(c, item.echoed, item.steered) for c in log], MAX_CALLS_CHARS)
     views, steps_left_out = step_views(item.steps)
     steps, steps_omitted = _within([
         {"step": v.index, "think": v.think,
@@ -136,6 +142,7 @@ def attempt_document(item: JudgeInput) -> dict[str, Any]:
             "summary": {"calls": len(log), "inference_calls": sum(c.kind == "inference" for c in log),
                         "answered_inference_calls": len(inference_calls(log)),
                         "echoed_completions": len(item.echoed),
+                        "steered_completions": len(item.steered),
                         "max_completion_tokens": max_completion_tokens(item.written_calls),
                         "search_calls": sum(c.kind == "search" for c in log),
                         "failed_calls": sum(c.status >= 400 for c in log),

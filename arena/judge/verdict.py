@@ -54,6 +54,14 @@ class JudgeVerdict(BaseModel):
     echoed_completions: int = Field(default=0, ge=0, description=(
         "Completions the offline rules found only repeating their request (no credit; the LLM judge may "
         "not lift such a verdict)"))
+    steered_completions: int = Field(default=0, ge=0, description=(
+        "Completions that answered a request holding the agent's code's own text (trajectories.filter."
+        "decided): no credit, and the LLM judge may not lift such a verdict"))
+
+    @property
+    def undecided_completions(self) -> int:
+        """Completions that are not the model's own decision (echoed or steered)."""
+        return self.echoed_completions + self.steered_completions
 
     @field_validator("quality")
     @classmethod

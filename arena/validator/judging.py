@@ -41,9 +41,6 @@ class ConcurrentJudging:
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def asked(self, problem_id: str) -> bool:
-        return problem_id in self._pending
-
     def ask(self, record: AttemptRecord) -> None:
         """Ask the judge about ``record`` on the pool, and keep the verdicts already back."""
         self._pending[record.problem_id] = (record, self._pool.submit(self._judge.judge,

@@ -1,8 +1,13 @@
-"""Run one agent over one suite, resumably: record and judge every attempt, then score the run.
+"""Run one agent over one suite, resumably: record every attempt, then label and judge them against the
+run's static text (who decided: ``trajectories.filter.decided``), then score the run.
 
 The run id is a function of the submission and the suite, so a restarted validator finds the attempts
 it already stored (the trajectory store keys attempts by run, agent and problem), runs only the
 problems still missing, judges only attempts still without a verdict, and scores the whole suite.
+
+An attempt the inference provider failed (``AttemptRecord.infra_failed``, decided by
+``shoppingbench.grading.outages``) is re-run up to ``infra_retries`` times; still failed after them, it
+is scored as the agent's failure. Only a deadline passing before its retries leaves it out of the score.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from arena.validator.judging import ConcurrentJudging
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
+from trajectories.filter.decided import carry_run_steering
 from trajectories.recorder import RunRecorder
 from trajectories.store import AgentEntry, AttemptKey, RunKind, StoredAttempt, TrajectoryStore
 from trajectories.store import JudgeVerdict as StoredVerdict
@@ -56,6 +62,7 @@ def stored_verdict(verdict: JudgeVerdict, *, judge_retries: int = 0) -> StoredVe
                          explanation=verdict.explanation,
                          details={"attempts": verdict.attempts, "models_tried": list(verdict.models_tried),
                                   "echoed_completions": verdict.echoed_completions,
+                                  "steered_completions": verdict.steered_completions,
                                   "failed_calls": verdict.failed_calls, "judge_retries": judge_retries})
 
 
@@ -65,7 +72,8 @@ def _arena(verdict: StoredVerdict) -> JudgeVerdict:
                         explanation=verdict.explanation, attempts=int(verdict.details.get("attempts", 0)),
                         failed_calls=int(verdict.details.get("failed_calls", 0)),
                         models_tried=tuple(str(m) for m in tried) if isinstance(tried, list) else (),
-                        echoed_completions=int(verdict.details.get("echoed_completions", 0)))
+                        echoed_completions=int(verdict.details.get("echoed_completions", 0)),
+                        steered_completions=int(verdict.details.get("steered_completions", 0)))
 
 
 JUDGE_FAILURE_MIN_CALLS: Final = 3
@@ -82,8 +90,9 @@ def judge_failed(verdicts: Iterable[JudgeVerdict]) -> bool:
 
 
 class RetriesPending(RuntimeError):
-    """The run is not scored yet: some attempts failed for the inference provider and may be re-run, or
-    the judge failed for most of the run and may be asked again. Score it again later (a later tick)."""
+    """The run is not scored yet: some attempts failed for the inference provider and may be re-run (an
+    attempt still failed once its retries are spent is scored as the agent's failure), or the judge failed
+    for most of the run and may be asked again. Score it again later (a later tick)."""
 
     def __init__(self, run_id: str, problem_ids: Sequence[str], judge: bool) -> None:
         what = [f"{len(problem_ids)} attempts the inference provider failed"] if problem_ids else []
@@ -97,15 +106,17 @@ class RetriesPending(RuntimeError):
 @dataclass(frozen=True)
 class JudgedRun:
     """Each scored problem's success and verdict, in suite order, and the structural-filter labels of the
-    attempts the call that judged them ran (not those it found already stored). ``missing``: problems
-    left out of the score because the inference provider failed their attempts (retries spent, or the
-    race's deadline passed): neither a success nor a failure of the agent."""
+    attempts the call that judged them ran (not those it found already stored). ``provider_failed``:
+    scored problems whose attempt the inference provider failed on every try (retries spent): failures
+    of the agent, judged as any other. ``missing``: problems left out of the score because the provider
+    failed their attempts and a deadline passed before their retries: neither a success nor a failure."""
 
     problem_ids: tuple[str, ...]
     successes: tuple[bool, ...]
     verdicts: tuple[JudgeVerdict, ...]
     labels: Mapping[str, int]
     missing: tuple[str, ...] = ()
+    provider_failed: tuple[str, ...] = ()
 
     def score(self) -> FinalScore:
         """The final score over the scored problems, with each one's outcome (0 when none was scored)."""
@@ -178,27 +189,33 @@ class SuiteRun:
             self._store_verdict(record, verdict)
             progress.verdicts[record.problem_id] = verdict
 
-        with ConcurrentJudging(self.judge, keep, self.judge_concurrency) as judging:
-            for record in self.run_agent(agent, missing, run_id) if missing else ():
-                previous = stored[record.problem_id]
-                if previous is not None:  # the re-run of an attempt the provider failed
-                    record = record.model_copy(update={"infra_retries": previous.record.infra_retries + 1})
-                recorder.record(record)
-                progress.records[record.problem_id] = record
-                if not record.infra_failed:
-                    judging.ask(record)
-            for problem_id, record in progress.records.items():
-                if not record.infra_failed and problem_id not in progress.verdicts \
-                        and not judging.asked(problem_id):
-                    judging.ask(record)
+        for record in self.run_agent(agent, missing, run_id) if missing else ():
+            previous = stored[record.problem_id]
+            if previous is not None:  # the re-run of an attempt the provider failed
+                record = record.model_copy(update={"infra_retries": previous.record.infra_retries + 1})
+            recorder.record(record)
+            progress.records[record.problem_id] = record
         lost = [p.id for p in suite if p.id not in progress.records]
         if lost:  # the runner yields every problem or raises; a silent gap must not score as a failure
             raise RuntimeError(f"run {run_id} ended without attempts for {len(lost)} problems: {lost[:3]}")
+        if final or not any(self._retry_owed_record(r) for r in progress.records.values()):
+            # Who decided is read against the run's static text, known only once every attempt is in
+            # (re-runs the provider owes included): labels are taken again and the judges read the
+            # steered requests.
+            carry_run_steering(progress.records.values())
+            for record in progress.records.values():
+                recorder.relabel(record)
+            with ConcurrentJudging(self.judge, keep, self.judge_concurrency) as judging:
+                for problem_id, record in progress.records.items():
+                    if not record.infra_failed and problem_id not in progress.verdicts:
+                        judging.ask(record)
         return self._settle(run_id, suite, progress, recorder, final=final)
 
     def _retry_owed(self, attempt: StoredAttempt | None) -> bool:
-        return attempt is not None and attempt.record.infra_failed and \
-            attempt.record.infra_retries < self.infra_retries
+        return attempt is not None and self._retry_owed_record(attempt.record)
+
+    def _retry_owed_record(self, record: AttemptRecord) -> bool:
+        return record.infra_failed and record.infra_retries < self.infra_retries
 
     @staticmethod
     def _stored_progress(stored: Mapping[str, StoredAttempt | None], rerun: set[str]) -> _Progress:
@@ -237,21 +254,38 @@ class SuiteRun:
             log.warning("suite_run_retries_pending", run_id=run_id, provider_failed=owed,
                         judge_failed=judge_owed)
             raise RetriesPending(run_id, owed, judge_owed)
-        if infra:
-            log.error("suite_run_recorded_with_missing_attempts", run_id=run_id, missing=infra,
-                      reason="deadline passed" if owed else "retries spent",
-                      hint="the inference provider failed these attempts: they count neither as successes "
-                           "nor as failures; check the provider (arena_provider_errors in /metrics)")
+        spent = [pid for pid in infra if pid not in owed]
+        if owed:
+            log.error("suite_run_recorded_with_missing_attempts", run_id=run_id, missing=owed,
+                      reason="deadline passed",
+                      hint="the inference provider failed these attempts and the deadline passed before "
+                           "their retries: they count neither as successes nor as failures; check the "
+                           "provider (arena_provider_errors in /metrics)")
+        if spent:
+            log.warning("suite_run_counted_provider_failures", run_id=run_id, failed=spent,
+                        hint="the inference provider failed these attempts on every try: they count as "
+                             "the agent's failures")
+            for pid in spent:
+                progress.verdicts.setdefault(pid, self._verdict_of_spent(progress.records[pid]))
         if judge_down:
             log.error("suite_run_scored_with_failing_judge", run_id=run_id,
                       reason="deadline passed" if judge_owed else "retries spent",
                       hint="the judge failed for most of the run: its failed verdicts are the offline rules'")
         recorder.finish()
-        scored = [p.id for p in suite if p.id not in infra]
+        scored = [p.id for p in suite if p.id not in owed]
         return JudgedRun(problem_ids=tuple(scored),
                          successes=tuple(progress.records[pid].score.success for pid in scored),
                          verdicts=tuple(progress.verdicts[pid] for pid in scored),
-                         labels=dict(recorder.labels), missing=tuple(infra))
+                         labels=dict(recorder.labels), missing=tuple(owed), provider_failed=tuple(spent))
+
+    def _verdict_of_spent(self, record: AttemptRecord) -> JudgeVerdict:
+        """The verdict of an attempt the provider failed on every try, now scored as a failure: the one
+        stored with it when an earlier scoring judged it, else the judge's, stored."""
+        stored = self.store.get_attempt(AttemptKey.of(record))
+        if stored is not None and stored.judge is not None \
+                and stored.record.infra_retries == record.infra_retries:
+            return _arena(stored.judge)
+        return self._store_verdict(record, self.judge.judge(JudgeInput.from_record(record)))
 
     def _store_verdict(self, record: AttemptRecord, verdict: JudgeVerdict, *,
                        judge_retries: int = 0) -> JudgeVerdict:

@@ -17,8 +17,11 @@ agent), is marked on the call's log entry as its ``provider_error`` (``http_5xx`
 An agent can make a provider fail on purpose (a request some servers answer with a 500), and an attempt
 the provider failed is re-run rather than scored: so right after such a failure the proxy sends the
 provider its own minimal request (``PROBE_MESSAGES``, one token) and records the answer as the call's
-``provider_down``. Only a failure the probe confirms (the probe failed too) makes the attempt an
-infrastructure failure; one the provider answers the probe after is the agent's own doing.
+``provider_down``. Only a failure the probe confirms (the probe failed too) can make the attempt an
+infrastructure failure (``shoppingbench.grading.outages`` has the whole rule); one the provider answers
+the probe after is the agent's own doing. The probe has its own client and connections
+(:data:`PROBE_CONNECTIONS`) and no part in the agent's budgets, so calls an agent keeps in flight cannot
+make it wait or fail.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 PROBE_MESSAGES = ({"role": "user", "content": "Reply with OK."},)
 """The validator's own request that tells a provider that is down from one an agent's request broke."""
 PROBE_TIMEOUT_S = 30.0
+PROBE_CONNECTIONS = 4
+"""Connections of the probe's own client: the agents' calls share another pool, so however many calls they
+keep in flight, a probe never waits behind them for a connection."""
 SINGLE_COMPLETION_FIELDS = ("n", "best_of")
 
 
@@ -167,17 +173,23 @@ class InferenceForwarder:
         self.config = config
         self.ledger = Ledger(config.budgets)
         self._client: httpx.AsyncClient | None = None
+        self._probe_client: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
         if self.config.base_url:
             headers = {"Authorization": f"Bearer {self.config.api_key.get_secret_value()}"}
             self._client = httpx.AsyncClient(base_url=self.config.base_url.rstrip("/"), headers=headers,
                                              timeout=self.config.timeout_s)
+            self._probe_client = httpx.AsyncClient(
+                base_url=self.config.base_url.rstrip("/"), headers=headers,
+                timeout=min(self.config.timeout_s, PROBE_TIMEOUT_S),
+                limits=httpx.Limits(max_connections=PROBE_CONNECTIONS, max_keepalive_connections=1))
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        for client in (self._client, self._probe_client):
+            if client is not None:
+                await client.aclose()
+        self._client = self._probe_client = None
 
     async def complete(self, raw_body: bytes, attempt: Spending) -> InferenceOutcome:
         try:
@@ -239,14 +251,15 @@ class InferenceForwarder:
 
     async def _provider_down(self, model: str) -> bool:
         """Whether the provider fails the proxy's own minimal request too (a 5xx, a timeout or a failed
-        connection): asked right after an agent's call failed, never charged to the agent."""
-        assert self._client is not None
+        connection): asked right after an agent's call failed, on the probe's own client (its own
+        connections, outside every budget of the agent's: never charged to it, never waiting for its calls
+        in flight)."""
+        assert self._probe_client is not None
         probe = {**self.config.forced_params, "model": model, "messages": list(PROBE_MESSAGES),
                  "max_tokens": 1, "stream": False}
         try:
-            response = await self._client.post("/chat/completions", content=orjson.dumps(probe),
-                                               headers={"Content-Type": "application/json"},
-                                               timeout=min(self.config.timeout_s, PROBE_TIMEOUT_S))
+            response = await self._probe_client.post("/chat/completions", content=orjson.dumps(probe),
+                                                     headers={"Content-Type": "application/json"})
         except httpx.HTTPError:
             return True
         return response.status_code >= 500

@@ -1,5 +1,6 @@
 """What a tool answer returned, as the proxy records it: product ids, the fields the judge and the
-structural filter read (title, price, shop, services, sku/attribute values), and the answer's digest.
+structural filter read (title, price, shop, services, sku/attribute values, sold count, descriptions),
+and the answer's digest.
 
 The proxy reads these from the tool server's own response body before passing it on, so they are
 verified: the agent cannot change what the log says a tool returned. The digest (sha256 of the full
@@ -19,6 +20,8 @@ from shoppingbench.records import ReturnedProduct
 MAX_VALUES_PER_PRODUCT: Final = 64
 """Sku option and attribute values kept per product (a real product has a handful)."""
 MAX_VALUE_CHARS: Final = 100
+MAX_TEXT_CHARS: Final = 2_000
+"""Characters kept of a description (agents show the model a few hundred)."""
 
 
 def _text(value: Any) -> str | None:
@@ -49,13 +52,33 @@ def _values(item: dict[str, Any]) -> list[str]:
     return list(found)[:MAX_VALUES_PER_PRODUCT]
 
 
+def _keys(raw: Any) -> Iterator[str]:
+    """Keys of ``sku_options`` (the option numbers and their keys) and ``attributes``."""
+    if isinstance(raw, dict):
+        for key, item in raw.items():
+            yield str(key)
+            yield from _keys(item)
+
+
+def _texts(item: dict[str, Any]) -> list[str]:
+    texts = [text[:MAX_TEXT_CHARS] for key in ("short_description", "description")
+             if (text := _text(item.get(key)))]
+    keys = " ".join(dict.fromkeys((*_keys(item.get("sku_options")), *_keys(item.get("attributes")))))
+    return [*texts, keys[:MAX_TEXT_CHARS]] if keys else texts
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def returned_product(item: dict[str, Any]) -> ReturnedProduct:
     """One entry of a ``find_product`` hit list or a ``view_product_information`` answer."""
     service = item.get("service")
     return ReturnedProduct(
         product_id=str(item["product_id"]), title=_text(item.get("title")), price=_price(item.get("price")),
         shop_id=_text(item.get("shop_id")),
-        service=[str(s) for s in service] if isinstance(service, list) else [], values=_values(item))
+        service=[str(s) for s in service] if isinstance(service, list) else [], values=_values(item),
+        sold_count=_count(item.get("sold_count")), texts=_texts(item))
 
 
 def tool_results(body: bytes) -> list[ReturnedProduct]:

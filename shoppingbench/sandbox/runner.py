@@ -15,7 +15,8 @@ Each worker thread takes the next problem, begins the attempt on its channel, ru
 slot (which enforces the limits and never raises for agent misbehaviour), ends the attempt (collecting
 its proxy log) and grades it. An attempt that did not succeed while the inference provider was down for
 one of its calls (a call the proxy logged with a ``provider_error`` its probe confirmed,
-``provider_down``) is marked ``infra_failed``: the provider's failure, not the agent's.
+``provider_down``) is marked ``infra_failed`` unless the agent's own doing explains it (it answered, or
+broke the provider itself: ``shoppingbench.grading.outages``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.evaluation import EvaluationResult, OnAttempt, collect, new_run_id
 from shoppingbench.grading.grader import Grader
+from shoppingbench.grading.outages import rule_outage
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
@@ -276,11 +278,14 @@ def _attempt(slot: Slot, problem: Problem, proxy: ProxyServer, grader: Grader, a
                            finished_at=outcome.finished_at, proxy_log=calls, stderr_tail=outcome.stderr_tail,
                            agent_ms=outcome.agent_ms)
     errors = record.provider_outages()
-    if errors and not record.score.success:
+    ruling = rule_outage(record)
+    if ruling.infra_failed:
         # The provider failed it, not the agent: the validator re-runs it instead of scoring it.
         record = record.model_copy(update={"infra_failed": True})
         log.warning("attempt_infra_failed", run_id=run_id, problem_id=problem.id, provider_errors=len(errors),
                     kinds=sorted({str(call.provider_error) for call in errors}))
+    elif errors and not record.score.success:
+        log.info("attempt_outage_not_retried", run_id=run_id, problem_id=problem.id, reason=ruling.reason)
     if record.failure is not None:
         log.info("attempt_failed", run_id=run_id, problem_id=problem.id, kind=record.failure.kind,
                  reason=record.failure.reason[:200])

@@ -8,7 +8,9 @@ uvicorn server, failing on command (its ``Faults`` schedule and its ``/admin/fau
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -16,7 +18,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from shoppingbench.doubles.llm_server import Fault, Faults, StubReply, create_app
-from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer
+from shoppingbench.proxy import InferenceBudgets, InferenceConfig, ProxyServer, inference
 from shoppingbench.proxy.health import PROVIDER_REGISTRY
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
@@ -103,6 +105,57 @@ def test_a_request_that_breaks_the_provider_is_the_agents_failure_not_an_outage(
         faults.clear()
     assert (broken.status_code, answered) == (500, 200)
     assert [(c.provider_error, c.provider_down) for c in calls] == [("http_5xx", False), (None, None)]
+
+
+POOL = 100
+"""Connections of the client that forwards the agents' calls (httpx's default pool)."""
+
+
+def _capacity_policy(body: dict[str, Any]) -> StubReply:
+    text = str(body.get("messages"))
+    if "slow" in text:
+        return StubReply(content="late", delay_s=5.0)
+    if "unlucky" in text:  # a 5xx a little later, while another call of the agent waits for a connection
+        return StubReply(content="overloaded", status=503, delay_s=0.5)
+    return StubReply(content="OK")
+
+
+def test_calls_an_agent_keeps_in_flight_cannot_make_the_probe_fail(
+        small_engine: BM25SearchEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent fills every connection to the provider with slow calls (budgets allowing), so that the
+    probe after one of its calls fails would wait behind them until it times out and read as an outage:
+    the probe has connections of its own and is answered."""
+    monkeypatch.setattr(inference, "PROBE_TIMEOUT_S", 1.0)
+    app = create_app(_capacity_policy, models=["small"])
+    budgets = InferenceBudgets(attempt_calls=None, attempt_tokens=None, attempt_in_flight=None)
+    config = InferenceConfig(base_url="", models=["small"], max_tokens=8, timeout_s=20, budgets=budgets)
+
+    def chat(url: str, text: str) -> int:
+        return httpx.post(f"{url}/inference/chat/completions", timeout=30, json={
+            "model": "small", "messages": [{"role": "user", "content": text}]}).status_code
+
+    def arrived(count: int) -> None:
+        deadline = time.monotonic() + 20
+        while len(app.state.requests) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(app.state.requests) >= count
+
+    with running_server(app) as upstream, \
+            ProxyServer(small_engine, config.model_copy(update={"base_url": f"{upstream}/v1"}), channels=1,
+                        transport="tcp") as proxy, ThreadPoolExecutor(POOL + 1) as pool:
+        url = proxy.channels[0].url
+        proxy.begin(0, "run", "p1")
+        slow = [pool.submit(chat, url, "slow") for _ in range(POOL - 1)]
+        arrived(POOL - 1)
+        unlucky = pool.submit(chat, url, "unlucky")
+        arrived(POOL)
+        time.sleep(0.1)
+        slow.append(pool.submit(chat, url, "slow"))  # takes the unlucky call's connection when it frees
+        statuses = [unlucky.result(), *(f.result() for f in slow)]
+        calls = proxy.end(0)
+    assert statuses == [503] + [200] * POOL
+    (failed,) = [c for c in calls if c.provider_error is not None]
+    assert (failed.provider_error, failed.provider_down) == ("http_5xx", False)
 
 
 def test_the_double_takes_fault_commands_over_http(provider: tuple[str, Faults]) -> None:

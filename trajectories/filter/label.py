@@ -4,7 +4,9 @@
   each appears, by tool name and normalised arguments, in an LLM completion that preceded it; and so
   was the answer: the final ``recommend_product`` of the steps (which the proxy never sees) names only
   ids some verified completion recommended. An echoed completion (``shoppingbench.echo``: the model
-  only repeated its request, e.g. code asked it to repeat the call the code had chosen) emits nothing.
+  only repeated its request, e.g. code asked it to repeat the call the code had chosen) emits nothing,
+  and neither does a steered one (``trajectories.filter.decided``: its request held text the agent's
+  code wrote, so the code, not the model, decided what it answered).
 - ``sub_task``: the LLM was used, but code issued the calls; its completions only chose, classified
   or narrated (typically short picks: an id, yes/no).
 - ``no_llm``: no inference call was answered.
@@ -16,7 +18,7 @@ being ``agentic`` (training on invented tool results would teach hallucination).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,10 +34,11 @@ from trajectories.filter.calls import (
     signature,
     step_calls,
 )
+from trajectories.filter.decided import describe
 
 Label = Literal["agentic", "sub_task", "no_llm"]
 LABELS: tuple[Label, ...] = ("agentic", "sub_task", "no_llm")
-FILTER_NAME = "structural-v3"
+FILTER_NAME = "structural-v4"
 RECOMMEND = "recommend_product"
 
 
@@ -78,6 +81,11 @@ class FilterEvidence(BaseModel):
                                           "no completion emitted, as name(arguments)")
     echoed_completions: int = Field(default=0, description=(
         "Answered completions that only repeated their request: their tool calls count as nobody's"))
+    steered_completions: int = Field(default=0, description=(
+        "Answered completions whose request held the agent's code's own text (trajectories.filter.decided): "
+        "their tool calls count as nobody's"))
+    steered_requests: list[str] = Field(default_factory=list, description=(
+        "The first steered requests, as 'seq N: why'"))
     recommendation_emitted: bool = Field(default=True, description=(
         "The final recommendation's ids appear in a recommend_product call of a completion (or there is "
         "no recommendation)"))
@@ -120,8 +128,9 @@ def _is_short(call: LoggedCall, emitted: int, config: FilterConfig) -> bool:
 
 
 def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig, query: str,
-              echoed_seqs: Iterable[int] | None) -> FilterEvidence:
+              echoed_seqs: Iterable[int] | None, steered: Mapping[int, str]) -> FilterEvidence:
     echoed = frozenset(echoed_calls(proxy_log, query) if echoed_seqs is None else echoed_seqs)
+    not_decided = echoed | steered.keys()
     emitted = CallIndex(config.min_query_jaccard)
     executed = CallIndex(1.0)
     matched = short = inference = answered = tokens = 0
@@ -133,7 +142,7 @@ def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig,
                 continue
             answered += 1
             tokens += call.completion_tokens or 0
-            if call.seq in echoed:
+            if call.seq in not_decided:
                 continue
             calls = emitted_calls(call)
             short += _is_short(call, len(calls), config)
@@ -159,6 +168,7 @@ def _evidence(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig,
         emitted_tool_calls=emitted.size, executed_tool_calls=executed.size, matched_tool_calls=matched,
         short_completions=short, step_tool_calls=len(claimed), unverified_step_calls=unverified,
         unmatched_examples=unmatched, echoed_completions=len(echoed),
+        steered_completions=len(steered), steered_requests=describe(steered),
         recommendation_emitted=not answer or (final is not None and emitted.matches(final)))
 
 
@@ -186,6 +196,10 @@ def decide(evidence: FilterEvidence, config: FilterConfig) -> tuple[Label, list[
     if e.echoed_completions:
         reasons.append(f"{e.echoed_completions} of {e.answered_inference_calls} completions only repeated "
                        "text the agent sent: their tool calls are not the model's")
+    if e.steered_completions:
+        reasons.append(f"{e.steered_completions} of {e.answered_inference_calls} completions answered a "
+                       "request holding the code's own text: their tool calls are the code's "
+                       f"({'; '.join(e.steered_requests[:2])})")
     if e.short_completions:
         reasons.append(f"{e.short_completions} of {e.answered_inference_calls} completions are short picks "
                        f"without a tool call (<= {config.short_completion_tokens} tokens)")
@@ -193,12 +207,15 @@ def decide(evidence: FilterEvidence, config: FilterConfig) -> tuple[Label, list[
 
 
 def label_attempt(proxy_log: Sequence[LoggedCall], steps: Any, config: FilterConfig | None = None, *,
-                  query: str = "", echoed_seqs: Iterable[int] | None = None) -> FilterVerdict:
+                  query: str = "", echoed_seqs: Iterable[int] | None = None,
+                  steered: Mapping[int, str] | None = None) -> FilterVerdict:
     """Label one attempt from its verified proxy log (each inference entry with its full request
     messages), its (untrusted) steps and the shopper's ``query`` (text fair to repeat, see
     ``shoppingbench.echo``). ``echoed_seqs``: the echo measure already taken on this log and query (a
-    record's :meth:`~shoppingbench.records.AttemptRecord.echoed_calls`), else it is measured here."""
+    record's :meth:`~shoppingbench.records.AttemptRecord.echoed_calls`), else it is measured here.
+    ``steered``: the steered requests of the attempt (``trajectories.filter.decided.steered_calls`` with
+    the run's static text), by ``seq`` with why; none when the run's requests were not measured."""
     config = config or FilterConfig()
-    evidence = _evidence(proxy_log, steps, config, query, echoed_seqs)
+    evidence = _evidence(proxy_log, steps, config, query, echoed_seqs, steered or {})
     label, reasons = decide(evidence, config)
     return FilterVerdict(label=label, reasons=reasons, evidence=evidence, config=config)

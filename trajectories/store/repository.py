@@ -335,6 +335,13 @@ class TrajectoryStore:
         with self.engine.begin() as connection:
             connection.execute(statement, rows)
 
+    def set_label(self, key: AttemptKey, verdict: FilterVerdict) -> bool:
+        """Replace a stored attempt's filter verdict; ``False`` if there is no such attempt."""
+        with self.engine.begin() as connection:
+            result = connection.execute(update(ATTEMPTS).where(*self._key_clause(key))
+                                        .values(**label_columns(verdict)))
+        return bool(result.rowcount)
+
     @staticmethod
     def _key_clause(key: AttemptKey) -> list[Any]:
         return [ATTEMPTS.c.run_id == key.run_id, ATTEMPTS.c.agent_hash == key.agent_hash,

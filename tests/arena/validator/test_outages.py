@@ -1,6 +1,7 @@
-"""Provider outages cost miners nothing: attempts the inference provider failed are re-run later (only
-those, a bounded number of times, with the same problem), a judge that failed for most of a run is asked
-again instead of the run being scored offline, and a budget refusal is the agent's own failure.
+"""Provider outages cost miners nothing while retries last: attempts the inference provider failed are
+re-run later (only those, a bounded number of times, with the same problem; still failed after them,
+they count as failures), a judge that failed for most of a run is asked again instead of the run being
+scored offline, and a budget refusal is the agent's own failure.
 
 Real pieces: the ReAct reference agent in the bubblewrap sandbox behind the verified proxy, one slot (so
 the order of LLM calls, and with it where an outage lands, is deterministic), the offline or the LLM judge,
@@ -230,11 +231,14 @@ def test_retries_are_bounded(provider: Provider, faults: Faults, suite: list[Pro
         with pytest.raises(RetriesPending):
             runs.score(**run_args(suite[:1]))
         with capture_logs() as logs:
-            final = runs.score(**run_args(suite[:1]))  # the one retry failed too: scored without it
+            final = runs.score(**run_args(suite[:1]))  # the one retry failed too: the agent's failure
         assert attempt(store, suite[0]).infra_retries == 1
-    assert final.outcomes == () and final.score == 0.0
-    assert [e["reason"] for e in logs if e["event"] == "suite_run_recorded_with_missing_attempts"] == \
-        ["retries spent"]
+        assert store.get_attempt(AttemptKey("race-outage", AGENT.sha256, suite[0].id)).judge is not None  # type: ignore[union-attr]
+    assert [(o.problem_id, o.success) for o in final.outcomes] == [(suite[0].id, False)]
+    assert final.score == 0.0
+    (counted,) = [e for e in logs if e["event"] == "suite_run_counted_provider_failures"]
+    assert counted["failed"] == [suite[0].id]
+    assert not [e for e in logs if e["event"] == "suite_run_recorded_with_missing_attempts"]
 
 
 def test_a_spent_budget_is_the_agents_failure_and_is_not_retried(

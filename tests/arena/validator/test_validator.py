@@ -39,7 +39,7 @@ from typer.testing import CliRunner
 
 from arena.chain import AxonInfo, ChainError, LocalChain, SubtensorChain
 from arena.judge import Judge, JudgeInput, JudgeVerdict
-from arena.race import ManualClock, RaceEngine, RaceRules, SqlEventStore
+from arena.race import ManualClock, RaceEngine, RaceRules, SqlEventStore, SystemClock
 from arena.race.events import (
     QualifyingFinished,
     RaceResultRecorded,
@@ -823,11 +823,11 @@ def test_signed_uploads_through_the_validator_api_reach_qualifying(
         arena: Arena, generator: ProblemGenerator, runner: RunAgent) -> None:
     """Miners commit on chain and upload over signed HTTP to the API the validator serves; the next tick
     qualifies the accepted agent and records the static-analysis rejection."""
-    arena.clock.advance(datetime.now(UTC) - arena.clock.now())  # signed nonces carry the real time
     validator = arena.validator("validator", generator, runner)
+    # `upload` signs with the real time: the gate measures nonces on it, the rest on the arena's clock.
     gate = SubmissionGate(chain=arena.chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
                           files_dir=validator.files.root, rules=validator.race.rules, clock=arena.clock,
-                          known_product_ids=validator.known_answers)
+                          known_product_ids=validator.known_answers, nonce_clock=SystemClock())
     view = ArenaView(events=validator.race.store, store=validator.runs.store, files=validator.files,
                      clock=arena.clock)
     hostile = b"import subprocess\n\ndef agent_main(problem):\n    return []\n"
@@ -892,12 +892,14 @@ def test_an_attempt_stored_without_its_verdict_is_judged_after_a_restart(
     suite = [p.id for p in qualifying]
     run_id = run_id_for("qualifying", submission.submission_id, suite)
     keys = [AttemptKey(run_id, submission.code_hash, pid) for pid in suite]
-    (unjudged,) = [a for k in keys if (a := dying.runs.store.get_attempt(k)) is not None]
-    assert unjudged.judge is None
+    # Every attempt is stored before the run is judged (who decided is read over the whole run).
+    unjudged = [a for k in keys if (a := dying.runs.store.get_attempt(k)) is not None]
+    assert len(unjudged) == len(keys) and all(a.judge is None for a in unjudged)
 
     restarted = arena.validator("validator", generator, runner)
     restarted.tick()
     attempts = [restarted.runs.store.get_attempt(k) for k in keys]
     assert all(a is not None and a.judge is not None and a.judge.model == "offline-rules" for a in attempts)
-    assert unjudged.id in {a.id for a in attempts if a is not None}  # judged in place, not run again
+    # judged in place, not run again
+    assert {a.id for a in unjudged} == {a.id for a in attempts if a is not None}
     assert restarted.race.state.submissions[submission.submission_id].qualifying_score is not None
