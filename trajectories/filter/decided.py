@@ -110,10 +110,20 @@ def _message_texts(message: Any) -> list[str]:
     return texts
 
 
-def message_tokens(messages: Iterable[Any] | None) -> list[list[str]]:
-    """Each text of each request message as word tokens (no span crosses two texts)."""
-    return [tokens for message in messages or [] for text in _message_texts(message)
-            if (tokens := text_words(text))]
+def message_tokens(messages: Iterable[Any] | None,
+                   known: dict[str, list[str]] | None = None) -> list[list[str]]:
+    """Each text of each request message as word tokens (no span crosses two texts). ``known``: texts
+    already read (an agent re-sends its whole conversation with every call)."""
+    cache: dict[str, list[str]] = {} if known is None else known
+    found = []
+    for message in messages or []:
+        for text in _message_texts(message):
+            tokens = cache.get(text)
+            if tokens is None:
+                tokens = cache[text] = text_words(text)
+            if tokens:
+                found.append(tokens)
+    return found
 
 
 Requests = Iterable[Sequence[Mapping[str, Any]] | None]
@@ -129,9 +139,13 @@ def static_grams(requests_per_problem: Iterable[Requests]) -> frozenset[str] | N
     problems = 0
     for requests in requests_per_problem:
         seen: set[str] = set()
+        read: set[str] = set()
         for messages in requests:
-            for tokens in message_tokens(messages):
-                seen.update(_grams(tokens))
+            for message in messages or []:
+                for text in _message_texts(message):
+                    if text not in read:  # an agent re-sends its whole conversation with every call
+                        read.add(text)
+                        seen.update(_grams(text_words(text)))
         if seen:
             problems += 1
             counts.update(seen)
@@ -328,7 +342,8 @@ _NUMBER: Final = re.compile(r"\d{3,}")
 
 
 def request_steering(messages: Sequence[Any] | None, query_tokens: Sequence[str], static: frozenset[str],
-                     attempt: _Attempt, known_ids: set[str]) -> Steer | None:
+                     attempt: _Attempt, known_ids: set[str],
+                     texts: dict[str, list[str]] | None = None) -> Steer | None:
     """Why this request holds the code's own text, or ``None`` when every span is accounted for."""
     words_left = 0
     ids_left: list[str] = []
@@ -336,7 +351,7 @@ def request_steering(messages: Sequence[Any] | None, query_tokens: Sequence[str]
     first_run: list[str] = []
     query_words = set(query_tokens)
     own_units = {unit for unit in attempt.own_units if not (len(unit) == 1 and unit[0] in known_ids)}
-    for tokens in message_tokens(messages):
+    for tokens in message_tokens(messages, texts):
         covered = [t in FRAME_WORDS or (t not in known_ids and bool(_MADE_UP_ID.fullmatch(t)))
                    for t in tokens]
         _mark_grams(tokens, covered, [static, attempt.own_grams])
@@ -378,12 +393,13 @@ def steered_calls(proxy_log: Sequence[LoggedCall], query: str, static: frozenset
     attempt = _Attempt()
     known_ids = {pid for call in proxy_log for pid in getattr(call, "product_ids", ()) or ()}
     steered: dict[int, str] = {}
+    texts: dict[str, list[str]] = {}
     for call in sorted(proxy_log, key=lambda c: c.seq):
         if call.kind == "inference":
             if call.status >= 400 or not (call.completion_text or call.completion_tool_calls
                                           or call.reasoning_text):
                 continue
-            steer = request_steering(call.request_messages, query_tokens, static, attempt, known_ids)
+            steer = request_steering(call.request_messages, query_tokens, static, attempt, known_ids, texts)
             if steer is not None:
                 steered[call.seq] = steer.reason
             if (steer is None or not steer.content) and call.seq not in not_own:
