@@ -49,7 +49,7 @@ from arena.race.rules import (
 )
 from arena.race.state import RaceState, Submission, apply, replay, submission_id
 from arena.race.store import EventStore
-from arena.weights import Finisher, seeded_tie_break
+from arena.weights import Finisher, standings_tie_break
 
 log = structlog.get_logger(__name__)
 
@@ -249,10 +249,10 @@ class RaceEngine:
         if race is None or self.state.reign is None:
             return [], None
         best: dict[str, Finisher] = {}
-        for sid in race.standings:
+        for position, sid in enumerate(race.standings):
             submission = self.state.submissions[sid]
             copied = submission.copy_of.hotkey if submission.copy_of else None
-            tie_break = seeded_tie_break(race.seed, submission.hotkey)
+            tie_break = standings_tie_break(position)  # equal scores keep the race's order
             best.setdefault(submission.hotkey, Finisher(hotkey=submission.hotkey, score=race.results[sid],
                                                         tie_break=tie_break, copy_of=copied))
         return list(best.values()), self.state.reign.hotkey

@@ -2,16 +2,19 @@
 
 Every tie breaks on chain data, never on when this validator happened to record something, so every
 honest validator decides alike: equal race scores on a hash of the race seed and the hotkey
-(:func:`arena.weights.seeded_tie_break`, unknowable before the seed's block), never on hotkey order.
+(:func:`arena.weights.seeded_tie_break`, unknowable before the seed's block), never on hotkey order;
+equal race scores with the same outcome on every problem (near-identical agents) on the earlier
+commitment (:func:`earlier_among_twins`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, time, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from arena.judge.score import ProblemOutcome
 from arena.race.calendar import MarginCurve, embargo_until
 from arena.race.events import RaceFinished
 from arena.race.promotion import clears, lead_lower_bound
@@ -79,12 +82,54 @@ def may_race(submission: Submission, slot: datetime, seed_block: int | None, tem
     return seed_block is None or (block is not None and block <= seed_block - tempo)
 
 
+def alike_on_every_problem(a: Sequence[ProblemOutcome], b: Sequence[ProblemOutcome]) -> bool:
+    """Whether two race results are the same on every problem (the same problems, each with the same
+    success and quality): what two copies of one policy give. An empty result is like no other."""
+    return bool(a) and [(o.problem_id, o.success, o.quality) for o in a] == \
+        [(o.problem_id, o.success, o.quality) for o in b]
+
+
+def earlier_among_twins(ordered: Sequence[str], scores: Mapping[str, float],
+                        twins: Callable[[str, str], bool],
+                        earliness: Callable[[str], tuple[object, ...]]) -> tuple[str, ...]:
+    """``ordered`` (best first, equal scores in seeded tie-break order) with every group of twins (equal
+    scores, ``twins`` of one another) moved to its best member's place and ordered by ``earliness``: among
+    near-identical agents the earlier commitment wins the tie, whatever the seed."""
+    placed: set[str] = set()
+    result: list[str] = []
+    for position, sid in enumerate(ordered):
+        if sid in placed:
+            continue
+        group = [sid]
+        for other in ordered[position + 1:]:
+            if other not in placed and scores[other] == scores[sid] and any(twins(m, other) for m in group):
+                group.append(other)
+        group.sort(key=earliness)
+        result.extend(group)
+        placed.update(group)
+    return tuple(result)
+
+
 def standings(race: RunningRace, state: RaceState) -> tuple[str, ...]:
     """Entrants best first: higher race score, then the seeded tie-break of the hotkey (then the submission
-    id, for a hotkey racing its reigning agent and a new one)."""
+    id, for a hotkey racing its reigning agent and a new one), except among twins: entrants tied with
+    the same outcome on every problem (:func:`alike_on_every_problem`) rank by commitment, the earlier
+    first (in one block, by the seeded tie-break), so a copy that slipped through never wins its
+    original's tie on the coin."""
+    def seeded(sid: str) -> str:
+        return seeded_tie_break(race.seed, state.submissions[sid].hotkey)
+
     def key(sid: str) -> tuple[float, str, str]:
-        return -race.results[sid], seeded_tie_break(race.seed, state.submissions[sid].hotkey), sid
-    return tuple(sorted(race.entrants, key=key))
+        return -race.results[sid], seeded(sid), sid
+
+    def twins(a: str, b: str) -> bool:
+        return alike_on_every_problem(race.outcomes.get(a, ()), race.outcomes.get(b, ()))
+
+    def earliness(sid: str) -> tuple[object, ...]:
+        block = state.submissions[sid].commitment_block
+        return block is None, block or 0, seeded(sid), sid
+
+    return earlier_among_twins(sorted(race.entrants, key=key), race.results, twins, earliness)
 
 
 def decide_race(race: RunningRace, state: RaceState, rules: RaceRules, now: datetime) -> RaceFinished:

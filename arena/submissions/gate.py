@@ -206,7 +206,8 @@ class SubmissionGate:
         """Record the file as accepted or as a copy (the original it copies is returned), and mark the
         accepted files it turns into copies (committed after it, uploaded before it)."""
         with self._copy_rule:
-            verdicts = verdicts_after_upload(entry, self.verdicts.code_entries())
+            # Compared by their files' features; the bundled reference agents are nobody's original.
+            verdicts = verdicts_after_upload(entry, self.verdicts.code_entries(), locate=self.files.path)
             copy_of = verdicts.get(entry.key)
             self.verdicts.record(submission, "copy" if copy_of else "accepted", code=entry, copy_of=copy_of)
             for hotkey, sha256, block in self.verdicts.mark_copies(verdicts):

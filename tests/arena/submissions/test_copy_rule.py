@@ -1,21 +1,31 @@
 """``copy_verdicts``, the copy rule as a pure function: chain order decides the original whatever order
-the files are listed in; a hotkey's own code is no copy; copies of a copy point at the first original."""
+the files are listed in; a hotkey's own code is no copy; copies of a copy point at the first original.
+Entries carry their files' features (as the gate gives them), and the originals are miners' own agents
+(the bundled agents are public: ``test_copy_measure``)."""
 
 from __future__ import annotations
 
 import itertools
 
-from arena.submissions.copies import CodeEntry, chain_position, copy_verdicts, verdicts_after_upload
+from arena.submissions.copies import (
+    COPY_THRESHOLD,
+    CodeEntry,
+    chain_position,
+    code_features,
+    copy_verdicts,
+    verdicts_after_upload,
+)
 from shoppingbench.submission_check.similarity import fingerprint
-from tests.copy_variants import DISTINCT_AGENTS, extended, reformatted, renamed
+from tests.copy_variants import DISTINCT_AGENTS, reformatted, renamed
+from tests.fixtures.copy_rewrites import HONEST, REWRITES, apply
 
-AGENT = DISTINCT_AGENTS[0].read_text()
-OTHER = DISTINCT_AGENTS[1].read_text()
+AGENT = HONEST["prompt_tuned"]
+OTHER = HONEST["oro_style_agent"]
 
 
 def entry(hotkey: str, source: str, block: int, index: int | None = 0) -> CodeEntry:
     return CodeEntry(hotkey=hotkey, sha256=f"{hotkey}-{block}".ljust(64, "0"), commitment_block=block,
-                     extrinsic_index=index, fingerprint=fingerprint(source))
+                     extrinsic_index=index, fingerprint=fingerprint(source), features=code_features(source))
 
 
 def test_the_earliest_commitment_is_the_original_in_any_listing_order() -> None:
@@ -28,10 +38,11 @@ def test_the_earliest_commitment_is_the_original_in_any_listing_order() -> None:
 
 
 def test_same_code_is_similarity_one_and_a_near_copy_reports_its_similarity() -> None:
-    original, same, near = entry("a", AGENT, 1), entry("b", renamed(AGENT), 2), entry("c", extended(AGENT), 3)
+    six_lines = apply(AGENT, [*REWRITES["if_to_conditional"], *REWRITES["or_to_loop"]])
+    original, same, near = entry("a", AGENT, 1), entry("b", renamed(AGENT), 2), entry("c", six_lines, 3)
     verdicts = copy_verdicts([original, same, near])
     assert verdicts[same.key].similarity == 1.0
-    assert 0.72 <= verdicts[near.key].similarity < 1.0
+    assert COPY_THRESHOLD <= verdicts[near.key].similarity < 1.0
     assert verdicts[near.key].code_hash == original.sha256 and verdicts[near.key].commitment_block == 1
 
 
@@ -42,8 +53,12 @@ def test_a_hotkey_re_uploading_its_own_code_is_not_a_copy_but_others_copying_it_
 
 
 def test_distinct_agents_are_all_originals() -> None:
+    # Compared whole (no public agents), every agent the repository ships is its own.
     entries = [entry(f"miner{i}", path.read_text(), i) for i, path in enumerate(DISTINCT_AGENTS)]
-    assert copy_verdicts(entries) == {}
+    assert copy_verdicts(entries, public=()) == {}
+    miners = [entry(f"miner{i}", source, i) for i, (name, source) in enumerate(HONEST.items())
+              if name not in ("new_prompt", *(p.stem for p in DISTINCT_AGENTS if "shoppingbench" in p.parts))]
+    assert copy_verdicts(miners) == {}
 
 
 def test_unknown_extrinsic_indices_come_after_known_ones_in_a_block() -> None:
