@@ -12,30 +12,24 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from bittensor import Wallet
 from rich.console import Console
-from sqlalchemy.exc import SQLAlchemyError
 
-from arena.chain import Chain, ChainError, ChainSettings, open_chain
-from arena.settings import ArenaSettings
-from arena.validator import local_test
-from arena.validator.api.miner_status import print_reports, validator_reports
 from neurons import options
 from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
-from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
-from shoppingbench.logs import LogFile, configure_logging
-from shoppingbench.problems.loaders import ProblemFileError
-from shoppingbench.problems.models import Problem
-from shoppingbench.results import results_path
-from shoppingbench.sandbox.backends import SandboxUnavailable
-from shoppingbench.sandbox.runner import AgentFile, configured_inference
-from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.submission_check import check_agent
-from trajectories.store import StoreError, TrajectoryStore
+
+if TYPE_CHECKING:  # imported where used, so that `--help` answers without loading the chain or the SDK
+    from bittensor import Wallet
+
+    from arena.chain import Chain, ChainSettings
+    from arena.settings import ArenaSettings
+    from arena.validator import local_test
+    from shoppingbench.problems.models import Problem
+    from shoppingbench.sandbox.runner import AgentFile
+    from shoppingbench.search.engine import BM25SearchEngine
+    from trajectories.store import TrajectoryStore
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Shopping-agent arena, miner side: score your agent locally exactly as validators do.")
@@ -44,9 +38,15 @@ EXIT_UNAVAILABLE = 3
 EXIT_NO_STORE = 4
 EXIT_NO_ANSWER = 7
 EXIT_MISSING_ANSWERS = 8
+EXIT_ALL_CRASHED = 10
+"""``miner test``: every attempt crashed (the agent, not its score, needs fixing)."""
+EXIT_ENDPOINT_DOWN = 11
+"""``miner test``: the inference endpoint does not answer."""
 
 
 def _check_answers(console: Console, engine: BM25SearchEngine, suite: list[Problem], allow: bool) -> None:
+    from arena.validator import local_test
+
     missing, problems = local_test.missing_answers(engine, suite)
     if not missing:
         return
@@ -91,10 +91,24 @@ def test(
     the verified proxy log and its scores) to a JSONL file as it finishes, and to the trajectory store
     as a `local_test` run with its structural-filter label (agentic, sub_task or no_llm) and verdict.
 
+    The inference endpoint is probed first (`GET /models`): the run stops if it does not answer, and
+    with no endpoint configured a warning says the agent's LLM calls will fail (use --scripted-llm
+    to try the agent without a model). Rows with no scored attempt print `not scored`; the first
+    crashed attempt's traceback is shown.
+
     Exit code 2: static analysis rejected the file; 3: the sandbox cannot run on this host;
     4: the trajectory store cannot be opened; 8: answer ids of the suite are missing from the catalog
-    (unless --allow-missing-answers).
+    (unless --allow-missing-answers); 10: every attempt crashed; 11: the inference endpoint does not
+    answer.
     """
+    from arena.settings import ArenaSettings
+    from arena.validator import local_test
+    from shoppingbench.doubles.scripted_inference import scripted_inference
+    from shoppingbench.logs import LogFile, configure_logging
+    from shoppingbench.results import results_path
+    from shoppingbench.sandbox.backends import SandboxUnavailable
+    from shoppingbench.sandbox.runner import AgentFile, configured_inference
+
     overrides: dict[str, Any] = {"home": home, "workers": workers, "suite_per_category": per_category,
                                  "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
                                  "inference_base_url": inference_url,
@@ -111,6 +125,8 @@ def test(
         _check_statically(console, agent, agent_file, chosen.problems, settings)
         if scripted_llm:
             _announce_scripted_llm(console, settings, inference_url, models)
+        else:
+            _probe_inference(console, settings)
         destination = out or results_path(settings, f"miner-test-{agent.stem}")
         inference = scripted_inference if scripted_llm else configured_inference
         with _open_store(settings, console, store) as trajectory_store, \
@@ -124,6 +140,29 @@ def test(
                 raise typer.Exit(EXIT_UNAVAILABLE) from exc
             local_test.print_result(console, agent.name, result, destination,
                                     recorded_in=trajectory_store if store else None)
+    if local_test.all_crashed(result):
+        console.print(f"[red]every attempt crashed[/red]: fix the agent (the first traceback is above; all "
+                      f"of them are in {destination})")
+        raise typer.Exit(EXIT_ALL_CRASHED)
+
+
+def _probe_inference(console: Console, settings: ArenaSettings) -> None:
+    """Stop (exit 11) when the configured endpoint does not answer; warn when none is configured."""
+    from arena.validator import local_test
+
+    url = settings.inference_base_url
+    if not url:
+        console.print("[yellow]warning: no LLM is configured[/yellow] (--inference-url or "
+                      "ARENA_INFERENCE_BASE_URL): every LLM call of the agent fails and its attempts are "
+                      "labelled no_llm. Pass --scripted-llm to try the agent against the bundled scripted "
+                      "policy, or point --inference-url at an OpenAI-compatible endpoint.", highlight=False)
+        return
+    problem = local_test.probe_inference(url, settings.inference_api_key.get_secret_value())
+    if problem is not None:
+        console.print(f"[red]error[/red]: the inference endpoint {url} does not answer ({problem}): nothing "
+                      "was run. Start it, fix --inference-url, or pass --scripted-llm to test without a "
+                      "model.", highlight=False)
+        raise typer.Exit(EXIT_ENDPOINT_DOWN)
 
 
 def _chosen_suite(settings: ArenaSettings, console: Console, catalog: Path | None, suite_files: list[Path], *,
@@ -131,6 +170,10 @@ def _chosen_suite(settings: ArenaSettings, console: Console, catalog: Path | Non
                   week: str | None) -> tuple[local_test.ChosenSuite, BM25SearchEngine]:
     """The suite the options name and its open catalog (``BadParameter`` for options that name none; exit 1
     for an unreadable problem file or catalog)."""
+    from arena.validator import local_test
+    from shoppingbench.catalog_dir import open_catalog
+    from shoppingbench.problems.loaders import ProblemFileError
+
     try:
         chosen, day = local_test.suite_seeds(generated=generated, practice=practice, seeds=seeds,
                                              count=suites_count, week=week, today=datetime.now(UTC).date())
@@ -146,6 +189,8 @@ def _chosen_suite(settings: ArenaSettings, console: Console, catalog: Path | Non
 
 def _check_statically(console: Console, agent: Path, agent_file: AgentFile, suite: list[Problem],
                       settings: ArenaSettings) -> None:
+    from shoppingbench.submission_check import check_agent
+
     answers = {target.product_id for problem in suite for target in problem.targets}
     report = check_agent(agent_file.source, known_product_ids=answers)
     if not report.ok:
@@ -161,6 +206,8 @@ def _check_statically(console: Console, agent: Path, agent_file: AgentFile, suit
 
 def _announce_scripted_llm(console: Console, settings: ArenaSettings, inference_url: str | None,
                            models: list[str] | None) -> None:
+    from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
+
     if inference_url:
         raise typer.BadParameter("--scripted-llm replaces --inference-url: give one or the other")
     default = settings.allowed_models()[0] if models else SCRIPTED_MODEL
@@ -171,6 +218,11 @@ def _announce_scripted_llm(console: Console, settings: ArenaSettings, inference_
 @contextmanager
 def _open_store(settings: ArenaSettings, console: Console, record: bool) -> Iterator[TrajectoryStore]:
     """The trajectory store of the settings, or with ``record`` off a throwaway one."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from arena.validator import local_test
+    from trajectories.store import StoreError, TrajectoryStore
+
     if not record:
         with local_test.throwaway_store() as scratch:
             yield scratch
@@ -193,30 +245,49 @@ def submit(
     wallet_hotkey: options.WalletHotkeyOption = "default",
     wallet_path: options.WalletPathOption = Path("~/.bittensor/wallets"),
     chain: options.ChainOption = None,
+    network: options.NetworkOption = None,
+    chain_endpoint: options.ChainEndpointOption = None,
     netuid: options.NetuidOption = None,
     home: options.HomeOption = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator upload")] = 60.0,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 60.0,
+    recommit: Annotated[bool, typer.Option(
+        "--recommit", help="Make a new commitment of the file even though your latest one is it (once the "
+                           "cooldown allows: a validator refused that one as too early)")] = False,
     log_format: options.LogFormatOption = None,
 ) -> None:
-    """Check AGENT statically, commit its sha256 on chain, and upload it to every validator.
+    """Check AGENT statically, ask every validator whether it would accept it, commit its sha256 on chain,
+    and upload it to every validator.
 
-    The commitment's block starts your 12 h cooldown; when your latest commitment already is this file
-    (a retry), it is reused rather than renewed. Each upload is signed with your hotkey for that
-    validator (`bittensor.http_auth`) and sent to the endpoint it published; a table says what each
-    answered. Exit code 2: static analysis rejected the file; 5: wallet or chain problem (not
-    registered, commitment refused); 6: some validator did not accept the file.
+    Before anything is committed, every validator with a permit is asked (signed, read-only
+    `POST /submissions/precheck`) whether it would accept the file now: your registration, the cooldown,
+    static analysis with its answer ids, and the copy rule. If one would refuse, nothing is committed and
+    your cooldown is untouched; the message says when to retry. The commitment's block starts your 12 h
+    cooldown; when your latest commitment already is this file (a retry), it is reused rather than
+    renewed, unless a validator found it inside the cooldown: then `--recommit` makes a new one once the
+    cooldown has passed. Each upload is signed with your hotkey for that validator (`bittensor.http_auth`)
+    and sent to the endpoint it published; a table says what each answered. Exit code 2: static analysis
+    rejected the file; 5: wallet or chain problem (not registered, commitment refused); 6: some validator
+    did not accept the file; 9: a validator's pre-check refused the file, nothing was committed.
     """
-    settings = _chain_settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
+    settings = _chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
+                               netuid=netuid, log_format=log_format)
 
     def connect() -> tuple[Wallet, Chain]:
+        from bittensor import Wallet
+
+        from arena.chain import open_chain
+
         return Wallet(wallet_name, wallet_hotkey, path=str(wallet_path.expanduser())), open_chain(settings)
 
-    code = submit_file(Console(), agent, connect, timeout=timeout)
+    code = submit_file(Console(), agent, connect, timeout=timeout, recommit=recommit)
     if code:
         raise typer.Exit(code)
 
 
 def _chain_settings(**overrides: Any) -> ChainSettings:
+    from arena.chain import ChainSettings
+    from shoppingbench.logs import LogFile, configure_logging
+
     settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
     return settings
@@ -230,6 +301,8 @@ def status(
     hotkey: Annotated[str | None, typer.Option(
         "--hotkey", help="SS58 address to look up instead of the wallet's hotkey (no wallet needed)")] = None,
     chain: options.ChainOption = None,
+    network: options.NetworkOption = None,
+    chain_endpoint: options.ChainEndpointOption = None,
     netuid: options.NetuidOption = None,
     home: options.HomeOption = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 15.0,
@@ -244,7 +317,13 @@ def status(
     written. Exit code 5: wallet or chain problem; 7: some validator did not answer (the others are
     still shown).
     """
-    settings = _chain_settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
+    from bittensor import Wallet
+
+    from arena.chain import ChainError, open_chain
+    from arena.validator.api.miner_status import print_reports, validator_reports
+
+    settings = _chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
+                               netuid=netuid, log_format=log_format)
     console = Console()
     try:
         address = hotkey or Wallet(wallet_name, wallet_hotkey,

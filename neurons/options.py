@@ -20,12 +20,38 @@ FixedLogFormatOption = Annotated[str, typer.Option("--log-format", help="console
 """The log format of the commands that read no settings for it (``worker``, ``dump``): console unless
 given."""
 
-WalletNameOption = Annotated[str, typer.Option("--wallet-name", help="Wallet (coldkey) name")]
-WalletHotkeyOption = Annotated[str, typer.Option("--wallet-hotkey", help="Hotkey name in that wallet")]
-WalletPathOption = Annotated[Path, typer.Option("--wallet-path", file_okay=False, help="Wallets directory")]
+WALLET_NAME_FLAGS = ("--wallet-name", "--wallet.name", "--wallet")
+"""Today's name, the SDK's (``bt.Wallet.add_args``, the subnet templates') and btcli's."""
+WALLET_HOTKEY_FLAGS = ("--wallet-hotkey", "--wallet.hotkey")
+WALLET_PATH_FLAGS = ("--wallet-path", "--wallet.path")
+WalletNameOption = Annotated[str, typer.Option(*WALLET_NAME_FLAGS, help="Wallet (coldkey) name")]
+WalletHotkeyOption = Annotated[str, typer.Option(*WALLET_HOTKEY_FLAGS, help="Hotkey name in that wallet")]
+WalletPathOption = Annotated[Path, typer.Option(*WALLET_PATH_FLAGS, file_okay=False,
+                                               help="Wallets directory")]
 ChainOption = Annotated[str | None, typer.Option(
     "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
                     "(default $ARENA_CHAIN, local)")]
+LOCAL_SUBTENSOR = "ws://127.0.0.1:9944"
+"""What the SDK and btcli call the ``local`` network: a subtensor node on this machine."""
+NetworkOption = Annotated[str | None, typer.Option(
+    "--subtensor.network", "--network",
+    help="A Bittensor network as the SDK and btcli name it: finney, test, local (a subtensor node at "
+         f"{LOCAL_SUBTENSOR}, not the embedded chain), or a ws:// / wss:// URL. Instead of --chain")]
+ChainEndpointOption = Annotated[str | None, typer.Option(
+    "--subtensor.chain_endpoint", help="A subtensor node's ws:// or wss:// URL. Instead of --chain")]
+
+
+def chosen_chain(chain: str | None, network: str | None, endpoint: str | None) -> str | None:
+    """The chain the flags name (``None``: none given, the settings decide). ``--subtensor.network local``
+    is the SDK's local network, a subtensor node at :data:`LOCAL_SUBTENSOR`, never the embedded chain
+    (``--chain local``). ``BadParameter`` when more than one names it."""
+    given = [name for name, value in (("--chain", chain), ("--subtensor.network", network),
+                                      ("--subtensor.chain_endpoint", endpoint)) if value is not None]
+    if len(given) > 1:
+        raise typer.BadParameter(f"{' and '.join(given)} name the same thing: give one")
+    if network is not None:
+        return LOCAL_SUBTENSOR if network == "local" else network
+    return endpoint if endpoint is not None else chain
 NetuidOption = Annotated[int | None, typer.Option("--netuid", min=0, max=65_535,
                                                   help="Subnet (default $ARENA_NETUID, 1)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (one object) instead of tables")]

@@ -1,20 +1,22 @@
 """Submitting an agent file from the command line, as ``miner submit`` does and the network demo's miners
-do: static analysis first, then the delivery (``arena.submissions.client``), what to print and the exit
-code."""
+do: static analysis first, then every validator's pre-check and, unless one refuses, the commitment and
+the delivery (``arena.submissions.client``); what to print and the exit code."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bittensor import Wallet
 from rich.console import Console
 
-from arena.chain import Chain, ChainError
-from arena.submissions import UploadBody
-from arena.submissions.client import deliver, outcome_table
 from shoppingbench.sandbox.runner import AgentFile
 from shoppingbench.submission_check import CheckReport, check_agent
+
+if TYPE_CHECKING:
+    from bittensor import Wallet
+
+    from arena.chain import Chain
 
 EXIT_REJECTED = 2
 """Static analysis rejected the agent file."""
@@ -22,6 +24,8 @@ EXIT_CHAIN = 5
 """A wallet or chain problem (not registered, commitment refused)."""
 EXIT_NOT_DELIVERED = 6
 """Some validator did not accept the file, or none has published an endpoint yet."""
+EXIT_NOT_COMMITTED = 9
+"""A validator's pre-check refused the file (cooldown, static analysis, copy): nothing was committed."""
 
 
 def print_findings(console: Console, report: CheckReport) -> None:
@@ -32,9 +36,15 @@ def print_findings(console: Console, report: CheckReport) -> None:
 
 
 def submit_file(console: Console, agent: Path, connect: Callable[[], tuple[Wallet, Chain]], *,
-                timeout: float) -> int:
-    """Check ``agent`` statically, commit its sha256 on the chain ``connect`` opens (with the wallet it
-    loads) and upload it to every validator; print what happened and return the exit code (0: delivered)."""
+                timeout: float, recommit: bool = False, ask_first: bool = True) -> int:
+    """Check ``agent`` statically, ask every validator whether it would accept it (unless not
+    ``ask_first``), commit its sha256 on the chain ``connect`` opens (with the wallet it loads) unless one
+    refuses, and upload it to every validator; print what happened and return the exit code (0:
+    delivered)."""
+    from arena.chain import ChainError
+    from arena.submissions import UploadBody
+    from arena.submissions.client import deliver, outcome_table, precheck_table
+
     agent_file = AgentFile.read(agent)
     report = check_agent(agent_file.source)
     if not report.ok:
@@ -44,11 +54,18 @@ def submit_file(console: Console, agent: Path, connect: Callable[[], tuple[Walle
     try:
         wallet, chain = connect()
         delivery = deliver(chain, wallet, UploadBody.of(agent.name, agent_file.source), agent_file.sha256,
-                           timeout=timeout)
+                           timeout=timeout, recommit=recommit, ask_first=ask_first)
     except (ChainError, OSError, ValueError) as exc:
         console.print(f"error: {exc}", markup=False)
         return EXIT_CHAIN
+    title = f"{agent.name} (sha256 {agent_file.sha256[:16]})"
+    if delivery.prechecks:
+        console.print(precheck_table(delivery.prechecks, f"pre-check: {title}"))
     commitment = delivery.commitment
+    if commitment is None:
+        console.print(f"[red]nothing committed[/red], your cooldown is untouched: {delivery.stopped}",
+                      highlight=False)
+        return EXIT_NOT_COMMITTED
     if delivery.reused:
         console.print(f"already committed at block {commitment.block} ({commitment.time.isoformat()}): "
                       "uploading it")

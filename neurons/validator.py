@@ -63,9 +63,12 @@ EXIT_SCHEDULE = 6
 RaceEpochOption = Annotated[datetime | None, typer.Option(
     formats=["%Y-%m-%d"], help="The arena's first race day, the same for every validator of the subnet "
                                "(ARENA_RACE_EPOCH; default: the first slot after the chain's first block)")]
-WalletNameOption = Annotated[str | None, typer.Option(help="Wallet name (ARENA_WALLET_NAME)")]
-WalletHotkeyOption = Annotated[str | None, typer.Option(help="Hotkey name (ARENA_WALLET_HOTKEY)")]
-WalletPathOption = Annotated[Path | None, typer.Option(help="Wallets directory (ARENA_WALLET_PATH)")]
+WalletNameOption = Annotated[str | None, typer.Option(*options.WALLET_NAME_FLAGS,
+                                                      help="Wallet name (ARENA_WALLET_NAME)")]
+WalletHotkeyOption = Annotated[str | None, typer.Option(*options.WALLET_HOTKEY_FLAGS,
+                                                        help="Hotkey name (ARENA_WALLET_HOTKEY)")]
+WalletPathOption = Annotated[Path | None, typer.Option(*options.WALLET_PATH_FLAGS,
+                                                       help="Wallets directory (ARENA_WALLET_PATH)")]
 ScheduleOption = Annotated[str | None, typer.Option(
     help="The generator schedule as JSON, the same on every validator of the subnet "
          '(ARENA_GENERATOR_SCHEDULE; e.g. \'[{"from_day": "2026-11-16", "version": "sbgen-1"}]\'; '

@@ -12,6 +12,12 @@ stores it),
 the caller's key (verified), refused for unregistered hotkeys, rate-limited weights, one block per
 extrinsic. Anything else it is asked for raises, so an SDK path this double does not model fails loudly.
 
+Weight limits: the subnet's ``MinAllowedWeights`` and ``MaxWeightsLimit`` (``min_allowed_weights``,
+``max_weight_limit``; subtensor's new-subnet defaults 1 and 65535 unless given) are served and enforced on
+plaintext weights as subtensor's ``check_length`` and ``max_weight_limited`` do: fewer entries than
+``min(min_allowed_weights, subnet size)`` is ``WeightVecLengthIsLow``, one weight above
+``max_weight_limit / 65535`` of the row's total is ``MaxWeightExceeded``, a lone self-weight exempt.
+
 Weights and commit-reveal: the subnet's ``CommitRevealWeightsEnabled`` (``commit_reveal``) decides the
 SDK's path, and ``WeightsVersionKey`` (``weights_version_key``) is the owner's pin: plaintext weights
 carry their ``version_key`` (kept per uid in ``weight_versions``) and one below the pin is refused with
@@ -49,6 +55,8 @@ class FakeSubnet:
     weights_rate_limit: int = 100
     commit_reveal: bool = False
     weights_version_key: int = 0
+    min_allowed_weights: int = 1  # subtensor's defaults for a new subnet
+    max_weight_limit: int = 65_535
     hotkeys: list[str] = field(default_factory=list)
     coldkeys: list[str] = field(default_factory=list)
     permits: list[bool] = field(default_factory=list)
@@ -177,8 +185,8 @@ class FakeSubstrate:
             "WeightsVersionKey": lambda: subnet.weights_version_key,
             "WeightsSetRateLimit": lambda: subnet.weights_rate_limit,
             "LastUpdate": lambda: list(subnet.last_update),
-            "MinAllowedWeights": lambda: 0,
-            "MaxWeightsLimit": lambda: 65_535,
+            "MinAllowedWeights": lambda: subnet.min_allowed_weights,
+            "MaxWeightsLimit": lambda: subnet.max_weight_limit,
             "SubnetEpochConsensus": lambda: "Yuma",
             "ValidatorPermit": lambda: list(subnet.permits),
             "Tempo": lambda: subnet.tempo,
@@ -267,6 +275,9 @@ class FakeSubstrate:
                 return "UidVecContainInvalidOne"
             if params["version_key"] < subnet.weights_version_key:
                 return "IncorrectWeightVersionKey"
+            refused = _limits_refusal(subnet, uid, list(params["dests"]), list(params["weights"]))
+            if refused is not None:
+                return refused
             subnet.weights[uid] = (list(params["dests"]), list(params["weights"]))
             subnet.weight_versions[uid] = int(params["version_key"])
             subnet.last_update[uid] = self.head
@@ -277,3 +288,15 @@ class FakeSubstrate:
         else:
             raise NotImplementedError(f"the fake substrate cannot apply {module}.{function}")
         return None
+
+
+def _limits_refusal(subnet: FakeSubnet, uid: int, dests: list[int], weights: list[int]) -> str | None:
+    """Subtensor's ``check_length`` and ``max_weight_limited`` on a plaintext row (exact arithmetic)."""
+    if dests == [uid]:
+        return None  # a self-weight is exempt from both
+    if len(dests) < min(subnet.min_allowed_weights, len(subnet.hotkeys)):
+        return "WeightVecLengthIsLow"
+    total = sum(weights)
+    if subnet.max_weight_limit < 65_535 and total and max(weights) * 65_535 > subnet.max_weight_limit * total:
+        return "MaxWeightExceeded"
+    return None

@@ -8,7 +8,7 @@ from typing import Protocol
 from bittensor import Wallet
 
 from arena.chain.models import AxonInfo, Commitment, Metagraph, ValidatorWeights
-from arena.weights import WeightVector
+from arena.weights import WeightLimits, WeightVector
 
 
 class Chain(Protocol):
@@ -59,8 +59,13 @@ class Chain(Protocol):
         """Publish the hotkey's HTTP endpoint."""
         ...
 
+    def weight_limits(self) -> WeightLimits:
+        """The subnet's ``MinAllowedWeights`` and ``MaxWeightsLimit``: what a weight row must meet."""
+        ...
+
     def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
         """Set the validator's weights under the rules version ``version_key`` (the chain refuses one below
-        the subnet's ``WeightsVersionKey``); returns the block. Raises ``ChainError`` (rate limit, no
-        permit, outdated version)."""
+        the subnet's ``WeightsVersionKey``); returns the block. The vector is first processed against
+        :meth:`weight_limits` (``arena.weights.process_weights``: unchanged when it already meets them).
+        Raises ``ChainError`` (rate limit, no permit, outdated version, limits no vector can meet)."""
         ...

@@ -3,7 +3,9 @@
 It plays the chain for a local network and for tests: hotkeys and their uids, validator permits, stake
 (an operator action here, as staking is outside this arena), published axons, commitments, weights with
 their rate limit and the rules version (``version_key``) they were set under, refused below the subnet's
-``weights_version_key`` as subtensor refuses them. Every
+``weights_version_key`` as subtensor refuses them, and the subnet's weight limits (``MinAllowedWeights``,
+``MaxWeightsLimit``: subtensor's new-subnet defaults unless set), a row that breaks them refused as
+subtensor refuses it (``apply_weights``) while ``set_weights`` first processes the vector to meet them. Every
 write is signed by the wallet's sr25519 hotkey and the signature verified before it lands, as an
 extrinsic would be; registration is an operator action (``register``), as burning TAO for a uid is
 outside this arena.
@@ -32,10 +34,11 @@ from arena.chain.models import (
     weight_shares,
 )
 from arena.race.clock import Clock, SystemClock
-from arena.weights import WeightVector
+from arena.weights import WeightLimits, WeightVector, limits_violation, process_weights
 
 log = structlog.get_logger(__name__)
 
+_LIMITS_KEY = "weight_limits"
 MAX_COMMITMENT_BYTES = 128
 """The Raw data field of a commitment on subtensor holds at most this many bytes."""
 
@@ -116,7 +119,7 @@ class LocalChain:
 
     def __init__(self, path: Path, *, netuid: int = 1, clock: Clock | None = None, tempo: int = 360,
                  weights_rate_limit: int = 100, block_seconds: float = 12.0,
-                 weights_version_key: int = 0) -> None:
+                 weights_version_key: int = 0, weight_limits: WeightLimits | None = None) -> None:
         self.netuid = netuid
         self.path = path
         self._clock = clock or SystemClock()
@@ -134,6 +137,8 @@ class LocalChain:
                 row = _Meta(key="genesis", value=self._clock.now().isoformat())
                 session.add(row)
             self.genesis = datetime.fromisoformat(row.value)
+        if weight_limits is not None:
+            self.set_weight_limits(weight_limits)
 
     def close(self) -> None:
         self._engine.dispose()
@@ -265,7 +270,32 @@ class LocalChain:
             row.axon = axon.model_dump_json()
         log.info("chain_axon_served", netuid=self.netuid, uid=uid, url=axon.url)
 
+    def set_weight_limits(self, limits: WeightLimits) -> None:
+        """Set the subnet's ``MinAllowedWeights`` and ``MaxWeightsLimit`` (the subnet owner's action)."""
+        with Session(self._engine) as session, session.begin():
+            session.merge(_Meta(key=_LIMITS_KEY, value=limits.model_dump_json()))
+
+    def weight_limits(self) -> WeightLimits:
+        with Session(self._engine) as session:
+            row = session.get(_Meta, _LIMITS_KEY)
+            return WeightLimits() if row is None else WeightLimits.model_validate_json(row.value)
+
     def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
+        metagraph = self.metagraph()
+        neuron = metagraph.neuron(wallet.hotkey.ss58_address)
+        try:
+            processed = process_weights(weights, self.weight_limits(), n_uids=len(metagraph.neurons),
+                                        self_uid=None if neuron is None else neuron.uid)
+        except ValueError as exc:
+            raise ChainError(f"weights for subnet {self.netuid}: {exc}") from exc
+        if processed != weights:
+            log.info("chain_weights_processed", netuid=self.netuid, limits=self.weight_limits().model_dump(),
+                     uids=len(processed.uids))
+        return self.apply_weights(wallet, processed, version_key=version_key)
+
+    def apply_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
+        """The ``set_weights`` extrinsic as sent: refused, as subtensor refuses it, when the row breaks
+        the subnet's weight limits."""
         call = f"SubtensorModule.set_weights\n{self.netuid}\n{weights.to_bytes().hex()}\n{version_key}"
         hotkey = _signed_origin(wallet, call)
         metagraph = self.metagraph()
@@ -280,6 +310,10 @@ class LocalChain:
         unknown = [uid for uid in weights.uids if uid >= len(metagraph.neurons)]
         if unknown:
             raise ChainError(f"weights name uids not on subnet {self.netuid}: {unknown}")
+        refused = limits_violation(weights, self.weight_limits(), n_uids=len(metagraph.neurons),
+                                   self_uid=neuron.uid)
+        if refused is not None:
+            raise ChainError(f"weights refused on subnet {self.netuid}: {refused}")
         block = self.block()
         last = self.last_weights_block(hotkey)
         if last is not None and block < last + self._weights_rate_limit:

@@ -6,7 +6,11 @@ Reads: the metagraph runtime call (``subnets.metagraph``: neurons, axons, stake)
 hash (``block_info``), the finalized head and the slot duration. Writes: the commitment as a
 raw call (no intent wraps ``Commitments.set_commitment``), ``ServeAxon`` and ``SetWeights`` intents,
 which preflight registration and the weights rate limit and pick the plaintext or timelocked
-commit-reveal path from the subnet's configuration. Every write is signed by the wallet's hotkey.
+commit-reveal path from the subnet's configuration. Before ``SetWeights`` the vector is processed
+against the subnet's ``MinAllowedWeights`` and ``MaxWeightsLimit`` (the registry reads
+``min_allowed_weights`` and ``max_weight_limit``) by ``arena.weights.process_weights``: this SDK has no
+``process_weights_for_netuid``, and its intent only clips to the cap and refuses a row that is too
+short. Every write is signed by the wallet's hotkey.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from arena.chain.models import (
     ValidatorWeights,
     weight_shares,
 )
-from arena.weights import WeightVector
+from arena.weights import WeightLimits, WeightVector, process_weights
 
 log = structlog.get_logger(__name__)
 
@@ -150,7 +154,22 @@ class SubtensorChain:
         self._check(result, "serving the axon")
         log.info("chain_axon_served", netuid=self.netuid, url=axon.url)
 
+    def weight_limits(self) -> WeightLimits:
+        minimum = self._sdk("reading min_allowed_weights", self._client.read, "min_allowed_weights",
+                            netuid=self.netuid)
+        cap = self._sdk("reading max_weight_limit", self._client.read, "max_weight_limit", netuid=self.netuid)
+        return WeightLimits(min_allowed_weights=int(minimum or 0),
+                            max_weight_limit=65_535 if cap is None else int(cap))
+
     def set_weights(self, wallet: Wallet, weights: WeightVector, *, version_key: int) -> int:
+        graph = self.metagraph()
+        own = graph.neuron(wallet.hotkey.ss58_address)
+        limits = self.weight_limits()
+        try:
+            weights = process_weights(weights, limits, n_uids=len(graph.neurons),
+                                      self_uid=None if own is None else own.uid)
+        except ValueError as exc:
+            raise ChainError(f"weights for {self.network} subnet {self.netuid}: {exc}") from exc
         # The intent, not a raw call: it reads CommitRevealWeightsEnabled and sends either plaintext
         # weights or a timelocked commit (the version key sealed inside it), as the subnet runs.
         intent = SetWeights(netuid=self.netuid, uids=list(weights.uids),

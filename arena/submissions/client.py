@@ -1,23 +1,89 @@
-"""The miner's side of a submission: commit the file's sha256 on chain (or reuse the commitment a retry
-finds), sign the upload with the hotkey for each validator with a permit, post it, report the answers.
-``miner submit`` and the network demo's miners both submit through :func:`deliver`."""
+"""The miner's side of a submission: ask every validator with a permit whether it would accept the file
+(``POST /submissions/precheck``, read-only), commit the file's sha256 on chain only when none refuses (or
+reuse the commitment a retry finds), sign the upload with the hotkey for each validator, post it, report
+the answers. ``miner submit`` and the network demo's miners both submit through :func:`deliver`.
+
+A refusal before the commitment costs nothing: :func:`deliver` returns without committing, and each
+refusal says when to retry. A validator that does not answer the pre-check (down, or an older release
+without the route) cannot refuse: the file is committed as before and that validator judges the upload.
+A commitment a validator finds inside the cooldown stays too early for ever: once the cooldown has
+passed, ``recommit`` makes a new one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from datetime import datetime
+from typing import Any, Final, Literal
 
 import httpx
 from bittensor import Wallet, http_auth
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.table import Table
 
 from arena.chain.interface import Chain
 from arena.chain.models import ChainError, Commitment, Neuron
+from arena.race.clock import UtcDatetime
 from arena.submissions.models import SUBMISSIONS_PATH, UploadBody
 
 ACCEPTED: Final = ("accepted", "already accepted")
 """The outcomes of a validator that holds the file."""
+PRECHECK_PATH: Final = SUBMISSIONS_PATH + "/precheck"
+
+
+def register_command(netuid: int, wallet_name: str = "WALLET", hotkey_name: str = "HOTKEY") -> str:
+    """What registers a hotkey on a Bittensor subnet, as a sentence naming the btcli command."""
+    return (f"register it with `btcli subnets register --netuid {netuid} --wallet.name {wallet_name} "
+            f"--wallet.hotkey {hotkey_name}`")
+
+
+class PrecheckRefusal(BaseModel):
+    """One reason the validator would refuse the upload: the upload's refusal code and detail, with
+    ``retry_at`` for the cooldown and the findings or original of a rejection."""
+
+    model_config = ConfigDict(frozen=True)
+
+    error: str
+    detail: str
+    retry_at: UtcDatetime | None = None
+    rejection: str | None = None
+    findings: list[dict[str, Any]] = Field(default_factory=list)
+    copy_of: dict[str, Any] | None = None
+
+
+class PrecheckAnswer(BaseModel):
+    """A validator's answer to ``POST /submissions/precheck``: what it would say to the file now.
+
+    ``committed_block`` is set when the hotkey's latest commitment already is this file, and
+    ``commitment_ok`` says whether an upload on that commitment would be accepted (``judged``: its verdict
+    there, when it has one; ``commitment_retry_at``: the cooldown it came too early for).
+    ``new_commitment_ok`` says whether a commitment made now would be outside the cooldown
+    (``new_commitment_from``: when the cooldown ends). ``refusals`` is empty when the file would be
+    accepted on the latest commitment or on a new one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hotkey: str
+    sha256: str
+    registered: bool
+    committed_block: int | None = None
+    judged: str | None = None
+    commitment_ok: bool = False
+    commitment_retry_at: UtcDatetime | None = None
+    new_commitment_ok: bool = False
+    new_commitment_from: UtcDatetime | None = None
+    refusals: list[PrecheckRefusal] = Field(default_factory=list)
+
+
+class PrecheckOutcome(BaseModel):
+    """What one validator answered to the pre-check (``answer`` ``None``: it gave none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uid: int
+    hotkey: str
+    url: str
+    answer: PrecheckAnswer | None = None
+    unanswered: str = Field(default="", description="Why there is no answer (unreachable, no such route)")
 
 
 class UploadOutcome(BaseModel):
@@ -32,6 +98,42 @@ class UploadOutcome(BaseModel):
     status: int | None = None
     error: str | None = None
     detail: str = ""
+    retry_at: UtcDatetime | None = None
+
+
+def _signed_post(client: httpx.Client, wallet: Wallet, validator: Neuron, path: str,
+                 raw: bytes) -> httpx.Response:
+    if validator.axon is None:
+        raise ValueError(f"validator uid {validator.uid} has published no axon")
+    # A fresh nonce per request: a retry must be signed again, or the validator sees a replay.
+    headers = http_auth.sign(wallet, method="POST", path=path, body=raw, receiver_ss58=validator.hotkey)
+    headers["Content-Type"] = "application/json"
+    return client.post(validator.axon.url + path, content=raw, headers=headers)
+
+
+def precheck(client: httpx.Client, wallet: Wallet, validator: Neuron, body: UploadBody) -> PrecheckOutcome:
+    """Ask ``validator`` what it would answer to ``body`` now (signed for it; nothing is recorded)."""
+    facts: dict[str, Any] = {"uid": validator.uid, "hotkey": validator.hotkey,
+                             "url": validator.axon.url if validator.axon else ""}
+    try:
+        response = _signed_post(client, wallet, validator, PRECHECK_PATH, body.model_dump_json().encode())
+    except httpx.HTTPError as exc:
+        return PrecheckOutcome(**facts, unanswered=f"unreachable ({type(exc).__name__}: {exc})")
+    if response.status_code == 200:
+        try:
+            return PrecheckOutcome(**facts, answer=PrecheckAnswer.model_validate_json(response.content))
+        except ValidationError:
+            return PrecheckOutcome(**facts, unanswered="an answer this miner cannot read")
+    if response.status_code in (404, 405):
+        return PrecheckOutcome(**facts, unanswered="no pre-check route (an older validator)")
+    try:
+        refused = response.json()
+        refusal = PrecheckRefusal(error=str(refused.get("error")), detail=str(refused.get("detail", "")))
+    except (ValueError, AttributeError, ValidationError):
+        return PrecheckOutcome(**facts, unanswered=f"HTTP {response.status_code}: {response.text[:200]}")
+    answer = PrecheckAnswer(hotkey=str(wallet.hotkey.ss58_address), sha256=body.sha256,
+                            registered=refusal.error != "unregistered", refusals=[refusal])
+    return PrecheckOutcome(**facts, answer=answer)
 
 
 def upload(client: httpx.Client, wallet: Wallet, validator: Neuron, body: UploadBody) -> UploadOutcome:
@@ -40,35 +142,39 @@ def upload(client: httpx.Client, wallet: Wallet, validator: Neuron, body: Upload
         raise ValueError(f"validator uid {validator.uid} has published no axon")
     url = validator.axon.url
     raw = body.model_dump_json().encode()
-    # A fresh nonce per request: a retry must be signed again, or the validator sees a replay.
-    headers = http_auth.sign(wallet, method="POST", path=SUBMISSIONS_PATH, body=raw,
-                             receiver_ss58=validator.hotkey)
-    headers["Content-Type"] = "application/json"
     facts = {"uid": validator.uid, "hotkey": validator.hotkey, "url": url}
     try:
-        response = client.post(url + SUBMISSIONS_PATH, content=raw, headers=headers)
+        response = _signed_post(client, wallet, validator, SUBMISSIONS_PATH, raw)
     except httpx.HTTPError as exc:
         return UploadOutcome(**facts, outcome="unreachable", detail=f"{type(exc).__name__}: {exc}")
     if response.status_code in (200, 201):
         outcome: Literal["accepted", "already accepted"] = (
             "accepted" if response.status_code == 201 else "already accepted")
         return UploadOutcome(**facts, outcome=outcome, status=response.status_code)
+    retry_at = None
     try:
         answer = response.json()
         error, detail = str(answer.get("error")), str(answer.get("detail", ""))
+        retry_at = answer.get("retry_at")
     except (ValueError, AttributeError):
         error, detail = "unexpected_answer", response.text[:200]
-    return UploadOutcome(**facts, outcome="refused", status=response.status_code, error=error, detail=detail)
+    return UploadOutcome(**facts, outcome="refused", status=response.status_code, error=error, detail=detail,
+                         retry_at=retry_at)
 
 
 @dataclass(frozen=True)
 class Delivery:
-    """One file's submission: its commitment (``reused`` when a retry found it already committed) and what
-    each validator with a permit answered (nothing when none has published an endpoint yet)."""
+    """One file's submission: its commitment (``None`` when a pre-check refusal stopped it before one was
+    made; ``reused`` when a retry found it already committed), what each validator answered to the
+    pre-check, and what each validator with a permit answered to the upload (nothing when none has
+    published an endpoint yet, or nothing was committed)."""
 
-    commitment: Commitment
+    commitment: Commitment | None
     reused: bool
     outcomes: tuple[UploadOutcome, ...]
+    prechecks: tuple[PrecheckOutcome, ...] = ()
+    stopped: str = ""
+    """Why nothing was committed (empty when it was)."""
 
     @property
     def delivered(self) -> bool:
@@ -85,17 +191,85 @@ def commit_once(chain: Chain, wallet: Wallet, sha256: str) -> tuple[Commitment, 
     return chain.commit(wallet, sha256), False
 
 
-def deliver(chain: Chain, wallet: Wallet, body: UploadBody, sha256: str, *, timeout: float) -> Delivery:
-    """Commit ``sha256`` (once) and upload ``body`` to every validator with a permit that published an
-    endpoint. Raises :class:`ChainError` when the hotkey is not registered or the chain refuses."""
+def _latest_time(times: list[datetime | None]) -> datetime | None:
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def commitment_plan(prechecks: tuple[PrecheckOutcome, ...], latest: Commitment | None, sha256: str, *,
+                    recommit: bool) -> tuple[Literal["reuse", "commit", "stop"], str]:
+    """Whether to reuse the latest commitment, make a new one, or stop before committing (and why), from
+    what the validators answered: any refusal stops; a latest commitment of this file is reused unless a
+    validator finds it too early (then ``recommit`` makes a new one once no validator is still inside the
+    cooldown) or ``recommit`` asks for a new one."""
+    answers = [p.answer for p in prechecks if p.answer is not None]
+    reuse = latest is not None and latest.data == sha256 and not recommit
+    if reuse and all(a.commitment_ok for a in answers if a.registered):
+        return "reuse", ""
+    blocking = [r for a in answers for r in a.refusals if r.error != "cooldown"]
+    if blocking:
+        return "stop", "; ".join(f"{r.error}: {r.detail}" for r in blocking)
+    waiting = [a for a in answers if not a.new_commitment_ok]
+    if waiting:
+        until = _latest_time([a.new_commitment_from for a in waiting])
+        when = until.isoformat() if until else "the end of the cooldown"
+        committed = latest is not None and latest.data == sha256
+        again = "`miner submit --recommit`" if committed else "`miner submit`"
+        return "stop", (f"cooldown: {len(waiting)} validator(s) would refuse a commitment made now, inside "
+                        f"the cooldown of your previous submission; run {again} at or after {when}")
+    if reuse:
+        too_early = _latest_time([a.commitment_retry_at for a in answers if not a.commitment_ok])
+        assert latest is not None
+        ended = f" (which ended at {too_early.isoformat()})" if too_early else ""
+        return "stop", (f"cooldown: your commitment at block {latest.block} ({latest.time.isoformat()}) came "
+                        f"inside the cooldown of your previous submission{ended} and can never be "
+                        "accepted; the cooldown allows a new one now: run `miner submit --recommit`")
+    return "commit", ""
+
+
+def deliver(chain: Chain, wallet: Wallet, body: UploadBody, sha256: str, *, timeout: float,
+            recommit: bool = False, ask_first: bool = True) -> Delivery:
+    """Ask every validator with a permit that published an endpoint whether it would accept ``body``;
+    unless one refuses, commit ``sha256`` (once: a retry reuses the latest commitment of the file, unless
+    ``recommit``) and upload ``body`` to each. ``ask_first=False`` commits and uploads without asking
+    (what a miner who ignores the pre-check does: the validators' gates still judge the upload). Raises
+    :class:`ChainError` when the hotkey is not registered or the chain refuses."""
     hotkey: str = wallet.hotkey.ss58_address
     if not chain.is_registered(hotkey):
-        raise ChainError(f"hotkey {hotkey} is not registered on subnet {chain.netuid}: register it first")
-    commitment, reused = commit_once(chain, wallet, sha256)
+        raise ChainError(f"hotkey {hotkey} is not registered on subnet {chain.netuid}: "
+                         f"{register_command(chain.netuid, wallet.name, wallet.hotkey_str)}")
     validators = chain.metagraph().validators()
     with httpx.Client(timeout=timeout) as client:
+        prechecks = tuple(precheck(client, wallet, validator, body) for validator in validators) \
+            if ask_first else ()
+        latest = chain.latest_commitment(hotkey)
+        plan, why = commitment_plan(prechecks, latest, sha256, recommit=recommit)
+        if plan == "stop":
+            return Delivery(commitment=None, reused=False, outcomes=(), prechecks=prechecks, stopped=why)
+        if plan == "reuse":
+            assert latest is not None
+            commitment, reused = latest, True
+        else:
+            commitment, reused = chain.commit(wallet, sha256), False
         outcomes = tuple(upload(client, wallet, validator, body) for validator in validators)
-    return Delivery(commitment=commitment, reused=reused, outcomes=outcomes)
+    return Delivery(commitment=commitment, reused=reused, outcomes=outcomes, prechecks=prechecks)
+
+
+def precheck_table(prechecks: tuple[PrecheckOutcome, ...], title: str) -> Table:
+    """One row per validator: what it would answer to the file, before anything is committed."""
+    table = Table(title=title)
+    for column in ("uid", "validator", "endpoint", "pre-check", "detail"):
+        table.add_column(column)
+    for p in prechecks:
+        if p.answer is None:
+            verdict, detail = "[yellow]no answer[/yellow]", p.unanswered
+        elif p.answer.refusals:
+            verdict = "[red]would refuse[/red]"
+            detail = "; ".join(f"{r.error}: {r.detail}" for r in p.answer.refusals)
+        else:
+            verdict, detail = "[green]would accept[/green]", ""
+        table.add_row(str(p.uid), p.hotkey, p.url, verdict, detail)
+    return table
 
 
 def outcome_table(outcomes: tuple[UploadOutcome, ...], title: str) -> Table:
@@ -106,5 +280,7 @@ def outcome_table(outcomes: tuple[UploadOutcome, ...], title: str) -> Table:
     for o in outcomes:
         colour = "green" if o.outcome in ACCEPTED else "red"
         detail = f"{o.error}: {o.detail}" if o.error else o.detail
+        if o.error == "cooldown" and o.retry_at is not None:
+            detail += f" (retry: `miner submit --recommit` at or after {o.retry_at.isoformat()})"
         table.add_row(str(o.uid), o.hotkey, o.url, f"[{colour}]{o.outcome}[/{colour}]", detail)
     return table

@@ -4,7 +4,9 @@
 The suite is the bundled sample world's, given problem files, freshly generated suites of the qualifying
 size (one per seed, by the generator the validators' schedule names for the day) or a week's practice
 suite. Every attempt is also appended to a JSONL file as it finishes; the run is scored per category,
-per generated suite (what one qualifying run scores) and for the whole suite.
+per generated suite (what one qualifying run scores) and for the whole suite. A row with no scored attempt
+(every attempt the provider failed) is printed ``not scored``, never 0%; each row says how many of its
+problems were scored, and a legend defines the columns.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
+import httpx
 import orjson
 from rich.console import Console
 from rich.markup import escape
@@ -67,6 +70,8 @@ class LocalTestResult:
     evaluation: EvaluationResult
     scores: dict[str, FinalScore]
     labels: Mapping[str, int]
+    scored: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Per score row: problems scored, of the row's problems."""
 
 
 def generated_seeds(seeds: Sequence[str], count: int) -> list[str]:
@@ -196,7 +201,43 @@ def run_local_test(runs: SuiteRun, agent: AgentFile, chosen: ChosenSuite, *, out
     evaluation = collect(attempts, chosen.problems, run_id=run_id, progress=False)
     return LocalTestResult(run_id=run_id, evaluation=evaluation,
                            scores=final_scores(judged, chosen.problems, chosen.generated),
-                           labels=judged.labels)
+                           labels=judged.labels,
+                           scored=scored_counts(judged, chosen.problems, chosen.generated))
+
+
+def probe_inference(base_url: str, api_key: str, *, timeout: float = 5.0) -> str | None:
+    """Why the OpenAI-compatible endpoint at ``base_url`` cannot serve a run (``None``: it answers).
+
+    ``GET /models``: any HTTP answer but a server error counts as up (some servers do not list models)."""
+    try:
+        response = httpx.get(base_url.rstrip("/") + "/models", timeout=timeout,
+                             headers={"Authorization": f"Bearer {api_key}"})
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if response.status_code >= 500:
+        return f"HTTP {response.status_code} on GET /models"
+    if response.status_code in (401, 403):
+        return f"HTTP {response.status_code} on GET /models: check ARENA_INFERENCE_API_KEY"
+    return None
+
+
+def all_crashed(result: LocalTestResult) -> bool:
+    """Every attempt of the run crashed (and there was one)."""
+    attempts = result.evaluation.attempts
+    return bool(attempts) and all(a.failure is not None and a.failure.kind == "crash" for a in attempts)
+
+
+def scored_counts(judged: JudgedRun, suite: Sequence[Problem],
+                  generated: Mapping[str, Sequence[str]]) -> dict[str, tuple[int, int]]:
+    """Per row of :func:`final_scores`: how many of its problems were scored, of how many."""
+    kept = set(judged.problem_ids)
+    rows: dict[str, Sequence[str]] = {}
+    for category in sorted({p.category for p in suite}):
+        rows[category] = [p.id for p in suite if p.category == category]
+    for seed, ids in generated.items():
+        rows[f"suite {seed}"] = ids
+    rows["all"] = [p.id for p in suite]
+    return {name: (sum(i in kept for i in ids), len(ids)) for name, ids in rows.items()}
 
 
 def final_scores(judged: JudgedRun, suite: Sequence[Problem],
@@ -227,7 +268,8 @@ def print_result(console: Console, agent_name: str, result: LocalTestResult, out
     attempts were written and, when they were recorded, the run and its labels in the store."""
     attempts = result.evaluation.attempts
     console.print(results_table(result.evaluation, f"{agent_name} on {len(attempts)} problems"))
-    console.print(final_score_table(result.scores))
+    console.print(final_score_table(result.scores, result.scored))
+    console.print(LEGEND, highlight=False, markup=False)
     refusal = first_refusal(result.evaluation)
     if refusal is not None:
         console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
@@ -235,18 +277,46 @@ def print_result(console: Console, agent_name: str, result: LocalTestResult, out
     failures = Counter(attempt.failure.kind for attempt in attempts if attempt.failure is not None)
     if failures:
         console.print("failed attempts: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
+    crashed = next((a for a in attempts if a.failure is not None and a.failure.kind == "crash"), None)
+    if crashed is not None:
+        console.print(f"[red]first crash[/red] ({crashed.problem_id}): {escape(crashed.failure.reason)}"
+                      if crashed.failure else "", highlight=False)
+        if crashed.stderr_tail.strip():
+            console.print(crashed.stderr_tail.rstrip(), markup=False, highlight=False)
     console.print(f"dialogues, proxy logs and scores: {out}")
     if recorded_in is not None:
         labels = ", ".join(f"{label} {n}" for label, n in sorted(result.labels.items()))
         console.print(f"trajectory store: run {result.run_id} ({labels}) in {recorded_in.engine.url!r}")
 
 
-def final_score_table(scores: Mapping[str, FinalScore]) -> Table:
-    """One row per score: success, mean quality, coefficient and final score; the judge in the title."""
+LEGEND = """\
+success: problems whose answer meets every constraint of the query (rule 1, and for shop and voucher one
+  shop or the voucher's budget); in the final score every recommended id must also have been returned to
+  the agent's own tool calls.
+gt: problems where every target's exact ground-truth product was recommended (another product meeting
+  every constraint also succeeds).
+mean rule: how far the recommended products meet the query's constraints, 0 to 1, averaged over problems.
+mean quality: the judge's reasoning quality per attempt (0.1 no LLM reasoning, 0.3 thinking never
+  analyses tool results, 0.5 no specific datum cited, 0.7 no explicit comparison, 0.9 all of them).
+coefficient: 0.3 + quality x 0.7/0.8 below quality 0.8, else 1; final score = success x coefficient.
+scored: problems scored of the row's (attempts the inference provider failed are not scored)."""
+"""What the columns of the two tables mean, printed under them."""
+
+
+def final_score_table(scores: Mapping[str, FinalScore],
+                      scored: Mapping[str, tuple[int, int]] | None = None) -> Table:
+    """One row per score: success, mean quality, coefficient and final score, and with ``scored`` the
+    problems scored of the row's (a row with none scored says so instead of a 0%); the judge in the
+    title."""
     table = Table(title=f"final score (judge: {scores['all'].judge_label})")
-    for column in ("category", "success", "mean quality", "coefficient", "final score"):
+    columns = ("category", "scored", "success", "mean quality", "coefficient", "final score")
+    for column in columns if scored is not None else (c for c in columns if c != "scored"):
         table.add_column(column, justify="left" if column == "category" else "right")
     for name, score in scores.items():
-        table.add_row(name, f"{score.success_rate:.1%}", f"{score.mean_quality:.3f}",
+        counts = [] if scored is None else [f"{scored[name][0]}/{scored[name][1]}" if name in scored else ""]
+        if scored is not None and name in scored and scored[name][0] == 0:
+            table.add_row(name, *counts, "not scored", "-", "-", "-")
+            continue
+        table.add_row(name, *counts, f"{score.success_rate:.1%}", f"{score.mean_quality:.3f}",
                       f"{score.coefficient:.4f}", f"{score.score:.2%}")
     return table

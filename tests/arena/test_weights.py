@@ -13,8 +13,12 @@ from hypothesis import strategies as st
 from arena.weights import (
     U16_MAX,
     Finisher,
+    WeightLimits,
     WeightRules,
+    WeightVector,
     compute_weights,
+    limits_violation,
+    process_weights,
     race_shares,
     ranking,
     seeded_tie_break,
@@ -139,3 +143,68 @@ def test_bad_inputs_are_refused() -> None:
         finisher("a", float("nan"))
     with pytest.raises(ValueError):
         Finisher(hotkey="a", score=0.5, tie_break="a")
+
+
+def _share(vector: WeightVector, uid: int) -> float:
+    return dict(zip(vector.uids, vector.weights, strict=True)).get(uid, 0) / sum(vector.weights)
+
+
+def test_a_vector_within_the_subnet_limits_is_sent_unchanged() -> None:
+    finishers = [finisher(h, s) for h, s in [("w", 0.5), ("a", 0.9), ("b", 0.7), ("c", 0.7), ("d", 0.1)]]
+    vector = compute_weights(finishers, "w", ["burn", "w", "a", "b", "c", "d"], RULES)
+    for limits in (WeightLimits(), WeightLimits(min_allowed_weights=4, max_weight_limit=39_322)):
+        assert process_weights(vector, limits, n_uids=6) is vector
+
+
+def test_a_cap_below_the_winner_share_clips_it_and_spreads_the_rest_in_proportion() -> None:
+    finishers = [finisher(h, s) for h, s in [("w", 0.5), ("a", 0.9), ("b", 0.7), ("c", 0.7), ("d", 0.1)]]
+    vector = compute_weights(finishers, "w", ["burn", "w", "a", "b", "c", "d"], RULES)
+    limits = WeightLimits(max_weight_limit=19_661)  # 30%: below the winner's 60%
+    assert limits_violation(vector, limits, n_uids=6) is not None  # the chain would refuse the race's vector
+    processed = process_weights(vector, limits, n_uids=6)
+    assert limits_violation(processed, limits, n_uids=6) is None
+    assert processed.uids == vector.uids
+    # The winner and the burn uid (0.2) are both cut to the cap; a (2/15) and b (1/15) keep their 2:1.
+    assert _share(processed, 1) == pytest.approx(0.3, abs=1e-4)
+    assert _share(processed, 0) == pytest.approx(0.3, abs=1e-4)
+    assert _share(processed, 2) == pytest.approx(2 * _share(processed, 3), rel=1e-3)
+    assert max(processed.weights) * U16_MAX <= limits.max_weight_limit * sum(processed.weights)
+
+
+def test_fewer_weights_than_the_subnet_minimum_pad_every_uid_as_the_sdk_does() -> None:
+    vector = compute_weights([finisher("w", 0.9)], "w", ["burn", "w", "x", "y", "z"], RULES)
+    assert vector.uids == (0, 1)  # the winner and the burn
+    limits = WeightLimits(min_allowed_weights=4)
+    assert "WeightVecLengthIsLow" in (limits_violation(vector, limits, n_uids=5) or "")
+    processed = process_weights(vector, limits, n_uids=5)
+    assert processed.uids == (0, 1, 2, 3, 4) and limits_violation(processed, limits, n_uids=5) is None
+    assert _share(processed, 1) == pytest.approx(0.6, abs=1e-4) and 0 < _share(processed, 4) < 1e-4
+    # Before the first race everything burns: one weight, padded and capped alike.
+    burn_only = compute_weights([], None, ["burn", "w", "x"], RULES)
+    capped = process_weights(burn_only, WeightLimits(min_allowed_weights=2, max_weight_limit=32_768),
+                             n_uids=3)
+    assert capped.uids == (0, 1, 2) and _share(capped, 0) == pytest.approx(0.5, abs=1e-4)
+
+
+def test_a_self_weight_is_exempt_and_an_impossible_cap_is_refused() -> None:
+    own = WeightVector(uids=(2,), weights=(U16_MAX,))
+    tight = WeightLimits(min_allowed_weights=8, max_weight_limit=100)
+    assert process_weights(own, tight, n_uids=10, self_uid=2) is own
+    with pytest.raises(ValueError, match="no weights meet a cap"):
+        process_weights(own, tight, n_uids=10)  # 100/65535 of the row on each of 10 uids cannot sum to 1
+
+
+@given(races(), st.integers(1, 12), st.integers(1_000, U16_MAX))
+@settings(max_examples=200, deadline=None)  # no dependence on machine speed
+def test_processed_weights_always_meet_the_limits(race: tuple[list[Finisher], str, list[str]],
+                                                   minimum: int, cap: int) -> None:
+    finishers, winner, metagraph = race
+    vector = compute_weights(finishers, winner, metagraph, RULES)
+    limits = WeightLimits(min_allowed_weights=minimum, max_weight_limit=cap)
+    n_uids = len(metagraph)
+    if n_uids * cap < U16_MAX:
+        return
+    processed = process_weights(vector, limits, n_uids=n_uids)
+    assert limits_violation(processed, limits, n_uids=n_uids) is None
+    # Clipping and padding keep the order: the winner still holds the largest weight.
+    assert dict(zip(processed.uids, processed.weights, strict=True))[metagraph.index(winner)] == U16_MAX

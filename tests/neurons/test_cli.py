@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
+from typer.testing import CliRunner
 
 ARENA = [sys.executable, "-m", "neurons.cli"]
 
@@ -154,3 +156,36 @@ def test_tools_serve_answers_and_logs_json(tmp_path: Path, shared_samples: Path)
         _, stderr = server.communicate(timeout=30)
     events = [orjson.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     assert any("/search/find_product" in e.get("event", "") for e in events), stderr[-2000:]
+
+
+HELP_WITHOUT_SDK = """
+import sys
+from typer.testing import CliRunner
+from {module} import app
+for args in {commands!r}:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, (args, result.output)
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("bittensor", "bittensor_core")))
+"""
+
+
+@pytest.mark.parametrize(("module", "commands"), [
+    ("neurons.miner", [["--help"], ["test", "--help"], ["submit", "--help"], ["status", "--help"]]),
+    ("neurons.cli", [["--help"], ["network-demo", "--help"], ["demo", "--help"]]),
+])
+def test_help_answers_without_importing_the_bittensor_sdk(module: str, commands: list[list[str]]) -> None:
+    code = HELP_WITHOUT_SDK.format(module=module, commands=commands)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_wallet_and_chain_flags_accept_the_sdk_and_btcli_names() -> None:
+    from neurons.miner import app as miner_app
+
+    for command in ("submit", "status"):
+        result = CliRunner().invoke(miner_app, [command, "--help"], env={"COLUMNS": "250"})
+        for flag in ("--wallet.name", "--wallet.hotkey", "--wallet.path", "--subtensor.network",
+                     "--subtensor.chain_endpoint", "--wallet", "--network", "--wallet-name", "--chain"):
+            assert flag in result.output, (command, flag)

@@ -279,3 +279,38 @@ def test_miner_test_generated_runs_fresh_suites_of_the_qualifying_size_each_scor
     assert both.exit_code == 2
     stray = CliRunner().invoke(app, ["test", str(BASELINE), "--seed", "a", *common])
     assert stray.exit_code == 2 and "--generated" in stray.output
+
+
+def test_a_row_with_no_scored_attempt_says_so_and_the_all_row_counts_what_was_scored() -> None:
+    from rich.console import Console as RichConsole
+
+    from arena.judge import final_score
+    from arena.validator.local_test import final_score_table
+
+    scores = {"product": final_score(1.0, []), "shop": final_score(0.0, []), "voucher": final_score(0.0, []),
+              "all": final_score(1.0, [])}
+    scored = {"product": (1, 2), "shop": (0, 2), "voucher": (0, 2), "all": (1, 6)}
+    console = RichConsole(record=True, width=200)
+    console.print(final_score_table(scores, scored))
+    text = console.export_text()
+    shop = next(line for line in text.splitlines() if "shop" in line)
+    everything = next(line for line in text.splitlines() if " all " in line)
+    assert "not scored" in shop and "0.0%" not in shop and "0/2" in shop
+    assert "1/6" in everything and "100.0%" in everything
+
+
+def test_miner_test_stops_when_the_inference_endpoint_is_down(tmp_path: Path) -> None:
+    from typer.testing import CliRunner as Runner
+
+    from arena.validator.local_test import probe_inference
+    from neurons.miner import EXIT_ENDPOINT_DOWN
+    from neurons.miner import app as miner_app
+
+    assert probe_inference("http://127.0.0.1:1/v1", "key") is not None
+    agent = tmp_path / "agent.py"
+    agent.write_text("def agent_main(problem):\n    return []\n")
+    result = Runner().invoke(miner_app, ["test", str(agent), "--inference-url", "http://127.0.0.1:1/v1",
+                                         "--home", str(tmp_path / "home"), "--no-store",
+                                         "--per-category", "1"])
+    assert result.exit_code == EXIT_ENDPOINT_DOWN, result.output
+    assert "does not answer" in result.output and "--scripted-llm" in result.output

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
 from arena.validator.api.cache import ResponseCache
+from arena.validator.api.precheck import precheck_router
 from arena.validator.api.routes import (
     attempts,
     code,
@@ -47,8 +48,8 @@ def records_version(view: ArenaView) -> Hashable:
 
 def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
                registry: CollectorRegistry | None = None) -> FastAPI:
-    """The API over ``view``; ``gate`` mounts ``POST /submissions``; ``registry`` holds the loop's
-    ``TickMetrics`` (a fresh one otherwise)."""
+    """The API over ``view``; ``gate`` mounts ``POST /submissions`` and ``POST /submissions/precheck``;
+    ``registry`` holds the loop's ``TickMetrics`` (a fresh one otherwise)."""
     app = FastAPI(title="Shopping arena validator")
     app.state.view = view
     app.state.registry = registry or CollectorRegistry()
@@ -56,6 +57,7 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
     app.state.registry.register(ProviderHealthCollector())
     if gate is not None:
         app.include_router(submissions_router(gate))
+        app.include_router(precheck_router(gate))
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

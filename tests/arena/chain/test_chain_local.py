@@ -11,7 +11,15 @@ import pytest
 
 from arena.chain import AxonInfo, ChainError, ChainSettings, LocalChain, SubtensorChain, open_chain
 from arena.race.clock import ManualClock
-from arena.weights import WeightVector
+from arena.weights import (
+    U16_MAX,
+    Finisher,
+    WeightLimits,
+    WeightRules,
+    WeightVector,
+    compute_weights,
+    seeded_tie_break,
+)
 from tests.chain_support import make_wallet, register
 
 START = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -161,3 +169,41 @@ def test_validator_weights_list_permits_and_weight_rows_with_stake_and_axons(
         (1, False, 1_250.5), (2, True, 0.0)]
     with pytest.raises(ChainError, match="not registered"):
         chain.set_stake(make_wallet(tmp_path / "w", "stranger").hotkey.ss58_address, 1.0)
+
+
+def test_weight_limits_persist_refuse_rows_that_break_them_and_set_weights_meets_them(
+        clock: ManualClock, tmp_path: Path) -> None:
+    path = tmp_path / "limited.sqlite3"
+    chain = LocalChain(path, netuid=7, clock=clock, weights_rate_limit=1)
+    assert chain.weight_limits() == WeightLimits(min_allowed_weights=1, max_weight_limit=U16_MAX)
+    limits = WeightLimits(min_allowed_weights=4, max_weight_limit=26_214)  # 4 weights, none over 40%
+    chain.set_weight_limits(limits)
+    assert LocalChain(path, netuid=7, clock=clock).weight_limits() == limits
+    wallets = [make_wallet(tmp_path / "w", name) for name in ("owner", "validator", "winner", "second", "x")]
+    for wallet in wallets:
+        register(chain, wallet, validator_permit=wallet is wallets[1])
+    validator = wallets[1]
+    # The arena's vector: 60% to the winner, the taper to the second, the rest burnt at uid 0.
+    hotkeys = [w.hotkey.ss58_address for w in wallets]
+    finishers = [Finisher(hotkey=hotkeys[i], score=score, tie_break=seeded_tie_break("seed", hotkeys[i]))
+                 for i, score in ((2, 0.9), (3, 0.5), (4, 0.1))]
+    vector = compute_weights(finishers, hotkeys[2], hotkeys, WeightRules())
+    assert vector.uids == (0, 2, 3)
+    with pytest.raises(ChainError, match="WeightVecLengthIsLow"):
+        chain.apply_weights(validator, vector, version_key=1)
+    chain.set_weight_limits(WeightLimits(min_allowed_weights=1, max_weight_limit=26_214))
+    with pytest.raises(ChainError, match="MaxWeightExceeded"):
+        chain.apply_weights(validator, vector, version_key=1)
+    assert chain.weights(validator.hotkey.ss58_address) is None
+
+    chain.set_weight_limits(limits)
+    clock.advance(timedelta(seconds=12))
+    chain.set_weights(validator, vector, version_key=1)
+    landed = chain.weights(validator.hotkey.ss58_address)
+    assert landed is not None and len(landed.uids) == 5
+    shares = dict(zip(landed.uids, (w / sum(landed.weights) for w in landed.weights), strict=True))
+    assert max(shares, key=lambda uid: shares[uid]) == 2 and shares[2] <= 26_214 / U16_MAX
+    # Capped at 40%, the winner's excess spread over the burn uid and the second in proportion (20% each).
+    assert shares[2] == pytest.approx(0.4, abs=1e-4) and shares[0] == pytest.approx(shares[3])
+    assert shares[3] > shares[1] > 0
+    assert shares[0] == pytest.approx(0.3, abs=1e-4)

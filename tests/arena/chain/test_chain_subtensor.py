@@ -16,7 +16,7 @@ from arena.chain import AxonInfo, ChainError
 from arena.chain.subtensor import SubtensorChain
 from arena.rules_fingerprint import RULES_VERSION
 from arena.validator.seeds import ChainSeeds
-from arena.weights import WeightVector
+from arena.weights import WeightLimits, WeightVector
 from tests.chain_support import make_wallet
 from tests.fake_substrate import BLOCK_MS, GENESIS_MS, FakeSubstrate
 
@@ -231,3 +231,42 @@ def test_validator_weights_read_the_weights_map_stake_and_axons_at_one_block(
     assert mine.weights == {0: pytest.approx(5 / 6), 1: pytest.approx(1 / 6)}
     assert theirs.uid == 2 and theirs.stake == 2_500 and theirs.weights == {1: 1.0}
     assert theirs.axon == AxonInfo(ip="10.1.2.5", port=8092)
+
+
+def _raw_weights(chain: SubtensorChain, wallet: Wallet, dests: list[int], weights: list[int]) -> Any:
+    """A ``set_mechanism_weights`` extrinsic exactly as given, past the SDK's own weight processing."""
+    from bittensor import calls
+
+    call = calls.SubtensorModule.set_mechanism_weights(netuid=NETUID, mecid=0, dests=dests, weights=weights,
+                                                       version_key=RULES_VERSION)
+    return chain._client.submit_call(call, wallet, signer="hotkey")
+
+
+def test_the_fake_chain_refuses_rows_that_break_the_subnet_weight_limits(net: Net,
+                                                                        chain: SubtensorChain) -> None:
+    subnet = net.substrate.subnets[NETUID]
+    assert chain.weight_limits() == WeightLimits(min_allowed_weights=1, max_weight_limit=65_535)
+    subnet.min_allowed_weights, subnet.max_weight_limit = 2, 39_321  # at least 2 weights, none over 60%
+    assert chain.weight_limits() == WeightLimits(min_allowed_weights=2, max_weight_limit=39_321)
+    refused = _raw_weights(chain, net.validator, [1], [65_535])
+    assert not refused.success and "WeightVecLengthIsLow" in refused.message
+    refused = _raw_weights(chain, net.validator, [0, 1], [65_535, 10_000])  # 86.8% on uid 0
+    assert not refused.success and "MaxWeightExceeded" in refused.message
+    assert subnet.weights == {}
+    assert _raw_weights(chain, net.validator, [0], [65_535]).success  # a lone self-weight is exempt
+
+
+def test_set_weights_processes_the_vector_to_meet_binding_limits(net: Net, chain: SubtensorChain) -> None:
+    subnet = net.substrate.subnets[NETUID]
+    subnet.max_weight_limit = 32_768  # one weight may hold at most 50.0008% of the row
+    winner_first = WeightVector(uids=(0, 1), weights=(21_845, 65_535))  # uid 1 holds 75%
+    chain.set_weights(net.validator, winner_first, version_key=RULES_VERSION)
+    dests, values = subnet.weights[0]
+    assert dests == [0, 1] and max(values) * 65_535 <= 32_768 * sum(values)
+    assert values == [65_534, 65_535]  # capped at the limit, the rest to the other uid
+
+    net.substrate.advance(50)
+    subnet.min_allowed_weights = 2
+    chain.set_weights(net.validator, ONLY_ONE, version_key=RULES_VERSION)  # one weight, two required
+    dests, values = subnet.weights[0]
+    assert dests == [0, 1] and values[1] == 65_535 and 0 < values[0] < 65_535
