@@ -48,6 +48,15 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     concurrent_runs: int = Field(default=2, ge=1, description=(
         "Owed runs (qualifying, the defending winner's, race entrants') a validator computes at once; their "
         "sandboxes share ARENA_WORKERS slots, so a finishing run's idle slots go to the next run"))
+    inference_concurrency: int | None = Field(default=16, ge=1, description=(
+        "Calls the inference provider serves at once, split evenly among the runs computed at once: a run's "
+        "calls beyond its share wait at the proxy (docs/runner.md); set it to the provider's capacity"))
+    inference_tokens_in_flight: int | None = Field(default=None, ge=1, description=(
+        "Tokens the inference provider holds for calls in flight (prompt bound plus max_tokens), split "
+        "evenly among the runs computed at once; default: no share of tokens"))
+    inference_share_wait_s: float = Field(default=60.0, gt=0, description=(
+        "How long a call may wait at the proxy for its run's share of the provider, and how long in all the "
+        "calls of one attempt may wait on other runs' load before the attempt is re-run as an outage"))
     # provider outages
     infra_retries: int = Field(default=2, ge=0, description=(
         "Times an attempt the inference provider failed is re-run (and a run whose judge failed for most of "

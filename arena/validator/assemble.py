@@ -81,13 +81,27 @@ def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: Inference
     return run
 
 
+def shared_provider(endpoint: InferenceConfig, settings: ArenaSettings) -> InferenceConfig:
+    """``endpoint`` with the capacity its runs share (``ARENA_INFERENCE_CONCURRENCY``,
+    ``ARENA_INFERENCE_TOKENS_IN_FLIGHT``, ``ARENA_INFERENCE_SHARE_WAIT_S``): runs computed at once each get
+    an even share of it at the proxy (``shoppingbench.proxy.shares``). A capacity the endpoint states
+    itself (a test double) stands."""
+    return endpoint.model_copy(update={
+        "concurrency": endpoint.concurrency if endpoint.concurrency is not None
+        else settings.inference_concurrency,
+        "tokens_in_flight": endpoint.tokens_in_flight if endpoint.tokens_in_flight is not None
+        else settings.inference_tokens_in_flight,
+        "share_wait_s": settings.inference_share_wait_s})
+
+
 @contextmanager
 def catalog_agent_runner(settings: ArenaSettings, engine: SearchEngine, *,
                          inference: InferenceProvider = configured_inference) -> Iterator[RunAgent]:
     """Agents run over the open catalog ``engine`` in the configured sandbox, graded by the production
     grader, calling the endpoint ``inference`` opens (the configured one; an entry point may inject a test
     double) while the block runs."""
-    with inference(settings) as endpoint:
+    with inference(settings) as opened:
+        endpoint = shared_provider(opened, settings)
         grader = Grader.from_settings(engine.get_products, settings)
         # ARENA_WORKERS caps the host's sandboxes across every run at once, not per run.
         yield sandbox_runner(engine, grader, inference=endpoint,

@@ -9,16 +9,20 @@ which run finished first. With ``size`` 1 nothing runs ahead: each run is comput
 taken, exactly as a sequential loop would.
 
 Runs sharing a run id (the defending winner's run on several challengers' problems) are computed one at
-a time: the same run must never be resumed by two threads at once.
+a time: the same run must never be resumed by two threads at once. A run asked for ``after`` another
+(the defending winner's re-run on a challenger's problems, after the challenger's run) starts only once
+that one is over, so the two never share the inference provider or the sandboxes: a run measured against
+another is never computed beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -29,11 +33,24 @@ class Pending(Generic[T]):
     def __init__(self, future: Future[T] | None, compute: Callable[[], T]) -> None:
         self._future = future
         self._compute = compute
+        self._lock = threading.Lock()
 
     def result(self) -> T:
-        if self._future is None:  # size 1: computed now, in the caller's thread
-            return self._compute()
+        if self._future is None:  # size 1: computed now, in the caller's thread, once
+            with self._lock:
+                if self._future is None:
+                    done: Future[T] = Future()
+                    try:
+                        done.set_result(self._compute())
+                    except BaseException as exc:
+                        done.set_exception(exc)
+                    self._future = done
         return self._future.result()
+
+    def wait(self) -> None:
+        """Until the run is over, whatever its outcome (computing it now at size 1)."""
+        with contextlib.suppress(Exception):  # its outcome is for whoever takes it; only its end matters
+            self.result()
 
 
 class RunPool:
@@ -60,9 +77,14 @@ class RunPool:
             self._executor.shutdown(wait=True, cancel_futures=exc_type is not None)
             self._executor = None
 
-    def submit(self, run_id: str, compute: Callable[[], T]) -> Pending[T]:
-        """Ask for the run ``run_id`` that ``compute`` scores."""
+    def submit(self, run_id: str, compute: Callable[[], T], *, after: Pending[Any] | None = None
+               ) -> Pending[T]:
+        """Ask for the run ``run_id`` that ``compute`` scores; with ``after`` (a run asked for earlier of
+        this pool), not before that run is over."""
         def serialised() -> T:
+            if after is not None:
+                # Asked for earlier, so taken by a thread earlier (first in, first out): no deadlock.
+                after.wait()
             with self._lock_of(run_id):
                 return compute()
         if self._executor is None:

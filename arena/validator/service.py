@@ -197,8 +197,9 @@ class Validator:
     def _qualifying_runs(self, pool: RunPool, submission: Submission
                          ) -> tuple[Pending[FinalScore], Pending[FinalScore] | None] | None:
         """Ask for ``submission``'s run on its qualifying problems and, while a winner reigns, the winner's
-        on the same problems (the threshold compares like with like); ``None`` while the problems' seed is
-        not final.
+        on the same problems (the threshold compares like with like), after the challenger's, never beside
+        it (neither takes the inference provider or the sandboxes from the other); ``None`` while the
+        problems' seed is not final.
 
         The winner's attempts are stored under a run named by its code, not by the suite, so each
         (winner code, problem) runs once however many challengers, restarts or reigns meet it.
@@ -217,7 +218,7 @@ class Validator:
             return challenger, None
         winner = self.race.state.submissions[reign.submission_id]
         return challenger, self._submit(pool, winner, "qualifying", defender_run_id(winner.code_hash), name,
-                                        suite)
+                                        suite, after=challenger)
 
     def _record_qualifying(self, submission: Submission, challenger: Pending[FinalScore],
                            defender: Pending[FinalScore] | None) -> QualifyingFinished | None:
@@ -291,9 +292,10 @@ class Validator:
             self.ledger.record(exposures(sorted(missing), "race", race_id, self.race.clock.now()))
 
     def _submit(self, pool: RunPool, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
-                suite: Sequence[Problem], *, final: bool = False) -> Pending[FinalScore]:
+                suite: Sequence[Problem], *, final: bool = False,
+                after: Pending[FinalScore] | None = None) -> Pending[FinalScore]:
         return pool.submit(run_id, lambda: self._score(submission, kind, run_id, suite_name, suite,
-                                                       final=final))
+                                                       final=final), after=after)
 
     def _score(self, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
                suite: Sequence[Problem], *, final: bool = False) -> FinalScore:

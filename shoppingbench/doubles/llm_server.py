@@ -21,6 +21,12 @@ test talks to it exactly as it would to a real endpoint:
   then the connection closes mid-body, as a crashed upstream or a reset load balancer leaves it); or
   (``Faults.break_on``) every call whose messages contain a text, as a server fails on an input that
   crashes it while answering everything else.
+- A capacity limit (``capacity``): at most N chat-completions calls are served at once, as a provider
+  with limited capacity serves them. A call that arrives while N are being served is answered a 503
+  (``over_capacity="reject"``, an overloaded server's ``server_error``) or waits in line, first come
+  first served, until one of them is answered (``"queue"``). A call holds its place from the moment
+  its body is accepted until its answer is produced (a slow reply's ``delay_s`` and a hang included);
+  ``app.state.capacity`` counts the calls served at once, the most seen and the calls rejected.
 
 What a reply says is decided by a *policy*, a plain function of the request body. Token counts come
 from a simple word-and-punctuation split, a deterministic stand-in for a tokenizer; ``max_tokens``
@@ -64,6 +70,7 @@ Policy = Callable[[dict[str, Any]], StubReply]
 """Decides the reply from the parsed chat-completions request body."""
 
 FaultKind = Literal["status", "hang", "drop"]
+OverCapacity = Literal["reject", "queue"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,38 @@ class Faults:
             fault = self._plan.pop(0) if self._plan else self._always
             self.failed += fault is not None
             return fault
+
+
+class Capacity:
+    """At most ``limit`` calls served at once; a call beyond is rejected (a 503) or queued (FIFO).
+    Lives in the server's event loop; the counters are for assertions."""
+
+    def __init__(self, limit: int, over: OverCapacity = "reject") -> None:
+        if limit < 1:
+            raise ValueError(f"capacity must be at least 1, not {limit}")
+        self.limit = limit
+        self.over = over
+        self.in_flight = 0
+        """Calls being served now."""
+        self.most = 0
+        """The most calls served at once so far."""
+        self.rejected = 0
+        """Calls answered a 503 because ``limit`` calls were being served."""
+        self._slots = asyncio.Semaphore(limit)
+
+    async def enter(self) -> bool:
+        """Take a place for a call that arrived; ``False`` when it is rejected."""
+        if self.over == "reject" and self._slots.locked():
+            self.rejected += 1
+            return False
+        await self._slots.acquire()
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        return True
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        self._slots.release()
 
 
 async def _failed(fault: Fault) -> Response:
@@ -177,16 +216,20 @@ def _tool_call_entries(calls: list[dict[str, Any]], ids: itertools.count[int]) -
 
 
 def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] | None = None,
-               faults: Faults | None = None) -> FastAPI:
+               faults: Faults | None = None, capacity: int | None = None,
+               over_capacity: OverCapacity = "reject") -> FastAPI:
     """The server. ``models`` lists the served models (any name is accepted when it is ``None``);
     with ``api_key`` every request must carry ``Authorization: Bearer <api_key>``; ``faults`` (also
-    ``app.state.faults``) fails calls on command.
+    ``app.state.faults``) fails calls on command; ``capacity`` (also ``app.state.capacity``, a
+    :class:`Capacity`; ``None`` without a limit) serves that many calls at once, rejecting or queueing
+    the others as ``over_capacity`` says.
 
     ``app.state.requests`` keeps every well-formed request body received, in order, for assertions.
     """
     app = FastAPI(title="OpenAI-compatible test double", docs_url=None, redoc_url=None)
     app.state.requests = []
     app.state.faults = faults = faults or Faults()
+    app.state.capacity = limit = Capacity(capacity, over_capacity) if capacity is not None else None
     lock = threading.Lock()
     ids = itertools.count()
 
@@ -225,6 +268,16 @@ def create_app(policy: Policy, *, api_key: str | None = None, models: list[str] 
                           "model_not_found")
         with lock:
             app.state.requests.append(body)
+        if limit is None:
+            return await answer(body)
+        if not await limit.enter():
+            return _error(503, "The server is over capacity: try again later.", "server_error")
+        try:
+            return await answer(body)
+        finally:
+            limit.leave()
+
+    async def answer(body: dict[str, Any]) -> Response:
         fault = faults.take(body)
         if fault is not None:
             return await _failed(fault)

@@ -14,6 +14,9 @@ is infra-failed when all of these hold (:func:`rule_outage`, a pure function of 
    own request has broken the provider, the attempt is its own failure, whatever else failed;
 4. the provider answered no other call of the attempt that was in flight when it failed one: a provider
    that answers the agent's calls beside the failing one was not down (the agent's own load broke it).
+   A call the proxy *crowded out* is exempt (:func:`crowded_out`: other runs' load kept it from the
+   provider past the bound, ``shoppingbench.proxy.shares``): the provider had no room for the run, whatever
+   it answered the attempt's calls that had their place.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from shoppingbench.proxy.inference import CROWDED_OUT
 from shoppingbench.records import AttemptRecord, ProxyCall
 from shoppingbench.scoring.answer import as_steps, tool_calls
 
@@ -62,6 +66,12 @@ def answered_beside(failed: ProxyCall, proxy_log: list[ProxyCall]) -> bool:
                for call in proxy_log)
 
 
+def crowded_out(call: ProxyCall) -> bool:
+    """The proxy kept ``call`` from the provider because other runs held its capacity (the proxy's own
+    confirmed timeout: it never reached the provider)."""
+    return call.provider_down is True and (call.error or "").startswith(CROWDED_OUT)
+
+
 def rule_outage(record: AttemptRecord) -> OutageRuling:
     """The outage rule of the module doc applied to one graded attempt."""
     if record.score.success:
@@ -74,6 +84,6 @@ def rule_outage(record: AttemptRecord) -> OutageRuling:
         return OutageRuling(False, "answered")
     if any(call.provider_down is False for call in errors):
         return OutageRuling(False, "broke_the_provider")
-    if any(answered_beside(call, record.proxy_log) for call in errors):
+    if any(answered_beside(call, record.proxy_log) for call in errors if not crowded_out(call)):
         return OutageRuling(False, "answered_beside")
     return OutageRuling(True, "outage")

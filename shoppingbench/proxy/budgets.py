@@ -7,7 +7,8 @@ token budget, and when it returns the reservation is settled to the tokens the u
 however many calls run in parallel, what is spent plus what is reserved never passes a budget (unless
 an upstream writes more than it was allowed, which is logged). When less is left than a call asks for,
 its ``max_tokens`` is lowered to what is left; when not even one completion token fits, or a call
-budget is spent, the call is refused (429), never cut off half-way.
+budget is spent, the call is refused (429), never cut off half-way. An admitted call that never reaches
+the provider (no share of it came, ``shares.py``) is given back whole: :meth:`Ledger.cancel`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Spending:
     reserved: int = 0
     """Held by calls in flight (their prompt bound plus their ``max_tokens``)."""
     in_flight: int = 0
+    waited_on_others_s: float = 0.0
+    """Seconds its calls waited for the provider while other runs' load held it (``shares.py``)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,24 @@ class Ledger:
                 spending.reserved -= reservation.held
                 spending.tokens += used
                 spending.in_flight -= 1
+
+    def cancel(self, attempt: Spending, reservation: Reservation) -> None:
+        """Give back an admitted call that never reached the provider: its call, its reservation."""
+        with self._lock:
+            for spending in (attempt, self.run):
+                spending.calls -= 1
+                spending.reserved -= reservation.held
+                spending.in_flight -= 1
+
+    def others_allowance(self, attempt: Spending, bound_s: float) -> float:
+        """How much longer ``attempt``'s calls may wait on other runs' load, of ``bound_s`` in all."""
+        with self._lock:
+            return max(0.0, bound_s - attempt.waited_on_others_s)
+
+    def waited_on_others(self, attempt: Spending, seconds: float) -> None:
+        with self._lock:
+            attempt.waited_on_others_s += seconds
+            self.run.waited_on_others_s += seconds
 
     def _call_refusal(self, attempt: Spending) -> Refusal | None:
         budgets = self.budgets

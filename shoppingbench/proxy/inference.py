@@ -22,6 +22,17 @@ infrastructure failure (``shoppingbench.grading.outages`` has the whole rule); o
 the probe after is the agent's own doing. The probe has its own client and connections
 (:data:`PROBE_CONNECTIONS`) and no part in the agent's budgets, so calls an agent keeps in flight cannot
 make it wait or fail.
+
+Runs that forward to one provider at once share it (``shares.py``): with ``concurrency`` (or
+``tokens_in_flight``) configured, an admitted call waits at the proxy, for at most ``share_wait_s``, until
+its run is under its even share of the provider and the provider under its total; only then does it go
+upstream, and only then does the upstream timeout start. A call still waiting at the bound because its
+own run holds its share answers 429 (``budget_busy``, retryable); one that other runs' load kept from the
+provider for longer than the attempt may wait on others answers 503 and is logged as a timeout the proxy
+itself confirmed (``provider_error`` ``timeout``, ``provider_down`` true, ``error`` starting with
+:data:`CROWDED_OUT`): the provider had no room for the run, and the attempt is the provider's failure, not
+the agent's. A refused call is given back to the budgets (it never reached the provider). Waiting for a
+connection of the run's own pool is never a provider timeout either (429, like a call over its share).
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from shoppingbench.proxy.budgets import InferenceBudgets, Ledger, Refusal, Reservation, Spending
 from shoppingbench.proxy.health import observe_call
+from shoppingbench.proxy.shares import Capacity, Granted, Refused, RunShare, provider_shares
 from shoppingbench.records import ProviderErrorKind
 
 log = structlog.get_logger(__name__)
@@ -49,6 +61,8 @@ PROBE_CONNECTIONS = 4
 """Connections of the probe's own client: the agents' calls share another pool, so however many calls they
 keep in flight, a probe never waits behind them for a connection."""
 SINGLE_COMPLETION_FIELDS = ("n", "best_of")
+CROWDED_OUT = "crowded out"
+"""How the log entry's ``error`` of a call other runs' load kept from the provider begins."""
 
 
 class InferenceConfig(BaseModel):
@@ -68,6 +82,15 @@ class InferenceConfig(BaseModel):
     forced_params: dict[str, Any] = Field(default_factory=dict, description=(
         "Request fields set on every forwarded call whatever the agent asked, e.g. a sampling temperature "
         "when the same agent is rolled out k times (pass@k, rejection sampling); never model or messages"))
+    concurrency: int | None = Field(default=None, ge=1, description=(
+        "Calls the provider serves at once, split evenly among the runs forwarding to it at once "
+        "(shares.py); None: no share of calls"))
+    tokens_in_flight: int | None = Field(default=None, ge=1, description=(
+        "Tokens the provider holds for calls in flight (prompt bound plus granted max_tokens), split "
+        "evenly among the runs forwarding to it at once; None: no share of tokens"))
+    share_wait_s: float = Field(default=60.0, gt=0, description=(
+        "How long a call may wait for its run's share before it is refused, and how long in all the calls "
+        "of one attempt may wait on other runs' load"))
 
     @property
     def default_model(self) -> str | None:
@@ -81,6 +104,8 @@ class InferenceOutcome:
     status: int
     body: bytes
     log_fields: dict[str, Any] = field(default_factory=dict)
+    reached_provider: bool = True
+    """``False`` when the call never got an answer or a failure from the provider (no connection came)."""
 
     @property
     def tokens(self) -> int:
@@ -174,18 +199,28 @@ class InferenceForwarder:
         self.ledger = Ledger(config.budgets)
         self._client: httpx.AsyncClient | None = None
         self._probe_client: httpx.AsyncClient | None = None
+        self._share: RunShare | None = None
 
     async def start(self) -> None:
         if self.config.base_url:
             headers = {"Authorization": f"Bearer {self.config.api_key.get_secret_value()}"}
-            self._client = httpx.AsyncClient(base_url=self.config.base_url.rstrip("/"), headers=headers,
-                                             timeout=self.config.timeout_s)
+            # Waiting for a connection of this run's pool is bounded like a share (a 429, never a timeout).
+            self._client = httpx.AsyncClient(
+                base_url=self.config.base_url.rstrip("/"), headers=headers,
+                timeout=httpx.Timeout(self.config.timeout_s, pool=self.config.share_wait_s),
+                limits=httpx.Limits(max_connections=max(100, self.config.concurrency or 0)))
             self._probe_client = httpx.AsyncClient(
                 base_url=self.config.base_url.rstrip("/"), headers=headers,
                 timeout=min(self.config.timeout_s, PROBE_TIMEOUT_S),
                 limits=httpx.Limits(max_connections=PROBE_CONNECTIONS, max_keepalive_connections=1))
+            capacity = Capacity(calls=self.config.concurrency, tokens=self.config.tokens_in_flight)
+            if capacity.limited:
+                self._share = provider_shares(self.config.base_url).join(capacity)
 
     async def aclose(self) -> None:
+        if self._share is not None:
+            self._share.leave()
+            self._share = None
         for client in (self._client, self._probe_client):
             if client is not None:
                 await client.aclose()
@@ -224,12 +259,43 @@ class InferenceForwarder:
         if isinstance(admitted, Refusal):
             code = BUDGET_EXHAUSTED if admitted.final else BUDGET_BUSY
             return _error(429, admitted.message, fields, code=code)
+        granted = await self._await_share(attempt, admitted, fields)
+        if isinstance(granted, InferenceOutcome):
+            return granted
         outcome: InferenceOutcome | None = None
         try:
             outcome = await self._forward(body, model, fields, admitted)
+            if not outcome.reached_provider:
+                self.ledger.cancel(attempt, admitted)
             return outcome
         finally:  # a call cut off before its answer keeps its whole reservation
-            self.ledger.settle(attempt, admitted, admitted.held if outcome is None else outcome.tokens)
+            if granted is not None and self._share is not None:
+                self._share.release(granted)
+            if outcome is None or outcome.reached_provider:
+                self.ledger.settle(attempt, admitted, admitted.held if outcome is None else outcome.tokens)
+
+    async def _await_share(self, attempt: Spending, admitted: Reservation,
+                           fields: dict[str, Any]) -> Granted | InferenceOutcome | None:
+        """Wait for the run's share of the provider (``shares.py``): the share taken (``None`` when the
+        provider is not shared), or the refusal to answer, the call given back to the budgets."""
+        if self._share is None:
+            return None
+        allowance = self.ledger.others_allowance(attempt, self.config.share_wait_s)
+        waited = await self._share.acquire(admitted.held, self.config.share_wait_s, allowance)
+        self.ledger.waited_on_others(attempt, waited.others_s)
+        if isinstance(waited, Granted):
+            return waited
+        self.ledger.cancel(attempt, admitted)
+        assert isinstance(waited, Refused)
+        if waited.reason == "own":
+            return _error(429, f"this run has its share of the inference provider in flight (waited "
+                               f"{waited.waited_s:.1f} s): wait for one of its calls to return", fields,
+                          code=BUDGET_BUSY)
+        log.warning("inference_crowded_out", waited_s=round(waited.waited_s, 3),
+                    others_s=round(waited.others_s, 3))
+        message = (f"{CROWDED_OUT}: other runs held the inference provider's capacity while this attempt "
+                   f"waited {attempt.waited_on_others_s:.1f} s for it")
+        return _error(503, message, {**fields, "provider_error": "timeout", "provider_down": True})
 
     async def _forward(self, body: dict[str, Any], model: str, fields: dict[str, Any],
                        admitted: Reservation) -> InferenceOutcome:
@@ -241,6 +307,8 @@ class InferenceForwarder:
         fields["params"] = {k: v for k, v in forwarded.items() if k != "messages"}
         started = time.perf_counter()
         outcome = await self._post(forwarded, fields)
+        if not outcome.reached_provider:
+            return outcome
         kind = outcome.log_fields.get("provider_error")
         observe_call("inference", seconds=time.perf_counter() - started, error=kind, at=time.time())
         if kind is not None:
@@ -269,6 +337,11 @@ class InferenceForwarder:
         try:
             response = await self._client.post("/chat/completions", content=orjson.dumps(forwarded),
                                                headers={"Content-Type": "application/json"})
+        except httpx.PoolTimeout:
+            outcome = _error(429, "too many inference calls of this run are in flight: wait for one to "
+                                  "return", fields, code=BUDGET_BUSY)
+            outcome.reached_provider = False
+            return outcome
         except httpx.HTTPError as exc:
             kind = transport_error_kind(exc)
             log.warning("inference_upstream_failed", error=repr(exc), provider_error=kind)

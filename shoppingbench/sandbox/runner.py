@@ -9,7 +9,9 @@ Per run: one proxy with a channel per slot, one slot per worker. Runs that overl
 validator runs several at once) may share a :class:`~shoppingbench.sandbox.budget.SlotBudget`: a slot
 then holds one of its units from before its sandbox starts until its run has no problem left for it,
 when it closes its sandbox and gives the unit back to a waiting slot of another run. Each run still
-leases its own slot uids and has its own proxy and channels, so overlapping runs share neither.
+leases its own slot uids and has its own proxy and channels, so overlapping runs share neither; their
+proxies share the inference provider in even shares when its capacity is configured
+(``InferenceConfig.concurrency``: ``shoppingbench.proxy.shares``).
 
 Each worker thread takes the next problem, begins the attempt on its channel, runs the problem in its
 slot (which enforces the limits and never raises for agent misbehaviour), ends the attempt (collecting
