@@ -15,6 +15,8 @@ import typer
 from neurons.options import FixedLogFormatOption
 from shoppingbench.logs import configure_logging
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
+from trajectories.dumps.days import stored_days
+from trajectories.dumps.export import EmptyWindow
 from trajectories.dumps.splits import DEFAULT_SALT
 from trajectories.filter import FilterConfig
 from trajectories.labelling import label_stored
@@ -23,9 +25,9 @@ from trajectories.store.engine import make_engine
 from trajectories.store.migrate import current_revision, upgrade
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
-                  help="Trajectory store and daily dumps: export a day's attempts as Parquet/JSONL with "
-                       "leak-cluster-guarded splits, label attempts with the structural filter, migrate "
-                       "the store.")
+                  help="Trajectory store and daily dumps: list the days the store holds, export a day's "
+                       "attempts as Parquet/JSONL with leak-cluster-guarded splits, label attempts with the "
+                       "structural filter, migrate the store.")
 
 StoreUrlOption = Annotated[str | None, typer.Option(
     "--store-url", help="SQLAlchemy URL of the store (default: $ARENA_STORE_URL, else "
@@ -146,10 +148,42 @@ def export(
                                    overwrite=overwrite)
         except FileExistsError as exc:
             raise typer.BadParameter(str(exc), param_hint="--out") from exc
+        except EmptyWindow as exc:
+            typer.echo(f"error: {exc}; nothing was written", err=True)
+            raise typer.Exit(1) from exc
     counts = manifest["stats"]["counts"]
     typer.echo(f"{window.label}: {manifest['stats']['attempts']} attempts -> {out}\n"
                f"  splits {orjson.dumps(manifest['splits']).decode()}\n"
                f"  labels {orjson.dumps(counts['label']).decode()}")
+
+
+@app.command()
+def days(
+    store_url: StoreUrlOption = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="One JSON object per day instead of a table")] = False,
+) -> None:
+    """List the UTC days the store holds attempts for, with their attempts by filter label.
+
+    `unlabelled` counts attempts `dump label` has not labelled yet (the export labels them itself);
+    `exported` says whether $ARENA_DUMPS_DIR/DAY holds a dump.
+    """
+    configure_logging()
+    with _open(store_url) as store:
+        found = stored_days(store)
+    root = _dumps_root()
+    if not found:
+        typer.echo("the store holds no attempt")
+        return
+    for day in found:
+        exported = (root / day.day.isoformat() / "manifest.json").exists()
+        if as_json:
+            typer.echo(orjson.dumps({"day": day.day.isoformat(), "attempts": day.attempts,
+                                     "labels": day.labels, "exported": exported}).decode())
+        else:
+            labels = "  ".join(f"{name} {count}" for name, count in day.labels.items())
+            typer.echo(f"{day.day.isoformat()}  {day.attempts:>7} attempts  {labels}"
+                       + ("  (exported)" if exported else ""))
 
 
 @app.command()

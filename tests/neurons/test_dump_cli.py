@@ -121,3 +121,31 @@ def test_an_unmigrated_store_is_refused_with_the_fix(sqlite_url: str, tmp_path: 
     code, output = _invoke("export", "--store-url", sqlite_url, "--day", DAY, "--out", str(tmp_path / "x"))
     assert code == 2
     assert "run `dump migrate`" in output
+
+
+def test_days_lists_the_stored_days_with_counts_by_label(sqlite_url: str, tmp_path: Path) -> None:
+    dumps = tmp_path / "dumps"
+    env = {"ARENA_STORE_URL": sqlite_url, "ARENA_DUMPS_DIR": str(dumps)}
+    _invoke("migrate", "--store-url", sqlite_url)
+    code, output = _invoke("days", env=env)
+    assert code == 0 and "the store holds no attempt" in output
+    _fill(sqlite_url)
+    code, output = _invoke("days", env=env)
+    assert code == 0, output
+    assert f"{DAY} 27 attempts unlabelled 27" in " ".join(output.split())
+    _invoke("label", "--day", DAY, "--no-progress", env=env)
+    _invoke("export", "--day", DAY, "--no-progress", env=env)
+    code, output = _invoke("days", "--json", env=env)
+    assert code == 0, output
+    assert [orjson.loads(line) for line in output.splitlines() if line.startswith("{")] == [
+        {"day": DAY, "attempts": 27, "labels": {"agentic": 9, "no_llm": 9, "sub_task": 9}, "exported": True}]
+
+
+def test_exporting_an_empty_day_says_so_and_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    _fill(sqlite_url)
+    out = tmp_path / "empty"
+    code, output = _invoke("export", "--store-url", sqlite_url, "--day", "2026-09-22", "--out", str(out),
+                           "--no-progress")
+    assert code == 1
+    assert "no attempt started in 2026-09-22" in output and "dump days" in output
+    assert not out.exists()

@@ -1,4 +1,5 @@
-"""Daily dumps: deterministic bytes, leak-cluster-isolated splits, the embargo, and `datasets` loads them."""
+"""Daily dumps: deterministic bytes, leak-cluster-isolated splits, the embargo, chat-format conversations and
+their `kto` view, and `datasets` loads them."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import update
 
+from shoppingbench.agent_sdk import MAX_TOOL_CHARS, SYSTEM_PROMPT, TOOL_SCHEMAS
 from shoppingbench.records import AttemptRecord
 from tests.trajectories.conftest import fresh_store_url
+from tests.trajectories.records import T0, Log, failed_record, react_record
 from trajectories.doubles.synthetic import Style, agent_code, make_attempt, make_problems
 from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, attempt_id, export_dump
+from trajectories.dumps.export import EmptyWindow
 from trajectories.labelling import label_stored
 from trajectories.store import AgentEntry, ProblemEntry, RunEntry, TrajectoryStore, blobs
 from trajectories.store.schema import ATTEMPTS
+from trajectories.training.data.conversations import dump_messages, select_conversations
 
 DAY = date(2026, 11, 21)
 SINCE = datetime(2026, 11, 21, tzinfo=UTC).timestamp()
@@ -220,9 +225,106 @@ def test_output_is_never_half_written(filled: TrajectoryStore, tmp_path: Path) -
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")], "staging left behind"
 
 
-def test_an_empty_window_gives_an_empty_dump(filled: TrajectoryStore, tmp_path: Path) -> None:
-    manifest = export_dump(filled, DumpWindow.day(date(2026, 1, 1)), tmp_path / "empty", progress=False)
-    assert manifest["stats"]["attempts"] == 0 and manifest["splits"] == {}
-    assert sorted(manifest["files"]) == ["agents.jsonl.gz", "agents.parquet"]
-    assert pq.read_table(tmp_path / "empty" / "agents.parquet").num_rows == 0
-    assert "0 of 0" in (tmp_path / "empty" / "README.md").read_text()
+def test_an_empty_window_is_refused(filled: TrajectoryStore, tmp_path: Path) -> None:
+    with pytest.raises(EmptyWindow, match="nothing to export"):
+        export_dump(filled, DumpWindow.day(date(2026, 1, 1)), tmp_path / "empty", progress=False)
+    assert not (tmp_path / "empty").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")], "staging left behind"
+
+
+def _one_attempt_dump(store: TrajectoryStore, records: list[AttemptRecord], out: Path,
+                      ) -> list[dict[str, Any]]:
+    store.register_problems([ProblemEntry(id=r.problem_id, category=r.category, query=r.query,
+                                          leak_cluster=f"c-{r.problem_id}") for r in records])
+    store.write_attempts(records)
+    day = DumpWindow.day(datetime.fromtimestamp(T0, UTC).date())
+    export_dump(store, day, out, progress=False,
+                options=ExportOptions(split_rule=SplitRule(held_out_fraction=0.0)))
+    return _rows(out, "train")
+
+
+def test_messages_are_the_proxy_logged_conversation_in_chat_format(store: TrajectoryStore, tmp_path: Path,
+                                                                   ) -> None:
+    record = react_record()
+    react, failed = _one_attempt_dump(store, [record, failed_record()], tmp_path / "out")
+    last = [c for c in record.proxy_log if c.kind == "inference"][-1]
+    assert last.request_messages is not None
+    messages = react["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool",
+                                             "assistant"]
+    assert [m["content"] for m in messages[:2]] == [m["content"] for m in last.request_messages[:2]]
+    calls = [(m["tool_calls"], messages[n + 1]) for n, m in enumerate(messages[:-1])
+             if m["role"] == "assistant"]
+    for (n, (name, params)), (tool_calls, answer) in zip(enumerate(
+            [("find_product", {"q": "bình nước inox", "price": "-500", "service": "freeShipping"}),
+             ("view_product_information", {"product_ids": "1001,1002"})]), calls, strict=True):
+        assert len(tool_calls) == 1 and tool_calls[0]["type"] == "function"
+        assert tool_calls[0]["function"]["name"] == name
+        assert orjson.loads(tool_calls[0]["function"]["arguments"]) == params
+        assert answer["tool_call_id"] == tool_calls[0]["id"] and answer["name"] == name
+        assert answer["content"] == last.request_messages[3 + 2 * n]["content"]
+        assert messages[2 + 2 * n]["reasoning_content"] == f"step {n}: compare 1001 (₱459.5) with 1002"
+        assert messages[2 + 2 * n]["content"] == ""
+    final = messages[-1]
+    assert final["tool_calls"][0]["function"]["name"] == "recommend_product"
+    assert final["reasoning_content"] == "Let me look." and final["tool_call_id"] is None
+    assert len({m["tool_calls"][0]["id"] for m in messages if m["role"] == "assistant"}) == 3
+    assert orjson.loads(react["tools"]) == TOOL_SCHEMAS
+    assert failed["messages"] == [] and failed["tools"] == "[]"
+
+
+def test_native_calls_keep_their_ids_and_the_request_tools(store: TrajectoryStore, tmp_path: Path) -> None:
+    offered = [TOOL_SCHEMAS[0]]
+    log = Log(T0)
+    sent: list[dict[str, Any]] = [{"role": "system", "content": [{"type": "text", "text": "Shop."}]},
+            {"role": "user", "content": "a kettle"},
+            {"role": "assistant", "content": None, "reasoning_content": "search first",
+             "tool_calls": [{"id": "x1", "type": "function",
+                             "function": {"name": "find_product", "arguments": '{"q": "kettle"}'}}]},
+            {"role": "tool", "tool_call_id": "x1", "content": '[{"product_id": "9"}]'}]
+    log.infer(None, messages=sent, reasoning="9 is a kettle", tokens=5,
+              tool_calls=[{"name": "recommend_product", "arguments": {"product_ids": "9"}}])
+    log.calls[-1] = log.calls[-1].model_copy(update={"params": {**log.calls[-1].params, "tools": offered}})
+    record = react_record().model_copy(update={"proxy_log": log.calls})
+    (row,) = _one_attempt_dump(store, [record], tmp_path / "out")
+    assert [(m["role"], m["content"]) for m in row["messages"][:2]] == [("system", "Shop."),
+                                                                         ("user", "a kettle")]
+    assert row["messages"][2]["tool_calls"][0]["id"] == "x1" and row["messages"][3]["tool_call_id"] == "x1"
+    assert row["messages"][2]["reasoning_content"] == "search first"
+    final = row["messages"][-1]
+    assert final["reasoning_content"] == "9 is a kettle"
+    assert final["tool_calls"][0]["function"] == {"name": "recommend_product",
+                                                  "arguments": '{"product_ids": "9"}'}
+    assert orjson.loads(row["tools"]) == offered
+
+
+def test_the_kto_config_and_the_worker_read_the_conversations(filled: TrajectoryStore, tmp_path: Path,
+                                                              ) -> None:
+    from datasets import load_dataset
+
+    out = tmp_path / "out"
+    manifest = export_dump(filled, DumpWindow.day(DAY), out, options=OPTIONS, progress=False)
+    card = (out / "README.md").read_text()
+    assert "- config_name: kto" in card and "path: kto/train-*.parquet" in card
+    with_llm = {split: sum(bool(r["messages"]) for r in _rows(out, split)) for split in manifest["splits"]}
+    assert manifest["kto_splits"] == {split: n for split, n in with_llm.items() if n}
+    kto = load_dataset(str(out), "kto", cache_dir=str(tmp_path / "hf"))
+    train = {r["attempt_id"]: r for r in _rows(out, "train")}
+    for row in kto["train"]:
+        messages = train[row["attempt_id"]]["messages"]
+        assert row["prompt"] + row["completion"] == messages
+        assert row["label"] == train[row["attempt_id"]]["success"]
+    # The worker takes the dump's conversations; without the columns (older dumps) it builds them from steps.
+    selection = select_conversations([out])
+    assert selection.conversations
+    for conversation in selection.conversations:
+        expected = dump_messages(train[conversation.attempt_id]["messages"], MAX_TOOL_CHARS)
+        assert conversation.messages == expected
+    old = tmp_path / "old"
+    (old / "data").mkdir(parents=True)
+    for path in (out / "data").glob("*.parquet"):
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns(["messages", "tools"]), old / "data" / path.name)
+    older = select_conversations([old])
+    assert {c.attempt_id for c in older.conversations} == {c.attempt_id for c in selection.conversations}
+    assert all(c.messages[0]["content"] == SYSTEM_PROMPT for c in older.conversations)

@@ -4,13 +4,21 @@ Large and free-form parts (steps, proxy log, full score, verdicts) are JSON text
 fits every attempt however odd its untrusted content. ``proxy_log_json`` is the store's compact form:
 each inference entry lists only the request messages that are new since the previous inference entry
 and says in ``request_messages_prefix`` how many leading messages it shares with it.
+
+``messages`` is the attempt's LLM conversation in Hugging Face chat format (:mod:`trajectories.dumps.chat`),
+a Parquet list of structs that ``datasets`` loads as a list of dicts; ``tools`` is JSON text, because the
+tools' JSON schemas differ in shape and a struct column would give every schema every other one's keys.
+``KTO_SCHEMA`` is the ``kto`` view: the same conversation cut into ``prompt`` and ``completion`` with a
+``label``. Schema version 4 added ``messages``, ``tools`` and the view; older dumps lack them.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+from trajectories.dumps.chat import MESSAGES_TYPE
+
+SCHEMA_VERSION = 4
 _METADATA = {b"shopping_arena.schema_version": str(SCHEMA_VERSION).encode()}
 
 _text, _f64, _i32, _bool = pa.string(), pa.float64(), pa.int32(), pa.bool_()
@@ -33,6 +41,14 @@ ATTEMPT_SCHEMA = pa.schema([
     ("n_steps", _i32), ("n_proxy_calls", _i32), ("n_inference_calls", _i32),
     ("completion_tokens", pa.int64()),
     ("steps_json", _text), ("proxy_log_json", _text),
+    ("messages", MESSAGES_TYPE), ("tools", _text),
+], metadata=_METADATA)
+
+KTO_SCHEMA = pa.schema([
+    ("attempt_id", _text), ("split", _text), ("problem_id", _text), ("category", _text),
+    ("leak_cluster", _text), ("agent_hash", _text), ("filter_label", _text), ("success", _bool),
+    ("answer_verified", _bool), ("failure_kind", _text), ("rule", _f64), ("judge_quality", _f64),
+    ("prompt", MESSAGES_TYPE), ("completion", MESSAGES_TYPE), ("label", _bool), ("tools", _text),
 ], metadata=_METADATA)
 
 AGENT_SCHEMA = pa.schema([
@@ -63,4 +79,18 @@ DESCRIPTIONS: dict[str, str] = {
     "steps_json": "the agent's dialogue steps (untrusted agent output)",
     "proxy_log_json": "the verified proxy log: every search and inference call the sandbox made "
                       "(compact form)",
+    "messages": "the conversation the agent's LLM had, from the verified proxy log, in Hugging Face chat "
+                "format: the last answered inference request plus its completion as the final assistant "
+                "turn; assistant `reasoning_content` and `tool_calls` (`id`, `type`, `function.name`, "
+                "`function.arguments` as JSON text), `tool` turns with `tool_call_id` (empty: no LLM "
+                "conversation)",
+    "tools": "JSON text: the tool schemas the agent offered its LLM (the request's `tools`, else the "
+             "arena SDK's four), `[]` without a conversation; `json.loads` it for `apply_chat_template`",
+}
+
+KTO_DESCRIPTIONS: dict[str, str] = {
+    "prompt": "the conversation's turns before its final assistant turn (chat format, as `messages`)",
+    "completion": "the final assistant turn, alone in a list",
+    "label": "desirable completion: the attempt succeeded (`success`)",
+    "tools": "JSON text, as in the default config",
 }

@@ -7,6 +7,10 @@ Layout of ``out``::
     agents.parquet (.jsonl.gz)     the agents of these attempts; code only once published
     data/{split}-{shard}.parquet   attempts by split: train, held_out, unclustered (those with rows)
     data/{split}-{shard}.jsonl.gz  the same rows as JSON lines
+    kto/{split}-{shard}.parquet    the ``kto`` view: conversations as prompt, completion and label
+    kto/{split}-{shard}.jsonl.gz   the same rows as JSON lines
+
+A window without attempts is refused (:class:`EmptyWindow`): a dataset without data files is never written.
 
 The export streams: attempts are read in chunks, in a fixed order (run, agent, problem), and written
 one row group at a time, so memory stays flat whatever the day's size. Nothing in the output depends
@@ -33,7 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Row
 
 from trajectories.dumps.card import render_card
-from trajectories.dumps.columns import AGENT_SCHEMA, ATTEMPT_SCHEMA, SCHEMA_VERSION
+from trajectories.dumps.chat import kto_view, proxy_conversation
+from trajectories.dumps.columns import AGENT_SCHEMA, ATTEMPT_SCHEMA, KTO_SCHEMA, SCHEMA_VERSION
 from trajectories.dumps.splits import SPLITS, SplitRule
 from trajectories.dumps.stats import DumpStats
 from trajectories.dumps.writers import PARQUET_OPTIONS, SplitWriter, gzip_member
@@ -46,6 +51,11 @@ from trajectories.store.rows import payload_json
 log = structlog.get_logger(__name__)
 
 CHUNK = 256
+KTO_DIR = "kto"
+
+
+class EmptyWindow(ValueError):
+    """The window holds no attempt: there is nothing to export."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,16 @@ def _label(row: Row[Any], steps: bytes, proxy_log: bytes, config: FilterConfig, 
     return computed.label, computed.reasons, blobs.dumps(as_json).decode(), as_json["evidence"], "computed"
 
 
+def _kto_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``kto`` view of an attempt row: its conversation as prompt and completion, labelled by success."""
+    view = kto_view(row["messages"])
+    if view is None:
+        return None
+    prompt, completion = view
+    kept = {name: row[name] for name in KTO_SCHEMA.names if name in row}
+    return {**kept, "prompt": prompt, "completion": completion, "label": bool(row["success"])}
+
+
 def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
                  ) -> tuple[dict[str, Any], dict[str, Any], str]:
     header = blobs.loads(row.header)
@@ -138,6 +158,9 @@ def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
         "n_inference_calls": row.n_inference_calls, "completion_tokens": row.completion_tokens,
         "steps_json": steps.decode(), "proxy_log_json": proxy_log.decode(),
     }
+    conversation = proxy_conversation(blobs.expand_proxy_log(orjson.loads(proxy_log or b"null")))
+    out["messages"] = conversation.messages
+    out["tools"] = orjson.dumps(conversation.tools).decode()
     return out, evidence, source
 
 
@@ -179,39 +202,43 @@ class _Written:
     stats: DumpStats
     splits: dict[str, int]
     agents: set[str]
+    kto_splits: dict[str, int]
 
 
 def _write_attempts(store: TrajectoryStore, connection: Connection, window: DumpWindow,
                     options: ExportOptions, files: _Files, progress: bool) -> _Written:
     ids = store.attempt_ids(window.since.timestamp(), window.until.timestamp(), connection=connection)
-    written = _Written(DumpStats(), {}, set())
-    writers: dict[str, SplitWriter] = {}
+    written = _Written(DumpStats(), {}, set(), {})
+    writers: dict[tuple[str, str], SplitWriter] = {}
     with ThreadPoolExecutor(2) as builders, ThreadPoolExecutor(2) as gzippers, \
             ThreadPoolExecutor(1) as parquet_thread:
         def build(row: Row[Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
             return _attempt_row(row, options.split_rule, options.filter)
 
-        def writer(split: str) -> SplitWriter:
-            if split not in writers:
-                writers[split] = SplitWriter(files.root / "data", split, ATTEMPT_SCHEMA,
-                                             rows_per_file=options.rows_per_file,
-                                             row_group_rows=options.row_group_rows,
-                                             parquet_thread=parquet_thread,
-                                             jsonl_pool=gzippers if options.jsonl else None,
-                                             on_file=files.add)
-            return writers[split]
+        def writer(split: str, directory: str = "data") -> SplitWriter:
+            if (directory, split) not in writers:
+                (files.root / directory).mkdir(exist_ok=True)
+                writers[directory, split] = SplitWriter(
+                    files.root / directory, split, KTO_SCHEMA if directory == KTO_DIR else ATTEMPT_SCHEMA,
+                    rows_per_file=options.rows_per_file, row_group_rows=options.row_group_rows,
+                    parquet_thread=parquet_thread, jsonl_pool=gzippers if options.jsonl else None,
+                    on_file=files.add)
+            return writers[directory, split]
 
         with progress_bar(progress, f"exporting {window.label}", len(ids)) as advance:
             for chunk in store.attempts_in_context(ids, chunk=CHUNK, connection=connection):
                 # Decompression releases the GIL: the rows of a chunk are built on two threads.
                 for values, evidence, source in builders.map(build, chunk):
                     writer(values["split"]).add(values)
+                    if (kto := _kto_row(values)) is not None:
+                        writer(values["split"], KTO_DIR).add(kto)
                     written.stats.add(values, evidence, source)
                     written.agents.add(values["agent_hash"])
                 advance(len(chunk))
-        for split in sorted(writers, key=SPLITS.index):
-            writers[split].close()
-            written.splits[split] = writers[split].rows
+        for directory, split in sorted(writers, key=lambda key: (key[0], SPLITS.index(key[1]))):
+            writers[directory, split].close()
+            counts = written.kto_splits if directory == KTO_DIR else written.splits
+            counts[split] = writers[directory, split].rows
     return written
 
 
@@ -258,6 +285,10 @@ def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
         files = _Files(staging)
         with store.snapshot() as connection:
             written = _write_attempts(store, connection, window, options, files, progress)
+            if not written.stats.attempts:
+                raise EmptyWindow(f"no attempt started in {window.label} ({_iso(window.since)} to "
+                                  f"{_iso(window.until)}): nothing to export (`dump days` lists the days "
+                                  f"the store holds)")
             agents = _write_agents(store, connection, written.agents, window.until.timestamp(), files,
                                    options.jsonl)
         manifest = {
@@ -267,6 +298,7 @@ def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
             "split_rule": options.split_rule.describe(),
             "filter_config_for_unlabelled": options.filter.model_dump(mode="json"),
             "splits": written.splits,
+            "kto_splits": written.kto_splits,
             "agents": {"agents": len(agents), "code_published": sum(r["code_published"] for r in agents)},
             "stats": written.stats.summary(),
             "files": files.with_checksums(),

@@ -54,12 +54,17 @@ def rewritten_files(dumps: Iterable[Path]) -> list[Path]:
     return [path for dump in dumps for path in sorted((dump / REWRITTEN_DIR / "data").glob("*.parquet"))]
 
 
-def read_rows(files: Iterable[Path], columns: Sequence[str], *,
+def read_rows(files: Iterable[Path], columns: Sequence[str], *, optional: Sequence[str] = (),
               batch_size: int = 256) -> Iterator[dict[str, Any]]:
-    """The ``columns`` of every row of ``files``, in order, read a batch at a time."""
+    """The ``columns`` of every row of ``files``, in order, read a batch at a time; ``optional`` columns too
+    where a file has them, else None (the columns a dump of an older schema version lacks)."""
     for path in files:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=list(columns)):
-            yield from batch.to_pylist()
+        parquet = pq.ParquetFile(path)
+        present = [name for name in optional if name in parquet.schema_arrow.names]
+        missing = dict.fromkeys(name for name in optional if name not in present)
+        for batch in parquet.iter_batches(batch_size=batch_size, columns=[*columns, *present]):
+            for row in batch.to_pylist():
+                yield {**row, **missing} if missing else row
 
 
 def parse_steps(raw: Any) -> list[DialogueStep] | None:

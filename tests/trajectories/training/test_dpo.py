@@ -197,9 +197,10 @@ def test_masks_keep_only_assistant_tokens_after_a_shared_prompt(pair_dump: Path,
         _check_side(tokenizer, conversation.messages, ids, mask)
     # the collator hands exactly these masks to the trainer, after the prompt, chosen rows first
     row = {column: getattr(tokenized, column) for column in PAIR_COLUMNS}
-    short = PairTokenizer(tokenizer, max_length=700)(pair)
+    cut = len(tokenized.prompt_ids) + 150  # room for the start of each side only
+    short = PairTokenizer(tokenizer, max_length=cut)(pair)
     assert isinstance(short, TokenizedPair) and short.truncated
-    assert len(short.prompt_ids) + max(len(short.chosen_ids), len(short.rejected_ids)) <= 700
+    assert len(short.prompt_ids) + max(len(short.chosen_ids), len(short.rejected_ids)) <= cut
     short_row = {column: getattr(short, column) for column in row}
     batch = AssistantMaskCollator(pad_token_id=tokenizer.pad_token_id)([row, short_row])
     prompt_zeros = [0] * len(tokenized.prompt_ids)
@@ -231,8 +232,13 @@ def test_full_fine_tuning_scores_exactly_the_assistant_tokens_against_its_starti
     """From a previous stage's adapter (merged on load): every weight trains, the reference is the merged
     model (not the base model the adapter names), and the log-probability DPO takes for a side is the sum
     over its assistant tokens only, tool results left out."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    pair = select_pairs(collect_candidates([pair_dump], _config()).graded, _config().data).pairs[0]
+    whole = PairTokenizer(tokenizer, max_length=100_000)(pair)
+    assert isinstance(whole, TokenizedPair)
+    # the first tool result starts within the prompt and the first 230 tokens of each side
     config = _config(_previous_stage(tiny_model_dir, tmp_path / "previous"),
-                     max_length=780)  # the first tool result starts within 780 tokens
+                     max_length=len(whole.prompt_ids) + 230)
     config = config.model_copy(update={"lora": config.lora.model_copy(update={"enabled": False})})
     model, tokenizer = stage.load_stage_model(config, tmp_path)
     pairs = select_pairs(collect_candidates([pair_dump], config).graded, config.data).pairs

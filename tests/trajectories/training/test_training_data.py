@@ -80,8 +80,9 @@ def test_conversations_follow_the_steps_in_qwen3_tool_format(tiny_dump: Path) ->
     messages = conversation.messages
     assert [m["role"] for m in messages[:2]] == ["system", "user"]
     assert messages[1]["content"] == rows[conversation.attempt_id]["query"]
+    # The conversation the model had, as the proxy logged it: one assistant turn per answered call.
     assistants = [m for m in messages if m["role"] == "assistant"]
-    assert len(assistants) == len(steps)
+    assert len(assistants) == rows[conversation.attempt_id]["n_inference_calls"]
     first_call = steps[0]["completion"]["message"]["tool_call"][0]
     assert assistants[0]["reasoning_content"] == steps[0]["completion"]["message"]["think"]
     function = assistants[0]["tool_calls"][0]["function"]
@@ -98,9 +99,15 @@ def test_hostile_steps_are_skipped_not_fatal(tiny_dump: Path, tmp_path: Path) ->
     agentic = [n for n, row in enumerate(rows) if row["filter_label"] == "agentic"]
     for n, text in zip(agentic, broken, strict=False):
         rows[n]["steps_json"] = text
+    hostile = table.from_pylist(rows, schema=table.schema)
+    # A dump with chat columns trains on them: the steps are not read at all.
+    (tmp_path / "chat" / "data").mkdir(parents=True)
+    pq.write_table(hostile, tmp_path / "chat" / "data" / "train-00000.parquet")
+    assert len(select_conversations([tmp_path / "chat"]).conversations) == len(agentic)
+    # A dump of the schema before them is read from its steps: the broken ones are skipped.
     out = tmp_path / "hostile"
     (out / "data").mkdir(parents=True)
-    pq.write_table(table.from_pylist(rows, schema=table.schema), out / "data" / "train-00000.parquet")
+    pq.write_table(hostile.drop_columns(["messages", "tools"]), out / "data" / "train-00000.parquet")
     selection = select_conversations([out])
     assert selection.dropped["unreadable_steps"] == len(broken)
     assert len(selection.conversations) == len(agentic) - len(broken)
@@ -141,9 +148,13 @@ def test_truncation_keeps_the_start_and_drops_examples_with_nothing_to_learn(
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     conversations = select_conversations([tiny_dump]).conversations
     assert tokenize_conversation(tokenizer, conversations[0], max_length=64) is None  # only system prompt
-    dataset = build_dataset(tokenizer, conversations, max_length=768)
+    full = build_dataset(tokenizer, conversations, max_length=1_000_000)
+    cut = max(len(ids) for ids in full["input_ids"]) - 1  # the longest conversation must be cut
+    dataset = build_dataset(tokenizer, conversations, max_length=cut)
     assert len(dataset) == len(conversations)
-    assert all(len(ids) <= 768 for ids in dataset["input_ids"])
+    assert all(len(ids) <= cut for ids in dataset["input_ids"])
+    longest = max(range(len(full)), key=lambda n: len(full["input_ids"][n]))
+    assert dataset["input_ids"][longest] == full["input_ids"][longest][:cut]  # the start is kept
     assert all(any(label != IGNORE_INDEX for label in labels) for labels in dataset["labels"])
     with pytest.raises(ValueError, match="max_length"):
         build_dataset(tokenizer, conversations, max_length=64)

@@ -1,13 +1,17 @@
 """From daily dump rows to Qwen3 tool-calling conversations, filtered and leak-cluster guarded.
 
-A conversation is built from the attempt's dialogue steps (``shoppingbench/dialogue.py``): the system
-prompt and tool schemas of ``tools.py``, the user's query, then per step one assistant turn
-(``reasoning_content`` = the step's think, ``tool_calls`` = its calls, ``content`` = its response) and
-one ``tool`` message per call that returned a result. Steps are untrusted agent output, which is why
-only attempts the structural filter labelled ``agentic`` (their calls were verified against the proxy
-log) are taken by default, and never one whose answer failed the arena's verified-answer rule
-(``unverified_answer``, ``shoppingbench.grading.verified``); a row whose steps do not parse is skipped and
-counted, never fatal. Dump files, rows and steps are read through :mod:`trajectories.dumps.reader`.
+A dump row (schema version 4 on) carries its conversation: ``messages`` and ``tools``, the LLM's own
+conversation from the verified proxy log in Hugging Face chat format (:mod:`trajectories.dumps.chat`,
+written once at export); it is read as it is, tool results cut to ``max_tool_chars``, and a row without
+one (no LLM conversation) is skipped and counted. Rows of older dumps, and rewritten rows (their reasoning
+is the teacher's, not the proxy log's), are built from their dialogue steps (``shoppingbench/dialogue.py``)
+with the same turn builders: the system prompt and tool schemas of ``tools.py``, the user's query, then per
+step one assistant turn (``reasoning_content`` = the step's think, ``tool_calls`` = its calls with ids,
+``content`` = its response) and one ``tool`` message per call that returned a result. Only attempts the
+structural filter labelled ``agentic`` (their calls were verified against the proxy log) are taken by
+default, and never one whose answer failed the arena's verified-answer rule (``unverified_answer``,
+``shoppingbench.grading.verified``); a row whose steps do not parse is skipped and counted, never fatal.
+Dump files, rows and steps are read through :mod:`trajectories.dumps.reader`.
 
 With ``include_rewritten`` the side datasets ``worker rewrite`` writes next to each dump
 (``DUMP/rewritten/``: successful sub-task attempts whose verified tool calls and results a teacher gave
@@ -36,6 +40,7 @@ from shoppingbench.agent_sdk import MAX_TOOL_CHARS, tool_result_text
 from shoppingbench.dialogue import DialogueStep
 from shoppingbench.grading.verified import UNVERIFIED_ANSWER
 from shoppingbench.records import AttemptRecord
+from trajectories.dumps.chat import assistant_turn, function_call, tool_turn
 from trajectories.dumps.reader import dump_files, parse_steps, parse_steps_json, read_rows, rewritten_files
 from trajectories.training.data.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 
@@ -43,6 +48,9 @@ log = structlog.get_logger(__name__)
 
 _COLUMNS = ["attempt_id", "split", "problem_id", "category", "query", "leak_cluster", "success", "rule",
             "judge_quality", "filter_label", "failure_kind", "steps_json"]
+_CHAT_COLUMNS = ["messages", "tools"]
+"""Schema version 4 on: read where a file has them."""
+NO_CONVERSATION = "no_conversation"
 
 
 class DataFilter(BaseModel):
@@ -106,23 +114,46 @@ def steps_to_messages(query: str, steps: list[DialogueStep], max_tool_chars: int
     """The Qwen3 conversation of one attempt (see the module docstring)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                       {"role": "user", "content": query}]
+    used: set[str] = set()
     for step in steps:
         message = step.completion.message
         calls = message.tool_call
         if not calls and not message.response:
             continue
-        assistant: dict[str, Any] = {"role": "assistant", "content": message.response or "",
-                                     "reasoning_content": message.think or ""}
-        if calls:
-            # arguments as a JSON string: a dict column would be unified across rows by Arrow, adding nulls
-            assistant["tool_calls"] = [{"type": "function", "function": {
-                "name": call.name, "arguments": json.dumps(call.parameters, ensure_ascii=False, default=str)}}
-                for call in calls]
-        messages.append(assistant)
-        messages.extend(
-            {"role": "tool", "name": call.name, "content": tool_result_text(call.result, max_tool_chars)}
-            for call in calls if call.result is not None)
+        ids = []
+        for call in calls:
+            # the step's id unless it repeats (ids derived from name and arguments do): calls need unique ones
+            call_id = call.tool_call_id if call.tool_call_id and call.tool_call_id not in used \
+                else f"call_{len(used)}"
+            used.add(call_id)
+            ids.append(call_id)
+        # arguments as a JSON string: a dict column would be unified across rows by Arrow, adding nulls
+        messages.append(assistant_turn(message.response, message.think, [
+            function_call(call_id, call.name, call.parameters)
+            for call_id, call in zip(ids, calls, strict=True)]))
+        messages.extend(tool_turn(call_id, call.name, tool_result_text(call.result, max_tool_chars))
+                        for call_id, call in zip(ids, calls, strict=True) if call.result is not None)
     return messages
+
+
+def dump_messages(messages: list[dict[str, Any]], max_tool_chars: int) -> list[dict[str, Any]]:
+    """A dump row's ``messages`` for training: keys a turn does not have (null in Parquet) dropped, tool
+    results cut to ``max_tool_chars`` as :func:`tool_result_text` cuts them."""
+    turns = []
+    for message in messages:
+        turn = {key: value for key, value in message.items() if value is not None}
+        if turn.get("role") == "tool":
+            turn["content"] = tool_result_text(turn.get("content") or "", max_tool_chars)
+        turns.append(turn)
+    return turns
+
+
+def _row_tools(text: str | None) -> list[dict[str, Any]]:
+    try:
+        tools = json.loads(text or "null")
+    except (ValueError, RecursionError):
+        return TOOL_SCHEMAS
+    return tools if isinstance(tools, list) and tools else TOOL_SCHEMAS
 
 
 def _reject(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
@@ -152,6 +183,15 @@ def _graded(row: dict[str, Any], data: DataFilter, held_out: frozenset[str], *,
     reason = _reject(row, data, held_out, rewritten=rewritten)
     if reason is not None:
         return reason
+    if not rewritten and row.get("messages") is not None:  # the conversation the dump carries
+        if not row["messages"]:
+            return NO_CONVERSATION
+        conversation = Conversation(attempt_id=row["attempt_id"], problem_id=row["problem_id"],
+                                    leak_cluster=row["leak_cluster"],
+                                    messages=dump_messages(row["messages"], data.max_tool_chars),
+                                    tools=_row_tools(row.get("tools")))
+        return GradedConversation(conversation=conversation, success=bool(row["success"]), rule=row["rule"],
+                                  judge_quality=row["judge_quality"], filter_label=row["filter_label"])
     steps = parse_steps_json(row["steps_json"])
     if not steps:
         return "unreadable_steps"
@@ -174,7 +214,7 @@ def select_graded(dumps: Iterable[Path], data: DataFilter | None = None, *,
         if row["split"] == "held_out" and row["leak_cluster"])
     kept: list[GradedConversation] = []
     dropped: Counter[str] = Counter()
-    for row in read_rows(files, _COLUMNS):
+    for row in read_rows(files, _COLUMNS, optional=_CHAT_COLUMNS):
         result = _graded(row, data, held_out)
         if isinstance(result, str):
             dropped[result] += 1
