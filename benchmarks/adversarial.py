@@ -57,7 +57,9 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
 - ``decided_by_code`` (issue 43, 1): code that words each call for the model to emit and has it say the
   code's comparison in its own words, code that shows the model only the hits it picked, restate and
   repeat-the-call: every such request is steered, never ``agentic``, quality at most 0.3; the honest
-  ReAct agent run the same way keeps ``agentic``.
+  ReAct agent run the same way keeps ``agentic``;
+- ``run_starvation`` (issue 43, 4): a run keeping four long calls in flight on a provider of limited
+  capacity beside a ReAct run: the ReAct run scores what it scores alone, no call of it failed.
 
 The sample world is the tests' 3,000-product one (built in a temporary directory per run). One line per
 family goes to stderr; the last line printed is one JSON object: ``{"cases", "held", "not_held",

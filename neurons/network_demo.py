@@ -1,12 +1,15 @@
 """``arena network-demo``: a whole subnet on this machine, fast-forwarded through one race day.
 
 A local chain with a manual clock, validators serving their API on loopback, and miners that upload
-the bundled agents as ``miner submit`` does (real sr25519 wallets, commitments and signed uploads): the
-scripted baseline, the sub-task agent, the ReAct agent, a copycat uploading the ReAct agent renamed and
-reformatted (refused as a copy: no race, no weight), a cheater whose hard-coded answer the
-validators' gate refuses, and a table cheater carrying the masked answers of every public problem (the
-sample world's bank and this week's practice suite), which the gate cannot see: its qualifying problems are
-generated from the block after its commitment, so it holds none of their answers and fails qualifying.
+their agents as ``miner submit`` does (real sr25519 wallets, commitments and signed uploads): the bundled
+scripted baseline unchanged (a public agent is nobody's original: refused as a copy of it), a bait parser
+whose code decides every call and has the model emit and narrate it (it races, but the who-decided rule
+gives its completions no credit, so it ranks below ReAct), the ReAct agent with its miner's own prompt, a
+copycat uploading that miner's file renamed and reformatted (refused as a copy: no race, no weight), a
+cheater whose hard-coded answer the validators' gate refuses, and a table cheater carrying the masked
+answers of every public problem (the sample world's bank and this week's practice suite), which the gate
+cannot see: its qualifying problems are generated from the block after its commitment, so it holds none
+of their answers and fails qualifying.
 The demo's clock is a manual one starting at ``start`` (default: now) and moving only by the demo's own
 steps (a block per upload, then a block, then a jump to the next race slot), so the same start gives the
 same calendar; only the gates measure signatures' nonces on the real time, on which miners sign.
@@ -46,8 +49,9 @@ from arena.validator import (
 from arena.validator.demo import next_race_tick, standings
 from arena.validator.peers import PeerWatch
 from neurons.submission import submit_file
-from shoppingbench.agents import react_llm, scripted_baseline, sub_task
+from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
+from shoppingbench.doubles.demo_miners import BAIT_PARSER, tuned_react_source
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
@@ -60,12 +64,16 @@ log = structlog.get_logger(__name__)
 MARKER = ".network-demo"
 """Marks a directory this demo created, so a rerun may wipe it and nothing else."""
 OWNER = "owner"  # registered first: uid 0, the burn uid
-AGENTS = {"baseline": Path(scripted_baseline.__file__), "subtask": Path(sub_task.__file__),
-          "react": Path(react_llm.__file__)}
+PUBLIC_COPY = "baseline"
+"""Uploads the bundled scripted baseline unchanged: a public agent is nobody's original, refused as a copy."""
+PARSER = "parser"
+"""The bait parser: its code decides every call and has the model emit and narrate it."""
+REACT = "react"
+"""The ReAct agent with its miner's own prompt."""
 COPYCAT = "copycat"
 CHEATER = "cheater"
 TABLE_CHEATER = "table-cheater"
-MINERS = (*AGENTS, COPYCAT, CHEATER, TABLE_CHEATER)  # in upload order: the copycat after the ReAct agent
+MINERS = (PUBLIC_COPY, PARSER, REACT, COPYCAT, CHEATER, TABLE_CHEATER)  # the copycat after the ReAct agent
 TEMPO = 100
 WEIGHTS_RATE_LIMIT = 50
 
@@ -137,9 +145,11 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
 
     sources = root / "agent-files"
     sources.mkdir()
-    for name, path in AGENTS.items():
-        shutil.copyfile(path, sources / f"{name}.py")
-    (sources / f"{COPYCAT}.py").write_bytes(copycat_source(AGENTS["react"].read_text()))
+    shutil.copyfile(scripted_baseline.__file__, sources / f"{PUBLIC_COPY}.py")
+    (sources / f"{PARSER}.py").write_text(BAIT_PARSER)
+    react = tuned_react_source(Path(react_llm.__file__).read_text())
+    (sources / f"{REACT}.py").write_bytes(react)
+    (sources / f"{COPYCAT}.py").write_bytes(copycat_source(react.decode()))
 
     scripted = settings.inference_base_url is None
     if scripted:
@@ -172,7 +182,8 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         for name in miner_names:
             clock.advance(timedelta(seconds=chain.block_seconds()))  # each miner commits in its own block
             console.rule(f"miner {name}: arena miner submit {sources / f'{name}.py'}")
-            exit_codes[name] = _submit(sources / f"{name}.py", wallets[name], chain, console)
+            exit_codes[name] = _submit(sources / f"{name}.py", wallets[name], chain, console,
+                                       ask_first=name in (PARSER, REACT))
 
         race_tick = demo_race_tick(start_time, settings.race_rules(),
                                    block=timedelta(seconds=chain.block_seconds()))
@@ -238,10 +249,10 @@ def print_agreement(watches: Sequence[PeerWatch], chain: LocalChain, console: Co
             console.print(f"{watch.hotkey[:8]}: disagrees with {line}", markup=False)
 
 
-def _submit(agent: Path, wallet: Wallet, chain: LocalChain, console: Console) -> int:
-    """What ``miner submit`` does, with its exit code: commit on the local chain, signed upload to every
-    validator."""
-    return submit_file(console, agent, lambda: (wallet, chain), timeout=60.0)
+def _submit(agent: Path, wallet: Wallet, chain: LocalChain, console: Console, *, ask_first: bool) -> int:
+    """What ``miner submit`` does, with its exit code: ask the validators first (the hostile and careless
+    miners do not), commit on the local chain, signed upload to every validator."""
+    return submit_file(console, agent, lambda: (wallet, chain), timeout=60.0, ask_first=ask_first)
 
 
 def print_summary(result: DemoResult, console: Console) -> None:
@@ -270,10 +281,12 @@ def print_summary(result: DemoResult, console: Console) -> None:
                           markup=False)
         if submission.copy_of is not None:
             original = submission.copy_of
-            console.print(f"refused as a copy: {name}'s file is "
-                          f"{result.miners.get(original.hotkey, original.hotkey)}'s (committed at block "
-                          f"{original.commitment_block}, similarity {original.similarity:.2f}): no race, "
-                          "no weight", markup=False)
+            whose = (f"the public agent {original.hotkey.removeprefix('public:')} (nobody's original"
+                     if original.hotkey.startswith("public:") else
+                     f"{result.miners.get(original.hotkey, original.hotkey)}'s (committed at block "
+                     f"{original.commitment_block}")
+            console.print(f"refused as a copy: {name}'s file is {whose}, similarity "
+                          f"{original.similarity:.2f}): no race, no weight", markup=False)
     names = {n.uid: result.miners.get(n.hotkey, n.hotkey) for n in result.chain.metagraph().neurons}
     for validator in result.validators:
         weights = result.chain.weights(validator.hotkey)

@@ -1,8 +1,7 @@
 """The network demo's hostile miners, as agent files: a cheater with an answer id written in its file, a
-copycat uploading someone else's agent disguised, a table cheater carrying the masked answers of known
-problems, and a bait parser whose code makes every decision and has the model emit and narrate it. Demo
-doubles the arena must stop (the gate the first two, qualifying the third, the who-decided rule the
-fourth); the adversarial battery reuses them."""
+copycat uploading someone else's agent disguised, and a table cheater carrying the masked answers of known
+problems. Demo doubles the arena must stop (the gate the first two, qualifying the third); the adversarial
+battery reuses them. The demo's bait parser is in ``shoppingbench.doubles.demo_miners``."""
 
 from __future__ import annotations
 
@@ -94,51 +93,3 @@ def table_cheater_source(problems: Iterable[Problem]) -> bytes:
         if all(i.isdigit() for i in ids):
             rows[table_key(problem.query, "row")] = [int(i) ^ mask for i in ids]
     return _TABLE_CHEATER.format(table=repr(rows)).encode()
-
-
-BAIT_PARSER_TAIL = '''
-
-# --- the bait: every decision above is the code's; the model is made to emit and narrate it ---------
-
-from shoppingbench.agent_sdk import parse_model_output
-
-CALL_PROMPT = "TASK: CALL\\nYou are a careful shopping assistant: make the call the user describes."
-SAY_PROMPT = "TASK: PARAPHRASE\\nSay the user's message in your own words, as your own reasoning."
-_code_call = _Dialogue.call
-_code_ranked = _ranked_candidates
-
-
-def _ask(client, system, text):
-    return client.chat([{"role": "system", "content": system}, {"role": "user", "content": text}],
-                       max_tokens=400).content or ""
-
-
-def _worded_call(self, think, name, parameters):
-    worded = "; ".join(f"{key}={value}" for key, value in parameters.items())
-    parsed = parse_model_output(_ask(self.client, CALL_PROMPT, f"Next, call {name} with {worded}."))
-    call = parsed.tool_calls[0] if parsed.tool_calls else {"name": name, "parameters": parameters}
-    return _code_call(self, parsed.think or think, call["name"], call.get("parameters") or parameters)
-
-
-def _ranked_candidates(dialogue, request, prefer_cheap):
-    ranked = _code_ranked(dialogue, request, prefer_cheap)
-    if len(ranked) >= 2:
-        (fit, best), (other, rival) = ranked[0], ranked[1]
-        _ask(dialogue.client, SAY_PROMPT,
-             f"Product {best['product_id']} matches {fit} of the wanted details and costs {best['price']}, "
-             f"while product {rival['product_id']} matches {other} and costs {rival['price']}. So "
-             f"{best['product_id']} fits the request better than {rival['product_id']}.")
-    return ranked
-
-
-_Dialogue.call = _worded_call
-'''
-"""Appended to the scripted baseline: its calls go through the model (``TASK: CALL``) and its comparison
-is said by the model in its own words (``TASK: PARAPHRASE``), so every call that runs appears in a
-completion and each comparison reads as the model's, though the code decided them all."""
-
-
-def bait_parser_source(baseline: str) -> bytes:
-    """The scripted baseline's file with :data:`BAIT_PARSER_TAIL`: a parser passing for a model that
-    decides. Its requests hold the code's own text, so none of its completions is the model's."""
-    return (baseline + BAIT_PARSER_TAIL).encode()

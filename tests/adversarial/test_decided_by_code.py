@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from arena.judge import JudgeInput, judge_offline, suite_score
-from shoppingbench.agents import scripted_baseline
-from shoppingbench.doubles.cheaters import bait_parser_source
+from shoppingbench.doubles.demo_miners import BAIT_PARSER
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
 from shoppingbench.records import AttemptRecord
@@ -36,9 +35,9 @@ __all__ = ["inference"]
 
 
 def bait_parser_agent(folder: Path) -> Path:
-    """The network demo's bait parser: the scripted baseline with every call worded for the model."""
+    """The network demo's bait parser: code that decides every call and has the model emit and narrate it."""
     path = folder / "bait_parser.py"
-    path.write_bytes(bait_parser_source(Path(scripted_baseline.__file__).read_text()))
+    path.write_text(BAIT_PARSER)
     return path
 
 

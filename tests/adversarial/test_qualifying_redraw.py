@@ -24,11 +24,12 @@ from arena.submissions.models import SUBMISSIONS_PATH
 from arena.suites.public import FixedSource
 from arena.validator import Validator, open_validator, upload_verdicts
 from arena.validator.ingest import fed_submissions, ingest_uploads
+from shoppingbench.doubles.demo_miners import BAIT_PARSER
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
-from tests.arena.validator.test_validator import REACT, SCRIPTED
+from tests.arena.validator.test_validator import TUNED_REACT
 from tests.chain_support import make_wallet, register
 from trajectories.store import TrajectoryStore
 
@@ -105,11 +106,11 @@ def grinder(root: Path, generator: ProblemGenerator) -> Iterator[Grinder]:
 def test_recommitting_the_same_file_draws_the_same_qualifying_problems(
         tmp_path: Path, generator: ProblemGenerator) -> None:
     with grinder(tmp_path, generator) as arena:
-        first = arena.commit_and_upload(REACT)
+        first = arena.commit_and_upload(TUNED_REACT)
         drawn = arena.draw(first)
         arena.fail_qualifying(first)
         for _ in range(3):  # each re-commitment lands in a later block, with another block after it
-            again = arena.commit_and_upload(REACT)
+            again = arena.commit_and_upload(TUNED_REACT)
             assert again.submission_id != first.submission_id and again.status == "qualifying"
             assert arena.draw(again) == drawn
             arena.fail_qualifying(again)
@@ -117,11 +118,11 @@ def test_recommitting_the_same_file_draws_the_same_qualifying_problems(
 
 def test_another_file_gets_its_own_draw(tmp_path: Path, generator: ProblemGenerator) -> None:
     with grinder(tmp_path, generator) as arena:
-        first = arena.commit_and_upload(REACT)
+        first = arena.commit_and_upload(TUNED_REACT)
         drawn = arena.draw(first)
         arena.fail_qualifying(first)
-        other = arena.commit_and_upload(SCRIPTED)
+        other = arena.commit_and_upload(BAIT_PARSER.encode())
         assert arena.draw(other) != drawn
         arena.fail_qualifying(other)
-        back = arena.commit_and_upload(REACT)  # going back to the first file: its first draw again
+        back = arena.commit_and_upload(TUNED_REACT)  # going back to the first file: its first draw again
         assert arena.draw(back) == drawn

@@ -48,8 +48,11 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert f"demo clock starts at {DEMO_START:%Y-%m-%d %H:%M} UTC (race slot {race_time:%H:%M} UTC)" in out
     leaderboard = out[out.index("Leaderboard"):]
     assert "winner" in leaderboard
-    assert ("baseline delivered, subtask delivered, react delivered, copycat not delivered (exit 6), "
-            "cheater not delivered (exit 6), table-cheater delivered") in out
+    assert ("baseline not delivered (exit 6), parser delivered, react delivered, copycat not delivered "
+            "(exit 6), cheater not delivered (exit 6), table-cheater delivered") in out
+    assert ("refused as a copy: baseline's file is the public agent "
+            "shoppingbench/agents/scripted_baseline.py (nobody's original, similarity 1.00): no race, no "
+            "weight") in out
     assert "rejected: cheater (integrity): embedded_product_id (line 5)" in out
     assert "refused as a copy: copycat's file is react's (committed at block" in out
     assert "similarity 1.00): no race, no weight" in out
@@ -58,7 +61,7 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert "race 20" in out and "9 problems generated from the seed" in out
 
     chain = LocalChain(root / "local-chain.sqlite3")
-    names = {"owner", "validator-1", "validator-2", "baseline", "subtask", "react", "copycat", "cheater",
+    names = {"owner", "validator-1", "validator-2", "baseline", "parser", "react", "copycat", "cheater",
              "table-cheater"}
     hotkeys = {name: str(Wallet(name, "default", path=str(root / "wallets")).hotkey.ss58_address)
                for name in names}
@@ -93,7 +96,8 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     copycat = next(s for s in state.submissions.values() if s.hotkey == hotkeys["copycat"])
     assert copycat.copy_of is not None and copycat.copy_of.hotkey == hotkeys["react"]
     assert copycat.qualifying_score is None and not copycat.races
-    assert set(statuses) == {hotkeys[n] for n in ("baseline", "subtask", "react", "table-cheater")}
+    assert statuses.pop(hotkeys["baseline"]) == "copy"  # the bundled agent unchanged: nobody's original
+    assert set(statuses) == {hotkeys[n] for n in ("parser", "react", "table-cheater")}
     # The table cheater carries every public problem's answers, but its qualifying problems were generated
     # from the block after its commitment: it knew none of them, failed qualifying and never raced.
     by_hotkey = {s.hotkey: s for s in state.submissions.values()}
@@ -105,12 +109,17 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert race.finished_at == demo_race_tick(DEMO_START, RaceRules(race_time=race_time),
                                               block=timedelta(seconds=chain.block_seconds()))
     assert race.results[by_hotkey[hotkeys["react"]].submission_id] > 0.0
+    # The bait parser races, but none of its completions is the model's decision: it ranks below ReAct.
+    parser = by_hotkey[hotkeys["parser"]].submission_id
+    assert parser in race.results
+    assert race.results[parser] < race.results[by_hotkey[hotkeys["react"]].submission_id]
+    assert race.standings.index(parser) > race.standings.index(by_hotkey[hotkeys["react"]].submission_id)
     assert state.reign.hotkey != hotkeys["table-cheater"]
     database.dispose()
 
     with TrajectoryStore.open(f"sqlite:///{root / 'validator-1' / 'trajectories.sqlite3'}") as store:
         stored = store.count_attempts()
-    assert stored >= 4 * 9  # every accepted agent ran its own 9 qualifying problems, plus the race
+    assert stored >= 3 * 9  # every accepted agent ran its own 9 qualifying problems, plus the race
     assert f"({stored} attempts:" in out
 
 

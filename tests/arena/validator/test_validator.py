@@ -62,6 +62,7 @@ from arena.validator.runs import RunAgent, defender_run_id
 from neurons import validator as validator_cli
 from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.doubles.demo_miners import tuned_react_source
 from shoppingbench.doubles.llm_server import create_app
 from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.generator import ProblemGenerator
@@ -81,6 +82,9 @@ from trajectories.store import AttemptKey, RunKind, StoredAttempt, TrajectorySto
 MODEL = "stub-shopper"
 START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race at 16:00, embargo until Friday
 REACT = Path(react_llm.__file__).read_bytes()
+TUNED_REACT = tuned_react_source(REACT.decode())
+"""A miner's own variant of the public ReAct agent: what the gate accepts (the public agent unchanged is
+nobody's original, refused as a copy of it)."""
 SCRIPTED = Path(scripted_baseline.__file__).read_bytes()
 RECOMMENDS_NOTHING = b'"""Gives up on every problem."""\n\n\ndef agent_main(problem):\n    return []\n'
 
@@ -837,7 +841,7 @@ def test_signed_uploads_through_the_validator_api_reach_qualifying(
         arena.chain.serve_axon(validator.wallet, AxonInfo(ip=address.hostname, port=address.port))
         (neuron,) = [n for n in arena.chain.metagraph().neurons if n.hotkey == validator.hotkey]
         outcomes = {}
-        for miner, source in (("alice", REACT), ("bob", hostile)):
+        for miner, source in (("alice", TUNED_REACT), ("bob", hostile)):
             arena.chain.commit(arena.miners[miner], hashlib.sha256(source).hexdigest())
             outcomes[miner] = upload(http, arena.miners[miner], neuron, UploadBody.of(f"{miner}.py", source))
         assert outcomes["alice"].outcome == "accepted"
