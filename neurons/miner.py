@@ -101,20 +101,16 @@ def test(
     (unless --allow-missing-answers); 10: every attempt crashed; 11: the inference endpoint does not
     answer.
     """
-    from arena.settings import ArenaSettings
     from arena.validator import local_test
     from shoppingbench.doubles.scripted_inference import scripted_inference
-    from shoppingbench.logs import LogFile, configure_logging
     from shoppingbench.results import results_path
     from shoppingbench.sandbox.backends import SandboxUnavailable
     from shoppingbench.sandbox.runner import AgentFile, configured_inference
 
-    overrides: dict[str, Any] = {"home": home, "workers": workers, "suite_per_category": per_category,
-                                 "sandbox": sandbox, "sandbox_timeout_s": timeout, "log_format": log_format,
-                                 "inference_base_url": inference_url,
-                                 "inference_models": ",".join(models) if models else None}
-    settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
+    settings = _test_settings(home=home, workers=workers, suite_per_category=per_category,
+                              sandbox=sandbox, sandbox_timeout_s=timeout, log_format=log_format,
+                              inference_base_url=inference_url,
+                              inference_models=",".join(models) if models else None)
     console = Console()
     agent_file = AgentFile.read(agent)
     chosen, catalog_engine = _chosen_suite(settings, console, catalog, suite_files or [], generated=generated,
@@ -144,6 +140,16 @@ def test(
         console.print(f"[red]every attempt crashed[/red]: fix the agent (the first traceback is above; all "
                       f"of them are in {destination})")
         raise typer.Exit(EXIT_ALL_CRASHED)
+
+
+def _test_settings(**overrides: Any) -> ArenaSettings:
+    """The settings of a local test (the flags given over the environment), with logging configured."""
+    from arena.settings import ArenaSettings
+    from shoppingbench.logs import LogFile, configure_logging
+
+    settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
+    return settings
 
 
 def _probe_inference(console: Console, settings: ArenaSettings) -> None:

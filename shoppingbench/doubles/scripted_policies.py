@@ -17,10 +17,8 @@ same answer.
   ``<think>``/``<tool_call>`` text.
 - :func:`extract_policy` and :func:`choose_policy` play the narrow model of a sub-task agent: list
   the items of a request, or answer the one candidate id that fits best.
-- :func:`repeat_policy` plays a model told to repeat a text: it answers the last user message word for
-  word (what code that only wants its own analysis or tool call "restated" by a model gets back);
-  :func:`paraphrase_policy` says it in other words (no four-word run of it left) and :func:`call_policy`
-  turns a call described in words into a ``<tool_call>``, as an instruction-following model would.
+- ``shoppingbench.doubles.instruction_policies`` plays a model that follows an instruction: it repeats
+  a text, says it in other words, or turns a call described in words into a ``<tool_call>``.
 - :func:`shopping_policy` dispatches between them by the system prompt's ``TASK:`` marker.
 
 The policy re-plays its own plan each turn: the plan runs from the start, each tool call it makes is
@@ -40,15 +38,21 @@ from pydantic import ValidationError
 
 from shoppingbench.agent_sdk import normalise_call, parse_model_output
 from shoppingbench.agents.scripted_baseline import Request, parse_requests
+from shoppingbench.doubles.instruction_policies import (
+    CALL_MARKER,
+    PARAPHRASE_MARKER,
+    REPEAT_MARKER,
+    call_policy,
+    paraphrase_policy,
+    repeat_policy,
+)
+from shoppingbench.doubles.instruction_policies import message_text as _text
 from shoppingbench.doubles.llm_server import StubReply
 from shoppingbench.problems.models import Voucher
 from shoppingbench.scoring.budget import fits_budget
 
 EXTRACT_MARKER: Final = "TASK: EXTRACT_ITEMS"
 CHOOSE_MARKER: Final = "TASK: CHOOSE_CANDIDATE"
-REPEAT_MARKER: Final = "TASK: REPEAT"
-PARAPHRASE_MARKER: Final = "TASK: PARAPHRASE"
-CALL_MARKER: Final = "TASK: CALL"
 PAGE_SIZE: Final = 10
 SHOPS_TRIED: Final = 2
 """Shops looked into, in order of the first item's ranking, when no shop has every item."""
@@ -59,15 +63,6 @@ _TERM = re.compile(r"[a-z0-9]+(?:[.'-][a-z0-9]+)*")
 
 
 # --- reading the conversation ------------------------------------------------------------------
-
-
-def _text(message: object) -> str:
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
 
 
 @dataclass
@@ -550,47 +545,6 @@ def choose_policy(body: dict[str, Any]) -> StubReply:
         return StubReply(content="none")
     best = max(options, key=lambda option: len(wanted & option[1]))  # max keeps the first of equals
     return StubReply(content=best[0])
-
-
-def repeat_policy(body: dict[str, Any]) -> StubReply:
-    """The last user message, word for word: a model obeying "repeat this"."""
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
-    return StubReply(content=_text(messages[-1]) if messages else "")
-
-
-_SENTENCE = re.compile(r"[^.!?]+[.!?]?")
-_WORDED_CALL = re.compile(r"call\s+(\w+)\s+with\s+(.*)", re.IGNORECASE | re.DOTALL)
-_ARGUMENT = re.compile(r"(\w+)\s*=\s*([^;]+)")
-
-
-def _last_user(body: dict[str, Any]) -> str:
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
-    return _text(messages[-1]) if messages else ""
-
-
-def paraphrase_policy(body: dict[str, Any]) -> StubReply:
-    """The last user message in other words: its sentences in reverse order, each opened by a phrase of
-    the model's own and its small words dropped (a model obeying "say this in your own words": no run
-    of four words of the request survives)."""
-    small = {"the", "a", "an", "and", "is", "of", "to", "for", "so", "i", "while", "than", "it", "that"}
-    sentences = [m.group(0).strip() for m in _SENTENCE.finditer(_last_user(body)) if m.group(0).strip()]
-    said = [f"In short, {' '.join(w for w in sentence.split() if w.lower() not in small)}"
-            for sentence in reversed(sentences)]
-    return StubReply(content="<think>" + " ".join(said) + "</think>")
-
-
-def call_policy(body: dict[str, Any]) -> StubReply:
-    """A tool call described in words (``call NAME with key=value; key=value``) as a ``<tool_call>``,
-    with a think in the model's words: a model obeying "make this call"."""
-    found = _WORDED_CALL.search(_last_user(body))
-    if found is None:
-        return StubReply(content="<think>There is no call to make here, so I stop.</think>")
-    name, rest = found.group(1), found.group(2)
-    parameters = {key: value.strip().rstrip(".") for key, value in _ARGUMENT.findall(rest)}
-    think = (f"I was asked to use {name} now. I will make exactly that call with the given arguments, "
-             "which look sensible for what the shopper wants, and then look at what comes back.")
-    return StubReply(content=f"<think>{think}</think><tool_call>"
-                             f"{json.dumps([{'name': name, 'parameters': parameters}])}</tool_call>")
 
 
 def shopping_policy(body: dict[str, Any]) -> StubReply:

@@ -101,8 +101,9 @@ def test_miner_test_judges_and_scores_as_a_validators_qualifying_run(
              if line.startswith("│")]
     rows = {row[0]: row[1:] for row in cells if row[0] in ("product", "shop", "all")}
     assert set(rows) == {"product", "shop", "all"}
-    assert rows["all"] == [f"{expected.success_rate:.1%}", f"{expected.mean_quality:.3f}",
-                           f"{expected.coefficient:.4f}", f"{expected.score:.2%}"]
+    assert rows["all"] == [f"{len(stored)}/{len(stored)}", f"{expected.success_rate:.1%}",
+                           f"{expected.mean_quality:.3f}", f"{expected.coefficient:.4f}",
+                           f"{expected.score:.2%}"]
 
 
 def test_a_rejected_agent_never_runs(small_world: SampleWorld, suite_files: list[Path],

@@ -23,7 +23,9 @@ ROOTS: tuple[type[HarnessSettings], ...] = (HarnessSettings, ArenaSettings, Chai
                                             ValidatorSettings)
 # Documented, but read elsewhere: the teacher's key is named by a training config (``api_key_env``); the
 # site's browser tests write the README's screenshots when ARENA_UPDATE_SCREENSHOTS=1 (a test switch).
-NOT_SETTINGS = {"ARENA_TEACHER_API_KEY", "ARENA_UPDATE_SCREENSHOTS"}
+NOT_SETTINGS = {"ARENA_TEACHER_API_KEY", "ARENA_UPDATE_SCREENSHOTS",
+                # read by the worker's serving process only (hf_server), beside its ServingConfig
+                "ARENA_SERVING_DTYPE", "ARENA_SERVING_THREADS"}
 SCHEDULE = '[{"from_day": "2026-11-16", "version": "sbgen-1"}]'
 # name: (value in the environment, the value the settings then hold), none of them a default
 SAMPLES: dict[str, tuple[str, Any]] = {
@@ -63,6 +65,9 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_INFERENCE_ATTEMPT_IN_FLIGHT": ("2", 2),
     "ARENA_INFERENCE_RUN_CALLS": ("70", 70),
     "ARENA_INFERENCE_RUN_TOKENS": ("90000", 90_000),
+    "ARENA_INFERENCE_CONCURRENCY": ("4", 4),
+    "ARENA_INFERENCE_TOKENS_IN_FLIGHT": ("50000", 50_000),
+    "ARENA_INFERENCE_SHARE_WAIT_S": ("30", 30.0),
     "ARENA_STORE_URL": ("postgresql+psycopg://u@db:5432/store", "postgresql+psycopg://u@db:5432/store"),
     "ARENA_DUMPS_DIR": ("/srv/dumps", Path("/srv/dumps")),
     "ARENA_CHAIN": ("finney", "finney"),

@@ -475,3 +475,19 @@ class TrajectoryStore:
         query = select(ATTEMPTS.c.filter_label, func.count()).group_by(ATTEMPTS.c.filter_label)
         with self.engine.connect() as connection:
             return {label or "unlabelled": int(n) for label, n in connection.execute(query)}
+
+    def attempts_per_day_and_label(self) -> dict[int, dict[str, int]]:
+        """Stored attempts per UTC day of their start (days since 1970-01-01) and per structural-filter
+        label (``unlabelled`` for those not labelled yet)."""
+        seconds = ATTEMPTS.c.started_at / 86_400
+        # PostgreSQL's cast rounds, SQLite's truncates: floor where the backend has it.
+        number = cast(func.floor(seconds), Integer) if self.engine.dialect.name == "postgresql" \
+            else cast(seconds, Integer)
+        query = (select(number, ATTEMPTS.c.filter_label, func.count())
+                 .group_by(number, ATTEMPTS.c.filter_label))
+        counts: dict[int, dict[str, int]] = {}
+        with self.engine.connect() as connection:
+            for day, label, n in connection.execute(query):
+                labels = counts.setdefault(int(day), {})
+                labels[label or "unlabelled"] = labels.get(label or "unlabelled", 0) + int(n)
+        return counts
