@@ -253,16 +253,14 @@ def _mark_grams(tokens: Sequence[str], covered: list[bool],
             covered[i:i + SPAN_NGRAM] = [True] * SPAN_NGRAM
 
 
-def _mark_units(tokens: Sequence[str], covered: list[bool], units: set[tuple[str, ...]],
-                lo: int = 0, hi: int | None = None) -> None:
+def _mark_units(tokens: Sequence[str], covered: list[bool], units: set[tuple[str, ...]]) -> None:
     if not units:
         return
     longest = max(len(u) for u in units)
-    end = len(tokens) if hi is None else hi
-    for i in range(lo, end):
+    for i in range(len(tokens)):
         if covered[i]:
             continue
-        for size in range(1, min(longest, end - i) + 1):
+        for size in range(1, min(longest, len(tokens) - i) + 1):
             if tuple(tokens[i:i + size]) in units:
                 covered[i:i + size] = [True] * size
 

@@ -7,27 +7,23 @@ prompt, the whole history as tagged blocks in one user message) keep every reque
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shoppingbench.agents import react_llm, tool_calling_llm
-from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.doubles.llm_server import create_app
-from shoppingbench.doubles.scripted_policies import shopping_policy
 from shoppingbench.proxy import InferenceConfig, ProxyServer
 from shoppingbench.records import ProxyCall, ReturnedProduct
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
-from shoppingbench.tools.serving import running_server
 from tests.adversarial.support import ROOMY, inference
 from tests.sandbox_support import run_agent
+from tests.shoppingbench.test_echo import proxy
 from trajectories.filter import label_attempt
 from trajectories.filter.decided import run_static_grams, static_grams, steered_calls
 
-__all__ = ["inference"]
+__all__ = ["inference", "proxy"]
 
 MODEL = "stub-shopper"
 FIXTURE_AGENTS = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
@@ -155,16 +151,6 @@ def test_static_text_is_known_only_across_problems() -> None:
 
 
 # --- real dialogues of the honest agents --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def proxy(small_world: SampleWorld) -> Iterator[ProxyServer]:
-    engine = open_catalog(small_world.catalog_dir)
-    with running_server(create_app(shopping_policy, models=[MODEL])) as upstream, \
-            ProxyServer(engine, InferenceConfig(base_url=f"{upstream}/v1", models=[MODEL]), channels=1,
-                        transport="tcp") as server:
-        yield server
-    engine.close()
 
 
 def _labels(logs: list[tuple[str, list[ProxyCall], list[Any]]]) -> list[tuple[dict[int, str], str]]:
