@@ -24,7 +24,7 @@ from arena.judge.verdict import GATES, QUALITY_LEVELS
 from arena.settings import ArenaSettings
 from arena.suites.public import SourceSchedule, SuitePlan
 
-RULES_VERSION: Final = 1
+RULES_VERSION: Final = 2
 """The project's rules version, sent as ``version_key`` with every ``set_weights``. Bump it with any change
 of code that alters suites, scores or weights for the same inputs (an owner pins it as the subnet's
 ``WeightsVersionKey``, so validators still on older rules are refused)."""

@@ -22,12 +22,14 @@ from arena.race.rules import RaceRules
 from arena.suites.bank import QUICKNET_CHAIN_HASH
 from arena.suites.clusters import LeakConfig
 from arena.suites.generators import BankPins
+from arena.suites.ledger import SqlExposureLedger
 from arena.suites.public import SuitePlan
 from arena.suites.schedule import SHA256_PATTERN, GeneratorSchedule, GeneratorSpec, ScheduleEntry
 from arena.weights import WeightRules
 from shoppingbench.generator import DEFAULT_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
 from shoppingbench.settings import HarnessSettings
+from trajectories.dumps.splits import SplitRule
 from trajectories.settings import StoreSettings
 
 
@@ -95,6 +97,9 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         "signatures opening problem banks, comma-separated, tried in order")
     held_out_seed: SecretStr | None = Field(
         default=None, description="Private seed of held-out suites; default: made once under ARENA_HOME")
+    dump_held_out_fraction: float = Field(default=0.1, ge=0, le=1, description=(
+        "Share of new public leak clusters the exposure ledger holds out of the dumps' train split (by hash "
+        "of the cluster id); a cluster's side, once decided, never changes"))
     # race
     race_time_utc: time = Field(default=time(16, 0), description="Daily race slot, HH:MM UTC")
     cooldown_hours: float = Field(default=12.0, gt=0)
@@ -154,6 +159,14 @@ class ArenaSettings(HarnessSettings, StoreSettings):
                           any_reward_jaccard=self.leak_any_reward_jaccard,
                           lsh_threshold=self.leak_lsh_threshold, num_perm=self.leak_num_perm,
                           min_shared_targets=self.leak_min_shared_targets)
+
+    def dump_split_rule(self) -> SplitRule:
+        """The side of a cluster a public problem starts in the exposure ledger."""
+        return SplitRule(held_out_fraction=self.dump_held_out_fraction)
+
+    def exposure_ledger(self) -> SqlExposureLedger:
+        """The exposure ledger in the arena database."""
+        return SqlExposureLedger.open(self.arena_database_url(), self.leak_config(), self.dump_split_rule())
 
     def race_suite_sizes(self) -> dict[Category, int]:
         return dict.fromkeys(CATEGORIES, self.race_suite_per_category)

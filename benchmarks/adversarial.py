@@ -31,7 +31,8 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   interpreter or repository path (namespace; docker where an engine runs);
 - ``copy_farm`` (issue 22): three hotkeys upload one agent verbatim, renamed and reformatted (also before
   the original, in its block), or padded with statements: refused as copies, none races, the taper
-  goes to honest challengers;
+  goes to honest challengers; a near copy brought under the code threshold (issue 43) is refused by
+  behaviour once the original, re-run on its qualifying problems, acts alike;
 - ``tie_grinding`` (issue 22): hotkeys ground to sort first, or committed earlier, do not win equal race
   scores: the tie breaks on a hash of the race seed and the hotkey, in the race and the weights;
 - ``echo_judge_bait`` (issue 22, 4): a parser making one call that has the model restate the parser's
@@ -48,6 +49,8 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   when unsure: every problem is scored, the failures counted (no gain over the honest agent);
 - ``qualifying_redraw`` (issue 43, 6): the same file hash committed and uploaded again after a failed
   qualifying gets the problems of its first commitment, never a new draw (another file gets its own);
+  committing, reading the next block and recommitting a changed file without uploading gets no draw
+  known at the upload (the draw follows the upload window), and an upload after its window is refused;
 - ``bank_timing`` (issue 43, 7): at a tempo of 100 blocks, a bank sealed to a round before its race slot
   is refused, and no commitment made once the bank's round is emitted enters its race;
 - ``sandbox_host_paths`` (issue 43, 7): no bind mount of the namespace sandbox shows a host temporary

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from neurons import bank as bank_module
+from neurons import chain as chain_module
 from neurons import demo as demo_module
 from neurons.options import HomeOption, LogFormatOption
 from shoppingbench.logs import LogFile, configure_logging
@@ -34,6 +35,7 @@ app.add_typer(catalog_app, name="catalog")
 app.add_typer(tools_app, name="tools")
 app.add_typer(lexicon_app, name="lexicon")
 app.add_typer(bank_module.app, name="bank")
+app.add_typer(chain_module.app, name="chain")
 
 ProductsOption = Annotated[int | None, typer.Option(
     "--products", min=100, help="Products in the sample world (default 50,000)")]

@@ -14,9 +14,9 @@ import typer
 
 from neurons.options import FixedLogFormatOption
 from shoppingbench.logs import configure_logging
-from trajectories.dumps import DumpWindow, ExportOptions, SplitRule, export_dump
+from trajectories.dumps import DumpWindow, ExportOptions, LedgerSplits, SplitRule, export_dump
 from trajectories.dumps.days import stored_days
-from trajectories.dumps.export import EmptyWindow
+from trajectories.dumps.export import EmptyWindow, day_dump
 from trajectories.dumps.splits import DEFAULT_SALT
 from trajectories.filter import FilterConfig
 from trajectories.labelling import label_stored
@@ -26,8 +26,8 @@ from trajectories.store.migrate import current_revision, upgrade
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Trajectory store and daily dumps: list the days the store holds, export a day's "
-                       "attempts as Parquet/JSONL with leak-cluster-guarded splits, label attempts with the "
-                       "structural filter, migrate the store.")
+                       "attempts (or several days' as one corpus) as Parquet/JSONL with leak-cluster-guarded "
+                       "splits, label attempts with the structural filter, migrate the store.")
 
 StoreUrlOption = Annotated[str | None, typer.Option(
     "--store-url", help="SQLAlchemy URL of the store (default: $ARENA_STORE_URL, else "
@@ -43,6 +43,15 @@ FilterConfigOption = Annotated[Path | None, typer.Option(
     help="JSON file of filter thresholds (fields of trajectories.filter.FilterConfig); "
          "default thresholds otherwise")]
 ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal")]
+ArenaDbOption = Annotated[str | None, typer.Option(
+    "--arena-db-url", help="SQLAlchemy URL of the validator's arena database, whose exposure ledger decides "
+                           "each attempt's leak cluster and split (default: $ARENA_DATABASE_URL, else "
+                           "$ARENA_HOME/arena.sqlite3 when it exists); without a ledger, splits by hash of "
+                           "the stored cluster id")]
+JsonlOption = Annotated[bool, typer.Option("--jsonl/--no-jsonl",
+                                           help="Also write JSONL.gz beside the Parquet")]
+RowsPerFileOption = Annotated[int, typer.Option("--rows-per-file", min=1, help="Rows per data file")]
+OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out")]
 
 
 def _moment(text: str, flag: str) -> datetime:
@@ -95,6 +104,47 @@ def _dumps_root() -> Path:
     return ResearchSettings().dumps_root()
 
 
+def _ledger_splits(arena_db_url: str | None) -> tuple[LedgerSplits | None, str]:
+    """The exposure ledger's placements, and where they come from; ``None`` without a ledger."""
+    from sqlalchemy.engine import make_url
+
+    from arena.settings import ArenaSettings
+    from arena.suites.ledger import SqlExposureLedger
+
+    url = arena_db_url or ArenaSettings().arena_database_url()
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not Path(parsed.database).exists():
+        if arena_db_url is not None:
+            raise typer.BadParameter(f"no arena database at {parsed.database}", param_hint="--arena-db-url")
+        return None, "by hash of the cluster id (no arena database, so no exposure ledger)"
+    ledger = SqlExposureLedger.open(url)
+    try:
+        splits = ledger.splits()
+    finally:
+        ledger.engine.dispose()
+    if not splits.of:
+        return None, "by hash of the cluster id (the exposure ledger holds no problem)"
+    return splits, f"by the exposure ledger of {parsed.render_as_string(hide_password=True)}"
+
+
+def _export(store_url: str | None, window: DumpWindow, out: Path, *, options: ExportOptions,
+            arena_db_url: str | None, progress: bool, overwrite: bool) -> None:
+    splits, source = _ledger_splits(arena_db_url)
+    with _open(store_url) as store:
+        try:
+            manifest = export_dump(store, window, out, options=options, splits=splits, progress=progress,
+                                   overwrite=overwrite)
+        except FileExistsError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--out") from exc
+        except EmptyWindow as exc:
+            typer.echo(f"error: {exc}; nothing was written", err=True)
+            raise typer.Exit(1) from exc
+    counts = manifest["stats"]["counts"]
+    typer.echo(f"{window.label}: {manifest['stats']['attempts']} attempts -> {out}\n"
+               f"  splits {orjson.dumps(manifest['splits']).decode()} ({source})\n"
+               f"  labels {orjson.dumps(counts['label']).decode()}")
+
+
 def _open(store_url: str | None) -> TrajectoryStore:
     try:
         return TrajectoryStore.open(_store_url(store_url), migrate=False)
@@ -120,19 +170,20 @@ def export(
         help="File of cluster ids (one per line) that are always held out")] = None,
     split_salt: Annotated[str, typer.Option(
         "--split-salt", help="Salt of the cluster hash; keep it fixed across dumps")] = DEFAULT_SALT,
+    arena_db_url: ArenaDbOption = None,
     filter_config: FilterConfigOption = None,
-    jsonl: Annotated[bool, typer.Option(
-        "--jsonl/--no-jsonl", help="Also write JSONL.gz beside the Parquet")] = True,
-    rows_per_file: Annotated[int, typer.Option("--rows-per-file", min=1, help="Rows per data file")] = 10_000,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out")] = False,
+    jsonl: JsonlOption = True,
+    rows_per_file: RowsPerFileOption = 10_000,
+    overwrite: OverwriteOption = False,
     progress: ProgressOption = True,
     log_format: FixedLogFormatOption = "console",
 ) -> None:
     """Export the attempts of one UTC day (or --since/--until) as a dataset directory.
 
     Writes data/{train,held_out}-*.parquet (+ .jsonl.gz), agents.parquet (code only of agents whose
-    embargo was lifted by the end of the window), manifest.json and a dataset card. The same window
-    over the same data gives the same bytes.
+    embargo was lifted by the end of the window), manifest.json and a dataset card. Splits come from the
+    validator's exposure ledger when it has one (the --held-out-* and --split-salt options then do
+    nothing). The same window over the same data gives the same bytes.
     """
     configure_logging("json" if log_format == "json" else "console")
     window = _window(day, since, until, required=True)
@@ -141,20 +192,40 @@ def export(
         split_rule=SplitRule(held_out_fraction=held_out_fraction, salt=split_salt,
                              held_out_clusters=_held_out(held_out_clusters)),
         filter=_filter_config(filter_config), jsonl=jsonl, rows_per_file=rows_per_file)
-    out = out or _dumps_root() / window.label
-    with _open(store_url) as store:
-        try:
-            manifest = export_dump(store, window, out, options=options, progress=progress,
-                                   overwrite=overwrite)
-        except FileExistsError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--out") from exc
-        except EmptyWindow as exc:
-            typer.echo(f"error: {exc}; nothing was written", err=True)
-            raise typer.Exit(1) from exc
-    counts = manifest["stats"]["counts"]
-    typer.echo(f"{window.label}: {manifest['stats']['attempts']} attempts -> {out}\n"
-               f"  splits {orjson.dumps(manifest['splits']).decode()}\n"
-               f"  labels {orjson.dumps(counts['label']).decode()}")
+    _export(store_url, window, out or _dumps_root() / window.label, options=options,
+            arena_db_url=arena_db_url, progress=progress, overwrite=overwrite)
+
+
+@app.command()
+def corpus(
+    first: Annotated[datetime, typer.Option("--from", formats=["%Y-%m-%d"],
+                                            help="First UTC day (YYYY-MM-DD)")],
+    last: Annotated[datetime, typer.Option("--to", formats=["%Y-%m-%d"], help="Last UTC day, included")],
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the corpus into (must not exist or "
+                                                    "be empty)")],
+    store_url: StoreUrlOption = None,
+    arena_db_url: ArenaDbOption = None,
+    filter_config: FilterConfigOption = None,
+    jsonl: JsonlOption = True,
+    rows_per_file: RowsPerFileOption = 10_000,
+    overwrite: OverwriteOption = False,
+    progress: ProgressOption = True,
+    log_format: FixedLogFormatOption = "console",
+) -> None:
+    """Export the attempts of the UTC days --from to --to as one dataset directory.
+
+    Laid out as a day's dump (the same files, configs and card), so one `datasets.load_dataset(DIR)`
+    reads every day; split by the validator's exposure ledger, no leak cluster is in train on one day
+    and in held_out on another.
+    """
+    configure_logging("json" if log_format == "json" else "console")
+    try:
+        window = DumpWindow.days(first.date(), last.date())
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--from/--to") from exc
+    options = ExportOptions(filter=_filter_config(filter_config), jsonl=jsonl, rows_per_file=rows_per_file)
+    _export(store_url, window, out, options=options, arena_db_url=arena_db_url, progress=progress,
+            overwrite=overwrite)
 
 
 @app.command()
@@ -176,7 +247,7 @@ def days(
         typer.echo("the store holds no attempt")
         return
     for day in found:
-        exported = (root / day.day.isoformat() / "manifest.json").exists()
+        exported = day_dump(root, day.day) is not None
         if as_json:
             typer.echo(orjson.dumps({"day": day.day.isoformat(), "attempts": day.attempts,
                                      "labels": day.labels, "exported": exported}).decode())

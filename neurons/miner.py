@@ -258,7 +258,8 @@ def submit(
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per validator request")] = 60.0,
     recommit: Annotated[bool, typer.Option(
         "--recommit", help="Make a new commitment of the file even though your latest one is it (once the "
-                           "cooldown allows: a validator refused that one as too early)")] = False,
+                           "cooldown allows: a validator refused that one as too early, or it is past "
+                           "its upload window)")] = False,
     log_format: options.LogFormatOption = None,
 ) -> None:
     """Check AGENT statically, ask every validator whether it would accept it, commit its sha256 on chain,
@@ -269,11 +270,14 @@ def submit(
     static analysis with its answer ids, and the copy rule. If one would refuse, nothing is committed and
     your cooldown is untouched; the message says when to retry. The commitment's block starts your 12 h
     cooldown; when your latest commitment already is this file (a retry), it is reused rather than
-    renewed, unless a validator found it inside the cooldown: then `--recommit` makes a new one once the
-    cooldown has passed. Each upload is signed with your hotkey for that validator (`bittensor.http_auth`)
-    and sent to the endpoint it published; a table says what each answered. Exit code 2: static analysis
-    rejected the file; 5: wallet or chain problem (not registered, commitment refused); 6: some validator
-    did not accept the file; 9: a validator's pre-check refused the file, nothing was committed.
+    renewed, unless a validator found it inside the cooldown or past its upload window: then `--recommit`
+    makes a new one once the cooldown has passed. Each upload is signed with your hotkey for that
+    validator (`bittensor.http_auth`) and sent, right after the commitment, to the endpoint it published
+    (a validator accepts an upload only within a few blocks of its commitment, its upload window: your
+    qualifying problems come from the first block after it); a table says what each answered. Exit code
+    2: static analysis rejected the file; 5: wallet or chain problem (not registered, commitment refused);
+    6: some validator did not accept the file; 9: a validator's pre-check refused the file, nothing was
+    committed.
     """
     settings = _chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
                                netuid=netuid, log_format=log_format)

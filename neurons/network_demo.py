@@ -8,12 +8,12 @@ gives its completions no credit, so it ranks below ReAct), the ReAct agent with 
 copycat uploading that miner's file renamed and reformatted (refused as a copy: no race, no weight), a
 cheater whose hard-coded answer the validators' gate refuses, and a table cheater carrying the masked
 answers of every public problem (the sample world's bank and this week's practice suite), which the gate
-cannot see: its qualifying problems are generated from the block after its commitment, so it holds none
-of their answers and fails qualifying.
+cannot see: its qualifying problems are generated from the first block after its commitment's upload
+window, so it holds none of their answers and fails qualifying.
 The demo's clock is a manual one starting at ``start`` (default: now) and moving only by the demo's own
-steps (a block per upload, then a block, then a jump to the next race slot), so the same start gives the
-same calendar; only the gates measure signatures' nonces on the real time, on which miners sign.
-The jump to the race slot makes qualifying, the race (its problems generated from the
+steps (a block per upload, then the upload window and a block, then a jump to the next race slot), so
+the same start gives the same calendar; only the gates measure signatures' nonces on the real time, on
+which miners sign. The jump to the race slot makes qualifying, the race (its problems generated from the
 chain's seed), promotion and weight setting happen in minutes; at the end each validator looks at the
 others (their weights on the chain, their ``/rules``) as ``validator run`` does every tempo. Wiring only;
 the validator's work is ``Validator.tick``.
@@ -187,8 +187,9 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
 
         race_tick = demo_race_tick(start_time, settings.race_rules(),
                                    block=timedelta(seconds=chain.block_seconds()))
-        # Qualifying problems come from the first final block after each commitment: let one pass.
-        clock.advance(timedelta(seconds=chain.block_seconds()))
+        # Qualifying problems come from the first final block after each commitment's upload window.
+        window = settings.race_rules().upload_window_blocks
+        clock.advance(timedelta(seconds=chain.block_seconds()) * (window + 1))
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
         clock.advance(race_tick - clock.now())
         _tick(opened, "the daily race, promotion, weights", chain, console)

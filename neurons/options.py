@@ -29,8 +29,8 @@ WalletHotkeyOption = Annotated[str, typer.Option(*WALLET_HOTKEY_FLAGS, help="Hot
 WalletPathOption = Annotated[Path, typer.Option(*WALLET_PATH_FLAGS, file_okay=False,
                                                help="Wallets directory")]
 ChainOption = Annotated[str | None, typer.Option(
-    "--chain", help="local (the embedded chain under the data root) or a Bittensor network "
-                    "(default $ARENA_CHAIN, local)")]
+    "--chain", help="embedded (a chain in a SQLite file under the data root, for trials; `local` is its "
+                    "former name) or a Bittensor network (default $ARENA_CHAIN, embedded)")]
 LOCAL_SUBTENSOR = "ws://127.0.0.1:9944"
 """What the SDK and btcli call the ``local`` network: a subtensor node on this machine."""
 NetworkOption = Annotated[str | None, typer.Option(
@@ -44,7 +44,7 @@ ChainEndpointOption = Annotated[str | None, typer.Option(
 def chosen_chain(chain: str | None, network: str | None, endpoint: str | None) -> str | None:
     """The chain the flags name (``None``: none given, the settings decide). ``--subtensor.network local``
     is the SDK's local network, a subtensor node at :data:`LOCAL_SUBTENSOR`, never the embedded chain
-    (``--chain local``). ``BadParameter`` when more than one names it."""
+    (``--chain embedded``). ``BadParameter`` when more than one names it."""
     given = [name for name, value in (("--chain", chain), ("--subtensor.network", network),
                                       ("--subtensor.chain_endpoint", endpoint)) if value is not None]
     if len(given) > 1:

@@ -6,7 +6,8 @@ environment > ``.env`` in the working directory > defaults:
 - ``arena`` (demo, world, catalog, tools, lexicon): ``HarnessSettings``; ``arena network-demo`` and
   ``miner test``: ``ArenaSettings`` (harness, store, arena).
 - ``miner submit`` / ``miner validators``: ``ChainSettings`` (harness, chain).
-- ``validator``: ``neurons.validator.ValidatorSettings`` (harness, store, arena, chain, and its own).
+- ``validator``: ``neurons.validator_service.ValidatorSettings`` (harness, store, arena, chain, and its
+  own).
 - ``worker`` and ``dump``: :class:`ResearchSettings` (harness, store), kept here, apart from the
   validator's, so that those commands start without importing the arena and the chain.
 """

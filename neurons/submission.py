@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from shoppingbench.sandbox.runner import AgentFile
-from shoppingbench.submission_check import CheckReport, check_agent
+from shoppingbench.submission_check import CheckReport, check_agent, describe
 
 if TYPE_CHECKING:
     from bittensor import Wallet
@@ -25,14 +25,14 @@ EXIT_CHAIN = 5
 EXIT_NOT_DELIVERED = 6
 """Some validator did not accept the file, or none has published an endpoint yet."""
 EXIT_NOT_COMMITTED = 9
-"""A validator's pre-check refused the file (cooldown, static analysis, copy): nothing was committed."""
+"""A validator's pre-check refused the file (cooldown, static analysis, copy, a latest commitment past its
+upload window): nothing was committed."""
 
 
 def print_findings(console: Console, report: CheckReport) -> None:
     """Static analysis' findings, one a line, with where in the file."""
     for finding in report.findings:
-        where = f"line {finding.line}" if finding.line is not None else "file"
-        console.print(f"  [{finding.category}] {finding.rule} ({where}): {finding.message}", markup=False)
+        console.print(f"  {describe(finding)}", markup=False)
 
 
 def submit_file(console: Console, agent: Path, connect: Callable[[], tuple[Wallet, Chain]], *,
@@ -74,7 +74,8 @@ def submit_file(console: Console, agent: Path, connect: Callable[[], tuple[Walle
                       f"({commitment.time.isoformat()}); your cooldown starts now")
     if not delivery.outcomes:
         console.print("no validator with a permit has published an endpoint yet: run `miner submit` "
-                      "again later (your commitment stands)")
+                      "again once one has (a validator takes the upload only within a few blocks of the "
+                      "commitment; after them `miner submit --recommit` makes a new one)")
         return EXIT_NOT_DELIVERED
     console.print(outcome_table(delivery.outcomes, f"{agent.name} (sha256 {agent_file.sha256[:16]}, block "
                                                    f"{commitment.block})"))

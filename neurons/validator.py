@@ -1,4 +1,6 @@
-"""``validator``: the validator service. Wiring only; the work is in ``arena.validator``.
+"""``validator``: the validator service's commands. Flags only: the settings, wiring and loop are in
+``neurons.validator_service`` and the work in ``arena.validator``, imported when a command runs, so that
+``--help`` answers without loading the chain, the SDK or the models.
 
 ``validator run`` logs the rules fingerprint it runs, ticks the work loop (sync the metagraph, ingest
 uploads, qualifying and race runs, weights each tempo) every ``--tick-seconds`` and serves the public API,
@@ -10,51 +12,18 @@ tempo.
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import orjson
-import structlog
 import typer
-from bittensor import Wallet
-from pydantic import Field
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from arena.chain import AxonInfo, Chain, ChainError, ChainSection, open_chain
-from arena.race import SystemClock
-from arena.rules_fingerprint import RulesFingerprint, validator_rules
-from arena.settings import ArenaSettings
-from arena.stack import ValidatorStack, open_validator_stack
-from arena.suites import ScheduleError
-from arena.suites.generators import open_scheduled_sources
-from arena.validator import (
-    ChainSeeds,
-    first_race_day,
-    open_agent_runner,
-    require_registration,
-    validator_catalog,
-)
-from arena.validator.agreement import AgreementReport
-from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
-from arena.validator.peers import check_peers, peer_table
 from neurons import options
-from shoppingbench.doubles.scripted_inference import scripted_inference
-from shoppingbench.logs import LogFile, configure_logging
 from shoppingbench.problems.held_out import DEFAULT_NAME
-from shoppingbench.problems.models import CATEGORIES
-from shoppingbench.sandbox.runner import InferenceProvider, configured_inference
-from shoppingbench.tools.serving import running_server
 
 app = typer.Typer(help="Run a shopping-arena validator: races, scoring, weights, public API.",
                   no_args_is_help=True)
-log = structlog.get_logger(__name__)
 
 EXIT_DISAGREE = 3
 EXIT_CHAIN = 5
@@ -83,64 +52,6 @@ def parse_schedule(text: str | None) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise typer.BadParameter(f"not JSON: {exc}", param_hint="--generator-schedule") from None
-
-
-class ValidatorSettings(ArenaSettings, ChainSection):
-    """The validator's root: the arena (harness, store) with the chain section, the wallet, the work loop
-    and the public API. Flags > ``ARENA_*`` environment > ``.env`` > defaults."""
-
-    log_format: Literal["console", "json"] = "json"
-    wallet_name: str = Field(default="validator", description="bittensor wallet name")
-    wallet_hotkey: str = Field(default="default", description="hotkey of the wallet")
-    wallet_path: Path = Field(default=Path("~/.bittensor/wallets"), description="wallets directory")
-    tick_seconds: float = Field(default=60.0, gt=0, description="Pause between two ticks of the work loop")
-    api_host: str = Field(default="0.0.0.0", description="Interface the public API listens on")
-    api_port: int = Field(default=8090, ge=0, le=65_535, description="Port of the public API (0: any free)")
-    external_ip: str | None = Field(default=None, description="Address published as this validator's axon "
-                                                               "(unset: not published)")
-
-
-def load_wallet(settings: ValidatorSettings) -> Wallet:
-    """The validator's wallet, its hotkey loaded now so that a missing key file stops the start."""
-    wallet = Wallet(settings.wallet_name, settings.wallet_hotkey, path=str(settings.wallet_path.expanduser()))
-    log.info("validator_wallet", hotkey=wallet.hotkey.ss58_address, network=settings.chain,
-             netuid=settings.netuid)
-    return wallet
-
-
-@contextmanager
-def open_service(settings: ValidatorSettings, wallet: Wallet, *,
-                 inference: InferenceProvider = configured_inference) -> Iterator[ValidatorStack]:
-    """Everything ``validator run`` runs, opened from ``settings`` and closed on exit."""
-    clock = SystemClock()
-    chain = open_chain(settings, clock=clock)
-    require_registration(chain, str(wallet.hotkey.ss58_address))
-    catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
-    log.info("validator_catalog", catalog_dir=str(catalog_dir))
-    with open_scheduled_sources(catalog_dir, settings.schedule(), settings.bank_pins()) as sources, \
-            open_agent_runner(settings, catalog_dir, inference=inference) as run_agent, \
-            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
-                                 run_agent=run_agent) as stack:
-        log.info("validator_rules", fingerprint=stack.rules.fingerprint, version=stack.rules.version,
-                 parts=stack.rules.parts)
-        yield stack
-
-
-def tick_forever(service: ValidatorStack, tick_seconds: float, *, once: bool = False) -> None:
-    """Tick until interrupted; a failed tick is logged and retried on the next one (the work is resumable)."""
-    while True:
-        try:
-            report = service.validator.tick()
-            service.metrics.observe(report)
-            service.peers.tick(report.block)  # agreement with the other validators, once per tempo
-        except Exception:  # one bad tick must not stop the validator; everything it did is recorded
-            service.metrics.failures.inc()
-            log.exception("validator_tick_failed")
-            if once:
-                raise
-        if once:
-            return
-        time.sleep(tick_seconds)
 
 
 @app.callback()
@@ -172,6 +83,15 @@ def run(
                                "for demos without an inference endpoint")] = False,
 ) -> None:
     """Run the validator: work loop plus public API (leaderboard at /, /health, /metrics, /docs)."""
+    # Imported here, as in every command, so that `--help` answers without loading the chain or the SDK.
+    from arena.chain import AxonInfo, ChainError
+    from arena.suites import ScheduleError
+    from neurons.validator_service import ValidatorSettings, load_wallet, log, open_service, tick_forever
+    from shoppingbench.doubles.scripted_inference import scripted_inference
+    from shoppingbench.logs import LogFile, configure_logging
+    from shoppingbench.sandbox.runner import configured_inference
+    from shoppingbench.tools.serving import running_server
+
     overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
                                  "race_epoch": race_epoch.date() if race_epoch else None,
                                  "wallet_name": wallet_name,
@@ -228,6 +148,16 @@ def held_out(
     exported: `worker evaluate` uses the newest version by default. 25 per category is the study's
     75-problem held-out partition. It is generated with the generator the schedule names for today.
     """
+    import sys
+
+    from arena.settings import ArenaSettings
+    from arena.suites import ScheduleError
+    from arena.suites.generators import open_scheduled_sources
+    from arena.validator import validator_catalog
+    from arena.validator.held_out import check_held_out, create_held_out, held_out_dir
+    from shoppingbench.logs import LogFile, configure_logging
+    from shoppingbench.problems.models import CATEGORIES
+
     overrides: dict[str, Any] = {"home": home, "catalog_dir": catalog_dir,
                                  "generator_schedule": parse_schedule(generator_schedule)}
     settings = ArenaSettings(**{k: v for k, v in overrides.items() if v is not None})
@@ -253,36 +183,6 @@ def held_out(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_SCHEDULE) from exc
     typer.echo(f"held-out suite {path} (problems, ShoppingBench JSONL) and {path.with_suffix('.json')}")
-
-
-def settings_rules(settings: ValidatorSettings, chain: Chain) -> RulesFingerprint:
-    """The rules fingerprint ``validator run`` computes and serves for ``settings`` on ``chain``."""
-    catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
-    plan = settings.suite_plan(first_race_day(settings, ChainSeeds(chain).genesis_time()))
-    with open_scheduled_sources(catalog_dir, settings.schedule()) as sources:
-        return validator_rules(settings, plan=plan, sources=sources)
-
-
-def print_peers(console: Console, report: AgreementReport) -> None:
-    """The report as ``validator peers`` prints it: a summary, then one row per other validator."""
-    console.print(f"validator {report.hotkey} at block {report.block}, rules {report.fingerprint[:16]}…",
-                  markup=False)
-    if report.stake_share is None:
-        why = "this validator has no weights on chain yet" if not report.own_weights else \
-            "no other validator has weights on chain"
-        console.print(f"weights: nothing to compare ({why})", markup=False)
-    else:
-        console.print(f"weights: {report.stake_share:.1%} of the compared peers' {report.weighted_by} agree "
-                      f"within {report.tolerance:g}; largest difference {report.max_disagreement:.3f} "
-                      f"({report.max_disagreement_hotkey})", markup=False)
-    console.print(f"rules: {report.other_fingerprints} peer(s) with another fingerprint, "
-                  f"{report.unknown_rules} unknown", markup=False)
-    table = Table(title="other validators")
-    for column in ("hotkey", "uid", "stake", "weights", "rules"):
-        table.add_column(column, overflow="fold")
-    for row in peer_table(report):
-        table.add_row(*(escape(row[column]) for column in ("hotkey", "uid", "stake", "weights", "rules")))
-    console.print(table)
 
 
 @app.command("peers")
@@ -315,6 +215,14 @@ def peers(
     the largest difference, and per peer whether its rules fingerprint matches, which parts differ, or is
     unknown (no axon, no answer). Exit code 3: something disagrees; 5: wallet, catalog or chain problem.
     """
+    from rich.console import Console
+
+    from arena.chain import ChainError, open_chain
+    from arena.suites import ScheduleError
+    from arena.validator.peers import check_peers
+    from neurons.validator_service import ValidatorSettings, load_wallet, print_peers, settings_rules
+    from shoppingbench.logs import configure_logging
+
     overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
                                  "race_epoch": race_epoch.date() if race_epoch else None,
                                  "wallet_name": wallet_name, "wallet_hotkey": wallet_hotkey,

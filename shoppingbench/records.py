@@ -79,6 +79,12 @@ class ProxyCall(BaseModel):
         default=None, description="After a provider error: whether the proxy's own probe failed too (the "
                                   "provider was down: retried attempts are made of these) or was answered "
                                   "(the agent's request broke the provider: its own failure)")
+    queued_ms: float = Field(default=0.0, ge=0, description=(
+        "Inference: how long the call waited for its run's share of the provider before it went or was "
+        "refused"))
+    crowded_out: bool = Field(default=False, description=(
+        "Inference: the proxy refused the call itself because other runs held the provider's capacity "
+        "while it waited (it never reached the provider)"))
     # search
     product_ids: list[str] = Field(default_factory=list,
                                    description="Ids the search/view answer returned, in order")

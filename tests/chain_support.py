@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,7 +17,7 @@ from bittensor import Wallet
 from fastapi import FastAPI
 
 from arena.chain import AxonInfo, Commitment, LocalChain, Metagraph
-from arena.race.clock import Clock
+from arena.race.clock import Clock, ManualClock
 from arena.race.rules import RaceRules
 from arena.storage import open_database
 from arena.submissions import SubmissionGate, submissions_router
@@ -58,6 +59,12 @@ def make_wallet(root: Path, name: str, *, seed: str | None = None) -> Wallet:
     wallet.regenerate_coldkey(seed=keys["coldkey"], use_password=False, suppress=True)
     wallet.regenerate_hotkey(seed=keys["hotkey"], use_password=False, suppress=True)
     return wallet
+
+
+def past_upload_window(clock: ManualClock, chain: LocalChain) -> None:
+    """Let the (default) upload window of the commitments made in the current block pass, and one block
+    more: the first final block after the window, their qualifying seed, then exists."""
+    clock.advance(timedelta(seconds=chain.block_seconds()) * (RaceRules().upload_window_blocks + 1))
 
 
 def register(chain: LocalChain, wallet: Wallet, *, validator_permit: bool = False) -> int:

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from neurons.validator import ValidatorSettings
 from neurons.validator import app as validator_app
+from neurons.validator_service import ValidatorSettings
 from neurons.worker import app as worker_app
 from shoppingbench.proxy.server import Channel
 from shoppingbench.sandbox.backends import DOCKER_PYTHON, DOCKER_SITE_PACKAGES, DockerBackend, SlotSpec

@@ -15,8 +15,9 @@ from arena.chain.models import (
     ValidatorWeights,
     weight_shares,
 )
-from arena.chain.settings import ChainSection, ChainSettings, open_chain
+from arena.chain.settings import EMBEDDED_CHAIN, ChainSection, ChainSettings, open_chain
 from arena.chain.subtensor import SubtensorChain
 
-__all__ = ["AxonInfo", "Chain", "ChainError", "ChainSection", "ChainSettings", "Commitment", "LocalChain",
-           "Metagraph", "Neuron", "SubtensorChain", "ValidatorWeights", "open_chain", "weight_shares"]
+__all__ = ["EMBEDDED_CHAIN", "AxonInfo", "Chain", "ChainError", "ChainSection", "ChainSettings", "Commitment",
+           "LocalChain", "Metagraph", "Neuron", "SubtensorChain", "ValidatorWeights", "open_chain",
+           "weight_shares"]

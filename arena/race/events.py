@@ -83,14 +83,27 @@ class SubmissionRejected(_Event):
 
 
 class CopyOf(BaseModel):
-    """The earlier commitment (of another hotkey) whose code a submission copies."""
+    """The earlier commitment (of another hotkey) whose code a submission copies, or whose behaviour it
+    repeats on the submission's own qualifying problems (``basis`` ``behaviour``)."""
 
     model_config = ConfigDict(frozen=True)
 
     hotkey: str
     code_hash: str
     commitment_block: int = Field(ge=0)
-    similarity: float = Field(ge=0, le=1, description="1.0 when the normalised code is the same")
+    similarity: float = Field(ge=0, le=1, description="1.0 when the normalised code is the same; the "
+                                                      "behaviour similarity for a behaviour copy")
+    basis: Literal["code", "behaviour"] = Field(default="code", description="What the copy was found by; "
+                                                                            "older logs: code")
+    submission_id: str | None = Field(default=None, description="The original's submission, when the "
+                                                                "validator ran it (a behaviour copy)")
+
+    def summary(self) -> str:
+        """The copy as the miner, ``/submissions`` and the site name it: the original and how it was found."""
+        where = f"block {self.commitment_block}, similarity {self.similarity:.2f}"
+        if self.basis == "behaviour":
+            return f"copy of {self.submission_id} (behaviour: {self.hotkey}'s {self.code_hash[:12]}, {where})"
+        return f"copy of {self.hotkey}'s {self.code_hash[:12]} ({where})"
 
 
 class SubmissionCopied(_Event):

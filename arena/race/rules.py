@@ -29,6 +29,9 @@ class RaceRules(BaseModel):
                                 description="Between two submissions of a hotkey")
     security_rejection_cooldown: timedelta = Field(
         default=timedelta(hours=1), description="After a security rejection (an honest mistake, fixed fast)")
+    upload_window_blocks: int = Field(
+        default=10, ge=1, description="Blocks after its commitment's during which a file's upload is "
+                                      "accepted; its qualifying draw is the first final block after them")
     qualify_ratio: float = Field(default=0.95, gt=0, le=1,
                                  description="Share of the reigning winner's score on the challenger's own "
                                              "qualifying problems to clear")
@@ -61,12 +64,24 @@ def chain_order(submission: Submission) -> tuple[bool, int, str, str]:
     return block is None, block or 0, submission.hotkey, submission.submission_id
 
 
+def upload_deadline(commitment_block: int, rules: RaceRules) -> int:
+    """The last block of a commitment's upload window: an upload is accepted while the chain's head is at
+    most this block, and the commitment's qualifying problems come from the first final block after it.
+
+    So the draw does not exist while the file can still be uploaded: a miner who commits, waits for the
+    draw and uploads only when it suits him finds the commitment dead, and one who uploads has started
+    his cooldown. Grinding a draw costs an upload (and a cooldown) per draw.
+    """
+    return commitment_block + rules.upload_window_blocks
+
+
 def first_commitment_block(submissions: Iterable[Submission], hotkey: str, code_hash: str,
                            block: int | None) -> int | None:
     """The block a submission of ``code_hash`` by ``hotkey`` committed at ``block`` counts as committed at:
     the hotkey's first commitment of that file hash among ``submissions`` (the ones recorded before it),
-    else ``block``. Its qualifying problems are drawn from the first final block after this one, so
-    committing the same file again never buys a new draw; a different file hash gets its own."""
+    else ``block``. Its qualifying problems are drawn from the first final block after this one's upload
+    window (:func:`upload_deadline`), so committing the same file again never buys a new draw; a
+    different file hash gets its own."""
     earlier = [s.commitment_block for s in submissions
                if s.hotkey == hotkey and s.code_hash == code_hash and s.commitment_block is not None]
     return min([*earlier, *([] if block is None else [block])], default=None)

@@ -6,11 +6,14 @@ the answers. ``miner submit`` and the network demo's miners both submit through 
 A refusal before the commitment costs nothing: :func:`deliver` returns without committing, and each
 refusal says when to retry. A validator that does not answer the pre-check (down, or an older release
 without the route) cannot refuse: the file is committed as before and that validator judges the upload.
-A commitment a validator finds inside the cooldown stays too early for ever: once the cooldown has
-passed, ``recommit`` makes a new one."""
+The uploads follow the commitment at once, to every validator at the same time: a validator accepts an
+upload only within the commitment's upload window (``RaceRules.upload_window_blocks``), after which the
+commitment's qualifying draw exists. A commitment a validator finds inside the cooldown, or past its
+upload window, can never be uploaded: ``recommit`` makes a new one (once the cooldown has passed)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -23,55 +26,19 @@ from rich.table import Table
 from arena.chain.interface import Chain
 from arena.chain.models import ChainError, Commitment, Neuron
 from arena.race.clock import UtcDatetime
-from arena.submissions.models import SUBMISSIONS_PATH, UploadBody
+from arena.submissions.models import (
+    PRECHECK_PATH,
+    SUBMISSIONS_PATH,
+    PrecheckAnswer,
+    PrecheckRefusal,
+    UploadBody,
+    register_command,
+)
 
 ACCEPTED: Final = ("accepted", "already accepted")
 """The outcomes of a validator that holds the file."""
-PRECHECK_PATH: Final = SUBMISSIONS_PATH + "/precheck"
-
-
-def register_command(netuid: int, wallet_name: str = "WALLET", hotkey_name: str = "HOTKEY") -> str:
-    """What registers a hotkey on a Bittensor subnet, as a sentence naming the btcli command."""
-    return (f"register it with `btcli subnets register --netuid {netuid} --wallet.name {wallet_name} "
-            f"--wallet.hotkey {hotkey_name}`")
-
-
-class PrecheckRefusal(BaseModel):
-    """One reason the validator would refuse the upload: the upload's refusal code and detail, with
-    ``retry_at`` for the cooldown and the findings or original of a rejection."""
-
-    model_config = ConfigDict(frozen=True)
-
-    error: str
-    detail: str
-    retry_at: UtcDatetime | None = None
-    rejection: str | None = None
-    findings: list[dict[str, Any]] = Field(default_factory=list)
-    copy_of: dict[str, Any] | None = None
-
-
-class PrecheckAnswer(BaseModel):
-    """A validator's answer to ``POST /submissions/precheck``: what it would say to the file now.
-
-    ``committed_block`` is set when the hotkey's latest commitment already is this file, and
-    ``commitment_ok`` says whether an upload on that commitment would be accepted (``judged``: its verdict
-    there, when it has one; ``commitment_retry_at``: the cooldown it came too early for).
-    ``new_commitment_ok`` says whether a commitment made now would be outside the cooldown
-    (``new_commitment_from``: when the cooldown ends). ``refusals`` is empty when the file would be
-    accepted on the latest commitment or on a new one."""
-
-    model_config = ConfigDict(frozen=True)
-
-    hotkey: str
-    sha256: str
-    registered: bool
-    committed_block: int | None = None
-    judged: str | None = None
-    commitment_ok: bool = False
-    commitment_retry_at: UtcDatetime | None = None
-    new_commitment_ok: bool = False
-    new_commitment_from: UtcDatetime | None = None
-    refusals: list[PrecheckRefusal] = Field(default_factory=list)
+_UPLOADS_AT_ONCE: Final = 16
+"""Validators uploaded to at the same time: a slow one must not push the others past the upload window."""
 
 
 class PrecheckOutcome(BaseModel):
@@ -200,8 +167,8 @@ def commitment_plan(prechecks: tuple[PrecheckOutcome, ...], latest: Commitment |
                     recommit: bool) -> tuple[Literal["reuse", "commit", "stop"], str]:
     """Whether to reuse the latest commitment, make a new one, or stop before committing (and why), from
     what the validators answered: any refusal stops; a latest commitment of this file is reused unless a
-    validator finds it too early (then ``recommit`` makes a new one once no validator is still inside the
-    cooldown) or ``recommit`` asks for a new one."""
+    validator finds it too early or past its upload window (then ``recommit`` makes a new one once no
+    validator is still inside the cooldown) or ``recommit`` asks for a new one."""
     answers = [p.answer for p in prechecks if p.answer is not None]
     reuse = latest is not None and latest.data == sha256 and not recommit
     if reuse and all(a.commitment_ok for a in answers if a.registered):
@@ -218,8 +185,13 @@ def commitment_plan(prechecks: tuple[PrecheckOutcome, ...], latest: Commitment |
         return "stop", (f"cooldown: {len(waiting)} validator(s) would refuse a commitment made now, inside "
                         f"the cooldown of your previous submission; run {again} at or after {when}")
     if reuse:
-        too_early = _latest_time([a.commitment_retry_at for a in answers if not a.commitment_ok])
         assert latest is not None
+        closed = [a.upload_until_block for a in answers if a.upload_window_closed and a.upload_until_block]
+        if closed:
+            return "stop", (f"upload window: your commitment at block {latest.block} could be uploaded until "
+                            f"block {max(closed)}, and its qualifying draw exists now, so it can never be "
+                            "uploaded; run `miner submit --recommit` (a new commitment, uploaded at once)")
+        too_early = _latest_time([a.commitment_retry_at for a in answers if not a.commitment_ok])
         ended = f" (which ended at {too_early.isoformat()})" if too_early else ""
         return "stop", (f"cooldown: your commitment at block {latest.block} ({latest.time.isoformat()}) came "
                         f"inside the cooldown of your previous submission{ended} and can never be "
@@ -231,7 +203,7 @@ def deliver(chain: Chain, wallet: Wallet, body: UploadBody, sha256: str, *, time
             recommit: bool = False, ask_first: bool = True) -> Delivery:
     """Ask every validator with a permit that published an endpoint whether it would accept ``body``;
     unless one refuses, commit ``sha256`` (once: a retry reuses the latest commitment of the file, unless
-    ``recommit``) and upload ``body`` to each. ``ask_first=False`` commits and uploads without asking
+    ``recommit``) and upload ``body`` to each at once. ``ask_first=False`` commits and uploads without asking
     (what a miner who ignores the pre-check does: the validators' gates still judge the upload). Raises
     :class:`ChainError` when the hotkey is not registered or the chain refuses."""
     hotkey: str = wallet.hotkey.ss58_address
@@ -251,7 +223,9 @@ def deliver(chain: Chain, wallet: Wallet, body: UploadBody, sha256: str, *, time
             commitment, reused = latest, True
         else:
             commitment, reused = chain.commit(wallet, sha256), False
-        outcomes = tuple(upload(client, wallet, validator, body) for validator in validators)
+        # At once, right after the commitment: each validator takes the upload only within its window.
+        with ThreadPoolExecutor(max_workers=max(1, min(_UPLOADS_AT_ONCE, len(validators)))) as pool:
+            outcomes = tuple(pool.map(lambda validator: upload(client, wallet, validator, body), validators))
     return Delivery(commitment=commitment, reused=reused, outcomes=outcomes, prechecks=prechecks)
 
 
@@ -266,6 +240,9 @@ def precheck_table(prechecks: tuple[PrecheckOutcome, ...], title: str) -> Table:
         elif p.answer.refusals:
             verdict = "[red]would refuse[/red]"
             detail = "; ".join(f"{r.error}: {r.detail}" for r in p.answer.refusals)
+        elif p.answer.upload_window_closed:
+            verdict = "[yellow]would accept a new commitment[/yellow]"
+            detail = f"the latest one's upload window ended at block {p.answer.upload_until_block}"
         else:
             verdict, detail = "[green]would accept[/green]", ""
         table.add_row(str(p.uid), p.hotkey, p.url, verdict, detail)

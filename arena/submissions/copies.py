@@ -21,7 +21,8 @@ an original uploaded after its copy (but committed before it) turns the copy's a
 verdict.
 
 Behaviour (:func:`behaviour_similarity`): two submissions' tool-call and outcome traces on the same
-problems, read from the verified proxy log (:func:`trace_of`), compared problem by problem.
+problems, read from the verified proxy log (:func:`trace_of`), compared problem by problem; which
+earlier submissions a challenger is compared with, and the verdict, are in ``arena.submissions.behaviour``.
 """
 
 from __future__ import annotations
@@ -409,22 +410,28 @@ _FEATURES: dict[str, CodeFeatures] = {}
 _FEATURES_KEPT: Final = 4096
 
 
+def file_features(sha256: str, locate: Callable[[str], Path]) -> CodeFeatures | None:
+    """The features of the stored file ``sha256`` (at ``locate(sha256)``), ``None`` when it is gone or no
+    longer parses."""
+    features = _FEATURES.get(sha256)
+    if features is None:
+        try:
+            features = code_features(locate(sha256).read_bytes().decode("utf-8-sig"))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            return None
+        if len(_FEATURES) >= _FEATURES_KEPT:
+            _FEATURES.pop(next(iter(_FEATURES)))
+        _FEATURES[sha256] = features
+    return features
+
+
 def with_features(entry: CodeEntry, locate: Callable[[str], Path]) -> CodeEntry:
-    """``entry`` with the features of its file (at ``locate(sha256)``; a file that is gone or no longer
+    """``entry`` with the features of its file (:func:`file_features`; a file that is gone or no longer
     parses leaves the entry to its fingerprint)."""
     if entry.features is not None:
         return entry
-    features = _FEATURES.get(entry.sha256)
-    if features is None:
-        path = locate(entry.sha256)
-        try:
-            features = code_features(path.read_bytes().decode("utf-8-sig"))
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-            return entry
-        if len(_FEATURES) >= _FEATURES_KEPT:
-            _FEATURES.pop(next(iter(_FEATURES)))
-        _FEATURES[entry.sha256] = features
-    return entry.model_copy(update={"features": features})
+    features = file_features(entry.sha256, locate)
+    return entry if features is None else entry.model_copy(update={"features": features})
 
 
 # Behaviour: what two submissions did on the same problems.

@@ -5,12 +5,14 @@ Order matters, cheap checks before expensive ones: the headers' shape and the no
 hotkey's registration in the cached metagraph, and only then ``bittensor.http_auth.verify`` (receiver,
 the sr25519 signature, and the replay check, the first database write), so unauthenticated and
 unregistered traffic never verifies a signature nor touches the database; then the body, then the
-commitment (hash equal to the hotkey's latest), then the cooldown from that commitment's time, then
-static analysis, then the copy rule (``arena.submissions.copies``): a file whose normalised code is
-another hotkey's earlier commitment's, or a near-copy of it, is refused as a copy (409, naming the
-original) and recorded so; an accepted file later found to copy an original committed before it
-(uploaded after it) is marked a copy then. Only an authentic request from a registered hotkey for its
-current commitment is ever recorded.
+commitment (hash equal to the hotkey's latest), then the cooldown from that commitment's time, then its
+upload window (the chain's head at most ``RaceRules.upload_window_blocks`` past the commitment's block,
+read afresh: the commitment's qualifying draw is the first final block after the window, so no upload is
+accepted once the draw may be known; 409), then static analysis, then the copy rule
+(``arena.submissions.copies``): a file whose normalised code is another hotkey's earlier commitment's,
+or a near-copy of it, is refused as a copy (409, naming the original) and recorded so; an accepted file
+later found to copy an original committed before it (uploaded after it) is marked a copy then. Only an
+authentic request from a registered hotkey for its current commitment is ever recorded.
 
 The clock-skew window is symmetric (``clock_skew_s``, 30 s by default, ``ARENA_SUBMISSION_CLOCK_SKEW_S``):
 a nonce up to that far ahead of the validator's clock or behind it is fresh, measured when the request's
@@ -21,8 +23,8 @@ whose ``clock`` is a demo's manual one is given the real time here, while cooldo
 on ``clock``.
 
 A verdict belongs to one file at one commitment (hotkey, sha256, block), and a repeat of that upload
-gets the same answer again: 200 with the submission once accepted, 422 with the findings once rejected,
-409 with the original once found a copy.
+gets the same answer again, inside its upload window or after it: 200 with the submission once
+accepted, 422 with the findings once rejected, 409 with the original once found a copy.
 Any other file of the hotkey is judged on its own, and the cooldown counts every verdict of the hotkey
 at or before its commitment's block: a second file committed in the same block as an accepted or
 rejected one waits for the cooldown like any later one (429), rather than being answered for it.
@@ -30,6 +32,9 @@ rejected one waits for the cooldown like any later one (429), rather than being 
 Chain reads are cached (``arena.chain.cache``): the metagraph for about one block, a commitment likewise
 but read afresh before any refusal that rests on it, so retries cost no reads and a miner who has just
 committed is judged on the new commitment.
+
+:meth:`SubmissionGate.precheck` answers, with nothing recorded, what these checks would say to a file
+from an authenticated hotkey now (``POST /submissions/precheck``, before the miner commits).
 """
 
 from __future__ import annotations
@@ -49,17 +54,20 @@ from arena.chain.interface import Chain
 from arena.chain.models import Commitment
 from arena.race.clock import Clock, SystemClock
 from arena.race.events import CopyOf
-from arena.race.rules import RaceRules
-from arena.submissions.copies import CodeEntry, verdicts_after_upload
+from arena.race.rules import RaceRules, upload_deadline
+from arena.submissions.copies import CodeEntry, code_features, verdicts_after_upload
 from arena.submissions.models import (
     MAX_BODY_BYTES,
     SUBMISSIONS_PATH,
+    PrecheckAnswer,
+    PrecheckRefusal,
     RefusalCode,
     Submission,
     SubmissionRefused,
     UploadBody,
+    register_command,
 )
-from arena.submissions.rules import in_cooldown
+from arena.submissions.rules import PastVerdict, cooldown_until, in_cooldown
 from arena.submissions.screen import screen_headers
 from arena.submissions.store import FileStore, SqlNonceStore, UploadVerdict, VerdictStore
 from shoppingbench.submission_check import check_agent
@@ -75,7 +83,8 @@ _AUTH_CODES: dict[type[http_auth.AuthError], RefusalCode] = {
     http_auth.BadSignature: RefusalCode.BAD_SIGNATURE,
     http_auth.ReplayedRequest: RefusalCode.REPLAY,
 }
-_ON_COMMITMENT = {RefusalCode.NO_COMMITMENT, RefusalCode.COMMITMENT_MISMATCH, RefusalCode.COOLDOWN}
+_ON_COMMITMENT = {RefusalCode.NO_COMMITMENT, RefusalCode.COMMITMENT_MISMATCH,
+                  RefusalCode.UPLOAD_WINDOW_CLOSED, RefusalCode.COOLDOWN}
 """Refusals a stale commitment could cause: never given on a cached read."""
 
 
@@ -162,7 +171,7 @@ class SubmissionGate:
 
     def _judge(self, hotkey: str, upload: UploadBody, source: bytes, commitment: Commitment | None,
                now: datetime) -> tuple[Submission, bool]:
-        """Checks 9-12 against ``commitment``; records the verdict of a file that reached static analysis."""
+        """Checks 9-13 against ``commitment``; records the verdict of a file that reached static analysis."""
         if commitment is None:
             raise SubmissionRefused(RefusalCode.NO_COMMITMENT,
                                     f"hotkey {hotkey} has no commitment on chain: "
@@ -183,6 +192,9 @@ class SubmissionGate:
                                     f"committed at {commitment.time.isoformat()} (block {commitment.block}), "
                                     f"inside the cooldown of the previous submission: commit again at or "
                                     f"after {until.isoformat()}", retry_at=until.isoformat())
+        late = self._late(commitment, self.chain_reads.chain.block())
+        if late is not None:
+            raise late
 
         submission = Submission(hotkey=hotkey, sha256=upload.sha256, name=upload.name, size_bytes=len(source),
                                 commitment_block=commitment.block, commitment_time=commitment.time,
@@ -201,6 +213,92 @@ class SubmissionGate:
             raise _copied(copy_of)
         log.info("submission_accepted", hotkey=hotkey, sha256=upload.sha256, block=commitment.block)
         return submission, True
+
+    def _late(self, commitment: Commitment, head: int) -> SubmissionRefused | None:
+        """The refusal of an upload on ``commitment`` when the chain's head is past its upload window."""
+        deadline = upload_deadline(commitment.block, self._rules)
+        if head <= deadline:
+            return None
+        return SubmissionRefused(
+            RefusalCode.UPLOAD_WINDOW_CLOSED,
+            f"committed at block {commitment.block}: an upload is accepted until block {deadline} "
+            f"({self._rules.upload_window_blocks} blocks after its commitment) and the chain is at block "
+            f"{head}, so this commitment's qualifying draw may be known and it can never be uploaded: "
+            "commit again and upload at once (`miner submit --recommit`)", upload_until_block=deadline)
+
+    def precheck(self, hotkey: str, upload: UploadBody, source: bytes) -> PrecheckAnswer:
+        """What an upload of ``upload`` from ``hotkey`` (authenticated by the caller) would be answered now,
+        with nothing recorded: registration, then the hotkey's latest commitment when it already is this
+        file (its verdict there, its upload window, the cooldown), the cooldown for a commitment made now,
+        static analysis and the copy rule (as if committed in the next block, or on the latest commitment
+        when that one can be uploaded)."""
+        reads = self.chain_reads
+        if not reads.is_registered(hotkey):
+            netuid = reads.chain.netuid
+            refusal = PrecheckRefusal(error=RefusalCode.UNREGISTERED.value,
+                                      detail=f"hotkey {hotkey} is not registered on subnet {netuid}: "
+                                             f"{register_command(netuid)}")
+            return PrecheckAnswer(hotkey=hotkey, sha256=upload.sha256, registered=False, refusals=[refusal])
+        now = self._clock.now()  # the clock cooldowns are measured on
+        history = self.verdicts.history(hotkey)
+        latest = reads.latest_commitment(hotkey, fresh=True).commitment
+        head = reads.chain.block()
+        new_from = cooldown_until(history, self._rules)
+        answer = PrecheckAnswer(hotkey=hotkey, sha256=upload.sha256, registered=True,
+                                new_commitment_ok=new_from is None or now >= new_from,
+                                new_commitment_from=new_from)
+        if latest is not None and latest.data == upload.sha256:
+            answer = answer.model_copy(update=self._precheck_latest(hotkey, latest, history, head))
+            if answer.judged == "accepted":  # the validator holds it: an upload answers "already accepted"
+                return answer
+        refusals: list[PrecheckRefusal] = []
+        if not answer.commitment_ok and not answer.new_commitment_ok:
+            refusals.append(PrecheckRefusal(
+                error=RefusalCode.COOLDOWN.value, retry_at=new_from,
+                detail=f"inside the cooldown of the previous submission: commit at or after "
+                       f"{new_from.isoformat() if new_from else now.isoformat()}"))
+        block = latest.block if latest is not None and answer.commitment_ok else head + 1
+        refusals.extend(self._precheck_file(hotkey, upload.sha256, source, block))
+        return answer.model_copy(update={"refusals": refusals})
+
+    def _precheck_latest(self, hotkey: str, latest: Commitment, history: Sequence[PastVerdict],
+                         head: int) -> dict[str, object]:
+        """The pre-check's facts about the hotkey's latest commitment, which already is the file."""
+        facts: dict[str, object] = {"committed_block": latest.block,
+                                    "upload_until_block": upload_deadline(latest.block, self._rules)}
+        judged = self.verdicts.judged(hotkey, latest.data, latest.block)
+        if judged is not None:
+            _, verdict = judged
+            facts["judged"] = "copy" if verdict.copy_of is not None else verdict.outcome
+            facts["commitment_ok"] = facts["judged"] == "accepted"
+            return facts
+        too_early = in_cooldown(latest.time, [v for v in history if v.commitment_block <= latest.block],
+                                self._rules)
+        closed = self._late(latest, head) is not None
+        facts |= {"commitment_ok": too_early is None and not closed, "commitment_retry_at": too_early,
+                  "upload_window_closed": closed}
+        return facts
+
+    def _precheck_file(self, hotkey: str, sha256: str, source: bytes, block: int) -> list[PrecheckRefusal]:
+        """What static analysis and the copy rule would say to the file committed at ``block``."""
+        report = check_agent(source, known_product_ids=self._known_product_ids())
+        if not report.ok:
+            return [PrecheckRefusal(error=RefusalCode.STATIC_ANALYSIS.value,
+                                    detail=f"static analysis rejects the file ({report.rejection})",
+                                    rejection=report.rejection,
+                                    findings=[f.model_dump(mode="json") for f in report.findings])]
+        text = source.decode("utf-8-sig")
+        entry = CodeEntry(hotkey=hotkey, sha256=sha256, commitment_block=block,
+                          fingerprint=fingerprint(text), features=code_features(text))
+        stored = [(e, copied) for e, copied in self.verdicts.code_entries() if e.key != entry.key]
+        copy_of = verdicts_after_upload(entry, stored, locate=self.files.path).get(entry.key)
+        if copy_of is None:
+            return []
+        return [PrecheckRefusal(
+            error=RefusalCode.COPY.value, copy_of=copy_of.model_dump(mode="json"),
+            detail=f"the file is a copy (similarity {copy_of.similarity:.2f}) of the file "
+                   f"{copy_of.code_hash} committed by {copy_of.hotkey} at block {copy_of.commitment_block}: "
+                   "it would earn nothing")]
 
     def _judge_copy(self, submission: Submission, entry: CodeEntry) -> CopyOf | None:
         """Record the file as accepted or as a copy (the original it copies is returned), and mark the
@@ -242,7 +340,8 @@ def _rejected(rejection: str, findings: Sequence[Finding]) -> SubmissionRefused:
 
 
 def _copied(original: CopyOf) -> SubmissionRefused:
-    how = ("the same normalised code" if original.similarity == 1.0
+    how = (f"it acts as it on its qualifying problems, behaviour similarity {original.similarity:.2f}"
+           if original.basis == "behaviour" else "the same normalised code" if original.similarity == 1.0
            else f"a near-copy, similarity {original.similarity:.2f}")
     return SubmissionRefused(RefusalCode.COPY, f"the file is a copy ({how}) of the file {original.code_hash} "
                                                f"committed by {original.hotkey} at block "

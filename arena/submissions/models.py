@@ -3,7 +3,8 @@
 The request is signed with ``bittensor.http_auth`` (``btauth/1``): its headers bind the miner's
 hotkey, a nanosecond timestamp nonce, the receiving validator's hotkey, the method, the path and the
 sha256 of the raw body; the body carries the file and its sha256, which must equal the hotkey's latest
-on-chain commitment.
+on-chain commitment, made at most ``RaceRules.upload_window_blocks`` blocks before the chain's head.
+``POST /submissions/precheck`` takes the same signed body and answers a :class:`PrecheckAnswer`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import base64
 import binascii
 import hashlib
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from arena.race.clock import UtcDatetime
 
 SUBMISSIONS_PATH = "/submissions"
+PRECHECK_PATH: Final = SUBMISSIONS_PATH + "/precheck"
 MAX_AGENT_BYTES = 1_000_000
 """The static analysis' own size limit (SPEC 4); the body may hold its base64 plus a little JSON."""
 MAX_BODY_BYTES = MAX_AGENT_BYTES * 4 // 3 + 4_096
@@ -74,6 +76,7 @@ class RefusalCode(StrEnum):
     UNREGISTERED = "unregistered"
     NO_COMMITMENT = "no_commitment"
     COMMITMENT_MISMATCH = "commitment_mismatch"
+    UPLOAD_WINDOW_CLOSED = "upload_window_closed"
     COOLDOWN = "cooldown"
     STATIC_ANALYSIS = "static_analysis"
     COPY = "copy"
@@ -90,6 +93,7 @@ HTTP_STATUS: dict[RefusalCode, int] = {
     RefusalCode.UNREGISTERED: 403,
     RefusalCode.NO_COMMITMENT: 409,
     RefusalCode.COMMITMENT_MISMATCH: 409,
+    RefusalCode.UPLOAD_WINDOW_CLOSED: 409,
     RefusalCode.COOLDOWN: 429,
     RefusalCode.STATIC_ANALYSIS: 422,
     RefusalCode.COPY: 409,
@@ -111,3 +115,50 @@ class SubmissionRefused(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": self.code.value, "detail": self.detail, **self.extra}
+
+
+def register_command(netuid: int, wallet_name: str = "WALLET", hotkey_name: str = "HOTKEY") -> str:
+    """What registers a hotkey on a Bittensor subnet, as a sentence naming the btcli command."""
+    return (f"register it with `btcli subnets register --netuid {netuid} --wallet.name {wallet_name} "
+            f"--wallet.hotkey {hotkey_name}`")
+
+
+class PrecheckRefusal(BaseModel):
+    """One reason the validator would refuse the upload: the upload's refusal code and detail, with
+    ``retry_at`` for the cooldown and the findings or original of a rejection."""
+
+    model_config = ConfigDict(frozen=True)
+
+    error: str
+    detail: str
+    retry_at: UtcDatetime | None = None
+    rejection: str | None = None
+    findings: list[dict[str, Any]] = Field(default_factory=list)
+    copy_of: dict[str, Any] | None = None
+
+
+class PrecheckAnswer(BaseModel):
+    """A validator's answer to ``POST /submissions/precheck``: what it would say to the file now.
+
+    ``committed_block`` is set when the hotkey's latest commitment already is this file, and
+    ``commitment_ok`` says whether an upload on that commitment would be accepted (``judged``: its verdict
+    there, when it has one; ``commitment_retry_at``: the cooldown it came too early for;
+    ``upload_until_block``: the last block of its upload window, ``upload_window_closed`` once the chain
+    is past it). ``new_commitment_ok`` says whether a commitment made now would be outside the cooldown
+    (``new_commitment_from``: when the cooldown ends). ``refusals`` is empty when the file would be
+    accepted on the latest commitment or on a new one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hotkey: str
+    sha256: str
+    registered: bool
+    committed_block: int | None = None
+    judged: str | None = None
+    commitment_ok: bool = False
+    commitment_retry_at: UtcDatetime | None = None
+    upload_until_block: int | None = None
+    upload_window_closed: bool = False
+    new_commitment_ok: bool = False
+    new_commitment_from: UtcDatetime | None = None
+    refusals: list[PrecheckRefusal] = Field(default_factory=list)

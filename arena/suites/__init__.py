@@ -13,10 +13,10 @@ from arena.suites.held_out import HeldOutSuite, compromised, generate_held_out
 from arena.suites.ledger import (
     Exposure,
     ExposureLedger,
-    MemoryExposureLedger,
     SqlExposureLedger,
     exposures,
 )
+from arena.suites.placement import ClusterBook, Placement, Side
 from arena.suites.public import (
     FixedSource,
     PublicSuites,
@@ -34,6 +34,7 @@ from arena.suites.public import (
 from arena.suites.schedule import GeneratorSchedule, GeneratorSpec, ScheduleEntry, ScheduleError
 
 __all__ = [
+    "ClusterBook",
     "Exposure",
     "ExposureLedger",
     "FactsIndex",
@@ -43,12 +44,13 @@ __all__ = [
     "HeldOutSuite",
     "LeakClusters",
     "LeakConfig",
-    "MemoryExposureLedger",
+    "Placement",
     "PublicSuites",
     "RaceSeed",
     "RaceSuite",
     "ScheduleEntry",
     "ScheduleError",
+    "Side",
     "SourceSchedule",
     "SqlExposureLedger",
     "SuiteCache",

@@ -201,18 +201,23 @@ class FactsIndex:
 
     def linked(self, problem: Problem) -> str | None:
         """The smallest id of a known problem whose wording links it with ``problem``, if any."""
+        return next(iter(self.links(problem)), None)
+
+    def links(self, problem: Problem) -> list[str]:
+        """The ids of every known problem whose wording links it with ``problem``, smallest first."""
         if problem.id in self._known:
-            return problem.id
+            return [problem.id]
         mine = request_facts(problem)
         if not mine:
-            return None
+            return []
         constraints = reward_constraints(problem)
         (signature,) = _signatures([mine], self.config)
+        found = []
         for other in sorted(self._lsh.query(signature)):
             theirs, their_constraints = self._known[other]
             if _alike(mine, theirs, constraints == their_constraints, self.config):
-                return str(other)
-        return None
+                found.append(str(other))
+        return found
 
 
 def cluster_problems(problems: Sequence[Problem], config: LeakConfig | None = None) -> LeakClusters:

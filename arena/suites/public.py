@@ -5,9 +5,10 @@ catalog and configuration (SPEC 5).
   after the day's race slot. No race problem exists anywhere before that block, so nothing a miner
   computes or tabulates in advance can hold its answers.
 - A submission's **qualifying problems** are generated from the hash of the first final block after its
-  commitment block, with its hotkey and the generator's key (:func:`qualifying_seed`): they exist only once
-  the file can no longer change, so no agent can carry their answers, and every validator generates the
-  same ones. They are public after the run (the exposure ledger burns their clusters).
+  commitment's upload window (``arena.race.rules.upload_deadline``), with its hotkey and the generator's
+  key (:func:`qualifying_seed`): they exist only once the file can no longer change nor be uploaded, so no
+  agent can carry their answers, and every validator generates the same ones. They are public after the
+  run (the exposure ledger burns their clusters).
 - The **practice suite** of an ISO week is generated from the week's name: public on purpose, so every
   miner can try an agent on it; it decides nothing, and it rotates every Monday.
 - Whatever was public burns its leak clusters: a race problem never has a target of an earlier race suite
@@ -247,8 +248,8 @@ class PublicSuites:
 
     def qualifying_suite(self, hotkey: str, seed: RaceSeed, day: date) -> tuple[Problem, ...]:
         """The qualifying problems of ``hotkey``'s submission, ``seed`` being the first final block after its
-        commitment block and ``day`` that block's date: as many per category as a practice suite, none
-        with a target of the practice suite of ``day``'s week or the week before (tables carry those)."""
+        commitment's upload window and ``day`` that block's date: as many per category as a practice suite,
+        none with a target of the practice suite of ``day``'s week or the week before (tables carry those)."""
         practice = targets_of([*self.practice_suite(day), *self.practice_suite(day - timedelta(days=7))])
         source = self.sources.for_day(day)
         return self._generated(f"qualifying/{hotkey}/{seed.block}", source,
@@ -293,6 +294,10 @@ class PublicSuites:
                 self._wording.add(problems)
                 self._worded[name] = tuple(p.id for p in problems)
         return frozenset().union(*(targets_of(problems) for problems in public.values()))
+
+    def generated_races(self) -> list[RaceSuite]:
+        """The race suites generated so far, by day (every day up to the latest one asked for)."""
+        return [self._races[day] for day in sorted(self._races)]
 
     def known_targets(self) -> frozenset[str]:
         """Every target product of a suite generated so far: the answers the upload gate looks for."""

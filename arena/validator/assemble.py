@@ -22,6 +22,7 @@ from arena.storage import open_database
 from arena.submissions.store import FileStore
 from arena.suites import SqlExposureLedger
 from arena.suites.public import PublicSuites, SourceSchedule, SuiteCache
+from arena.validator.daily_dumps import DailyDumps
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
@@ -133,13 +134,19 @@ from ``chain``'s race seeds."""
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
                     validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config(),
                     infra_retries=settings.infra_retries, judge_concurrency=settings.judge_concurrency)
-    return Validator(chain=chain, wallet=wallet, race=race, ledger=SqlExposureLedger(arena_db),
+    ledger = SqlExposureLedger(arena_db, settings.leak_config(), settings.dump_split_rule())
+    # Only an operator who names the dumps folder has the validator export: the default folder is for
+    # `dump export` by hand.
+    dumps = (DailyDumps(store=store, splits=ledger.splits, root=settings.dumps_dir.expanduser())
+             if settings.dumps_dir is not None else None)
+    return Validator(chain=chain, wallet=wallet, race=race, ledger=ledger,
                      arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, suites=suites,
                      seed_after=seeds.after_block,
                      config=ValidatorConfig(
                          weight_rules=settings.weight_rules(),
                          race_retry_deadline=timedelta(hours=settings.race_retry_deadline_hours),
-                         concurrent_runs=settings.concurrent_runs))
+                         concurrent_runs=settings.concurrent_runs),
+                     dumps=dumps)
 
 
 def require_registration(chain: Chain, hotkey: str) -> None:

@@ -1,6 +1,7 @@
 """A validator's held-out suites for research: the next version, generated from its private seed away from
-every product its public suites burnt, and the check that says which problems of the latest version a
-public suite has caught since (SPEC 5)."""
+every product of a problem its exposure ledger holds as public, its clusters then held out in the ledger;
+and the check that says which problems of the latest version a public problem has caught since (SPEC 5).
+The ledger, not the suite cache, says what was public: the cache can be deleted and regenerated."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from pathlib import Path
 import structlog
 
 from arena.settings import ArenaSettings
-from arena.storage import open_database
-from arena.suites import HeldOutSuite, SuiteCache, SuiteSource, compromised, generate_held_out, targets_of
+from arena.suites import HeldOutSuite, SuiteSource, compromised, generate_held_out, targets_of
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.problems.models import Category, Problem
 
@@ -41,12 +41,12 @@ def private_seed(settings: ArenaSettings) -> str:
 
 
 def public_problems(settings: ArenaSettings) -> list[Problem]:
-    """Every problem of a suite this validator generated (qualifying and race suites are public)."""
-    engine = open_database(settings.arena_database_url())
+    """Every problem the exposure ledger holds as public (qualifying, race and practice suites)."""
+    ledger = settings.exposure_ledger()
     try:
-        return list(SuiteCache(engine).problems())
+        return ledger.public_problems()
     finally:
-        engine.dispose()
+        ledger.engine.dispose()
 
 
 def create_held_out(settings: ArenaSettings, generator: SuiteSource, *, name: str,
@@ -55,11 +55,17 @@ def create_held_out(settings: ArenaSettings, generator: SuiteSource, *, name: st
     directory = held_out_dir(settings)
     latest = latest_held_out(directory, name)
     version = HeldOutSuite.load(latest).version + 1 if latest is not None else 1
-    suite = generate_held_out(generator, name=name, version=version, private_seed=private_seed(settings),
-                              per_category=per_category, burnt=targets_of(public_problems(settings)),
-                              source_key=generator.key, at=at,
-                              leak_config=settings.leak_config())
-    path = suite.save(directory)
+    directory.mkdir(parents=True, exist_ok=True)  # under ARENA_HOME, where the ledger's database lives
+    ledger = settings.exposure_ledger()
+    try:
+        suite = generate_held_out(generator, name=name, version=version, private_seed=private_seed(settings),
+                                  per_category=per_category, burnt=targets_of(ledger.public_problems()),
+                                  source_key=generator.key, at=at, leak_config=settings.leak_config())
+        # Saved with the ledger's cluster ids: the ones the dumps split by.
+        clusters = ledger.hold_out(suite.problems, f"held-out/{name}/{version}", at)
+    finally:
+        ledger.engine.dispose()
+    path = suite.model_copy(update={"leak_clusters": clusters}).save(directory)
     log.info("held_out_created", name=name, version=version, problems=len(suite.problems), path=str(path))
     return path
 

@@ -183,7 +183,6 @@ class SuiteRun:
                  resumed=len(suite) - len(missing),
                  retried=sum(stored[p.id] is not None for p in missing))
         progress = self._stored_progress(stored, {p.id for p in missing})
-        self._judge_again_if_failed(progress)
 
         def keep(record: AttemptRecord, verdict: JudgeVerdict) -> None:
             self._store_verdict(record, verdict)
@@ -205,6 +204,7 @@ class SuiteRun:
             carry_run_steering(progress.records.values())
             for record in progress.records.values():
                 recorder.relabel(record)
+            self._judge_again_if_failed(progress)  # stored records too: judged only once steering is known
             with ConcurrentJudging(self.judge, keep, self.judge_concurrency) as judging:
                 for problem_id, record in progress.records.items():
                     if not record.infra_failed and problem_id not in progress.verdicts:

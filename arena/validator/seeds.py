@@ -2,8 +2,9 @@
 
 A race's seed is the hash of the first final block at or after the race slot, not of the block at which
 this validator happens to start the race, so a late or restarted validator generates the same hidden suite.
-A submission's qualifying seed is the hash of the first final block after its commitment block: it does
-not exist while the file can still change. There is no fallback: a seed the chain cannot give yet is asked
+A submission's qualifying seed is the hash of the first final block after its commitment's upload window
+(:func:`arena.race.rules.upload_deadline`): it does not exist while the file can still change or still be
+uploaded, so nobody uploads knowing his draw. There is no fallback: a seed the chain cannot give yet is asked
 for again on a later tick, never made up locally.
 """
 
@@ -92,8 +93,8 @@ class ChainSeeds:
         return seed
 
     def after_block(self, block: int) -> RaceSeed | None:
-        """The first final block after ``block`` (a commitment's) with its hash, or ``None`` while that
-        block is not final yet (ask again on a later tick)."""
+        """The first final block after ``block`` (the end of a commitment's upload window) with its hash,
+        or ``None`` while that block is not final yet (ask again on a later tick)."""
         if block in self._after:
             return self._after[block]
         finalized = self.chain.finalized_block()

@@ -23,13 +23,16 @@ from sqlalchemy import Engine
 from arena.chain import Chain, ChainError, Metagraph
 from arena.judge import FinalScore, final_score
 from arena.race import RaceEngine
-from arena.race.events import QualifyingFinished, RaceStarted
+from arena.race.events import CopyOf, QualifyingFinished, RaceStarted
+from arena.race.rules import qualifying_threshold, upload_deadline
 from arena.race.state import RunningRace, Submission
 from arena.rules_fingerprint import RULES_VERSION
 from arena.submissions.store import FileStore
-from arena.suites import ExposureLedger, exposures
-from arena.suites.public import PublicSuites, RaceSeed, RaceSuite
+from arena.suites import ExposureLedger
+from arena.suites.public import PublicSuites, RaceSeed, RaceSuite, practice_week
+from arena.validator.behaviour import BehaviourCheck, record_copy
 from arena.validator.concurrent import Pending, RunPool
+from arena.validator.daily_dumps import DailyDumps
 from arena.validator.epochs import WeightsEpochs
 from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdicts
 from arena.validator.runs import (
@@ -45,6 +48,9 @@ from shoppingbench.sandbox.runner import AgentFile
 from trajectories.store import RunKind
 
 log = structlog.get_logger(__name__)
+
+_QualifyingRuns = tuple[Pending[FinalScore], Pending[FinalScore] | None, Sequence[Problem]]
+"""A challenger's qualifying run, the reigning winner's on the same problems (none without one), and them."""
 
 
 class ValidatorConfig(BaseModel):
@@ -69,6 +75,9 @@ class TickReport(BaseModel):
     race_started: str | None = None
     race_results: list[str] = []
     weights_set_at: int | None = None
+    copies: list[str] = []
+    """Challengers whose qualifying run would have qualified them, refused as copies by behaviour."""
+    dumps_exported: list[str] = []
 
 
 @dataclass
@@ -84,8 +93,11 @@ class Validator:
     runs: SuiteRun
     suites: PublicSuites
     seed_after: Callable[[int], RaceSeed | None]
-    """The first final block after a commitment block (``ChainSeeds.after_block``): qualifying seeds."""
+    """The first final block after a given block (``ChainSeeds.after_block``): qualifying seeds, asked
+    for the last block of a commitment's upload window."""
     config: ValidatorConfig
+    dumps: DailyDumps | None = None
+    """Writes each finished day's dump (``ARENA_DUMPS_DIR`` set), else nothing is exported."""
     metagraph: Metagraph | None = field(default=None, init=False)
     last_weights: WeightVector | None = field(default=None, init=False)
 
@@ -93,6 +105,7 @@ class Validator:
         self._fed_at = fed_submissions(self.race.store.load())
         self._weights_epochs = WeightsEpochs(self.arena_db, self.hotkey, self.chain.netuid)
         self._weights_epoch = self._weights_epochs.last()
+        self._behaviour = BehaviourCheck(self.files, self.runs)
 
     @property
     def hotkey(self) -> str:
@@ -105,22 +118,27 @@ class Validator:
         report.ingested = ingest_uploads(upload_verdicts(self.arena_db), self.race, self._fed_at)
         for submission, outcome in self._qualify_pending():
             report.qualifying_runs += 1
-            if outcome.qualified:
+            if isinstance(outcome, CopyOf):
+                report.copies.append(submission.submission_id)
+            elif outcome.qualified:
                 report.qualified.append(submission.submission_id)
         self.race.settle()
         report.race_started = self._start_race_if_due()
         running = self.race.state.running
         if running is not None:
-            self._expose_race(running.race_id, running.suite_ids)
-            report.race_results = self._race_runs(running)
+            suite = self._running_suite()
+            self._expose_race(running.race_id, suite)
+            report.race_results = self._race_runs(running, suite)
         report.weights_set_at = self._set_weights_each_tempo(self.metagraph)
+        if self.dumps is not None:
+            report.dumps_exported = [day.isoformat() for day in self.dumps.export_finished(
+                self.race.clock.now(), self.race.state.running)]
         log.info("validator_tick", **report.model_dump())
         return report
 
-    def _race_runs(self, running: RunningRace) -> list[str]:
+    def _race_runs(self, running: RunningRace, suite: Sequence[Problem]) -> list[str]:
         """Run and record each entrant still owing a result; an entrant whose run owes retries waits for a
         later tick until the race's retry deadline, after which it records what it has, loudly."""
-        suite = self._running_suite()
         deadline = running.started_at + self.config.race_retry_deadline
         final = self.race.clock.now() >= deadline
         recorded: list[str] = []
@@ -157,25 +175,28 @@ class Validator:
         return True
 
     def known_answers(self) -> frozenset[str]:
-        """The target products of this week's practice suite and of every suite generated so far: what
-        the upload gate refuses to find written in a file."""
-        self.practice_suite()
-        return self.suites.known_targets()
+        """The target products of every problem the exposure ledger holds as public, this week's practice
+        suite's included: what the upload gate refuses to find written in a file."""
+        practice = self.practice_suite()
+        self.ledger.expose(practice, "practice", practice_week(self.race.clock.now().date()),
+                           self.race.clock.now())
+        return self.ledger.known_targets()
 
     def practice_suite(self) -> tuple[Problem, ...]:
         """This week's public practice suite (it decides nothing: miners try their agents on it)."""
         return self.suites.practice_suite(self.race.clock.now().date())
 
     def qualifying_suite(self, submission: Submission) -> tuple[Problem, ...] | None:
-        """``submission``'s qualifying problems, from the first final block after its commitment block;
-        ``None`` while that block is not final (or for a submission of a log without its commitment
-        block, which waits until a newer submission of its hotkey supersedes it)."""
+        """``submission``'s qualifying problems, from the first final block after its commitment's upload
+        window (:func:`~arena.race.rules.upload_deadline`); ``None`` while that block is not final (or for
+        a submission of a log without its commitment block, which waits until a newer submission of its
+        hotkey supersedes it)."""
         if submission.commitment_block is None:
             log.warning("qualifying_seed_unknown", submission_id=submission.submission_id,
                         reason="no commitment block recorded")
             return None
         try:
-            seed = self.seed_after(submission.commitment_block)
+            seed = self.seed_after(upload_deadline(submission.commitment_block, self.race.rules))
             if seed is None:
                 return None
             day = self.chain.block_time(seed.block).date()
@@ -184,7 +205,7 @@ class Validator:
             return None
         return self.suites.qualifying_suite(submission.hotkey, seed, day)
 
-    def _qualify_pending(self) -> list[tuple[Submission, QualifyingFinished]]:
+    def _qualify_pending(self) -> list[tuple[Submission, QualifyingFinished | CopyOf]]:
         """Qualify every pending submission whose problems' seed is final, computing up to
         ``concurrent_runs`` runs at once and recording each outcome in the pending order."""
         with RunPool(self.config.concurrent_runs) as pool:
@@ -194,12 +215,11 @@ class Validator:
                         if (outcome := self._record_qualifying(submission, *runs)) is not None]
         return recorded
 
-    def _qualifying_runs(self, pool: RunPool, submission: Submission
-                         ) -> tuple[Pending[FinalScore], Pending[FinalScore] | None] | None:
-        """Ask for ``submission``'s run on its qualifying problems and, while a winner reigns, the winner's
-        on the same problems (the threshold compares like with like), after the challenger's, never beside
-        it (neither takes the inference provider or the sandboxes from the other); ``None`` while the
-        problems' seed is not final.
+    def _qualifying_runs(self, pool: RunPool, submission: Submission) -> _QualifyingRuns | None:
+        """Ask for ``submission``'s run on its qualifying problems (returned with them) and, while a winner
+        reigns, the winner's on the same problems (the threshold compares like with like), after the
+        challenger's, never beside it (neither takes the inference provider or the sandboxes from the
+        other); ``None`` while the problems' seed is not final.
 
         The winner's attempts are stored under a run named by its code, not by the suite, so each
         (winner code, problem) runs once however many challengers, restarts or reigns meet it.
@@ -209,28 +229,36 @@ class Validator:
             return None
         sid = submission.submission_id
         ids = [p.id for p in suite]
-        self.ledger.record(exposures(ids, "qualifying", sid, self.race.clock.now()))
+        self.ledger.expose(suite, "qualifying", sid, self.race.clock.now())
         name = qualifying_suite_name(sid)
         challenger = self._submit(pool, submission, "qualifying", run_id_for("qualifying", sid, ids), name,
                                   suite)
         reign = self.race.state.reign
         if reign is None:
-            return challenger, None
+            return challenger, None, suite
         winner = self.race.state.submissions[reign.submission_id]
         return challenger, self._submit(pool, winner, "qualifying", defender_run_id(winner.code_hash), name,
-                                        suite, after=challenger)
+                                        suite, after=challenger), suite
 
     def _record_qualifying(self, submission: Submission, challenger: Pending[FinalScore],
-                           defender: Pending[FinalScore] | None) -> QualifyingFinished | None:
-        """Record the outcome once both runs are scored; ``None`` while either owes retries."""
+                           defender: Pending[FinalScore] | None,
+                           suite: Sequence[Problem]) -> QualifyingFinished | CopyOf | None:
+        """Record the outcome once both runs are scored; ``None`` while either owes retries. A challenger
+        that would qualify is first compared in behaviour with the earlier submissions closest to it in
+        code, re-run on ``suite`` (``arena.validator.behaviour``): one it acts as is refused as its copy."""
         sid = submission.submission_id
         try:
             score = challenger.result()
             winner_score = defender.result().score if defender is not None else None
+            copy_of = (self._behaviour.copy_of(self.race, submission, suite)
+                       if score.score >= qualifying_threshold(winner_score, self.race.rules) else None)
         except RetriesPending as exc:  # the provider or the judge failed: a later tick retries
             log.warning("qualifying_waiting_for_retries", submission_id=sid, run_id=exc.run_id,
                         problems=list(exc.problem_ids), judge=exc.judge)
             return None
+        if copy_of is not None:
+            record_copy(self.arena_db, self.race, submission, copy_of)
+            return copy_of
         return self.race.record_qualifying(sid, score.score, winner_score=winner_score)
 
     def _running_suite(self) -> tuple[Problem, ...]:
@@ -282,14 +310,17 @@ class Validator:
             return None
         log.info("race_suite_generated", race_id=started.race_id, seed=drawn.seed.hash,
                  seed_block=drawn.seed.block, generator=drawn.generator, problems=len(drawn.problems))
-        self._expose_race(started.race_id, started.suite_ids)
+        # Earlier days' suites (regenerated by a validator that joined late) were raced by others: public.
+        for earlier in self.suites.generated_races():
+            if earlier.day < drawn.day:
+                self.ledger.expose(earlier.problems, "race", f"race/{earlier.day.isoformat()}",
+                                   self.race.clock.now())
+        self._expose_race(started.race_id, drawn.problems)
         return started.race_id
 
-    def _expose_race(self, race_id: str, suite_ids: Sequence[str]) -> None:
+    def _expose_race(self, race_id: str, suite: Sequence[Problem]) -> None:
         # Also on resume: a crash between the race's start and this write must not leave its clusters unburnt.
-        missing = set(suite_ids) - self.ledger.exposed_ids()
-        if missing:
-            self.ledger.record(exposures(sorted(missing), "race", race_id, self.race.clock.now()))
+        self.ledger.expose(suite, "race", race_id, self.race.clock.now())
 
     def _submit(self, pool: RunPool, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
                 suite: Sequence[Problem], *, final: bool = False,

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from shoppingbench.proxy.inference import CROWDED_OUT
 from shoppingbench.records import AttemptRecord, ProxyCall
 from shoppingbench.scoring.answer import as_steps, tool_calls
 
@@ -69,7 +68,7 @@ def answered_beside(failed: ProxyCall, proxy_log: list[ProxyCall]) -> bool:
 def crowded_out(call: ProxyCall) -> bool:
     """The proxy kept ``call`` from the provider because other runs held its capacity (the proxy's own
     confirmed timeout: it never reached the provider)."""
-    return call.provider_down is True and (call.error or "").startswith(CROWDED_OUT)
+    return call.crowded_out
 
 
 def rule_outage(record: AttemptRecord) -> OutageRuling:

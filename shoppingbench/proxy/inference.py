@@ -283,6 +283,7 @@ class InferenceForwarder:
         allowance = self.ledger.others_allowance(attempt, self.config.share_wait_s)
         waited = await self._share.acquire(admitted.held, self.config.share_wait_s, allowance)
         self.ledger.waited_on_others(attempt, waited.others_s)
+        fields["queued_ms"] = round(waited.waited_s * 1000, 3)
         if isinstance(waited, Granted):
             return waited
         self.ledger.cancel(attempt, admitted)
@@ -295,7 +296,8 @@ class InferenceForwarder:
                     others_s=round(waited.others_s, 3))
         message = (f"{CROWDED_OUT}: other runs held the inference provider's capacity while this attempt "
                    f"waited {attempt.waited_on_others_s:.1f} s for it")
-        return _error(503, message, {**fields, "provider_error": "timeout", "provider_down": True})
+        return _error(503, message, {**fields, "provider_error": "timeout", "provider_down": True,
+                                     "crowded_out": True})
 
     async def _forward(self, body: dict[str, Any], model: str, fields: dict[str, Any],
                        admitted: Reservation) -> InferenceOutcome:

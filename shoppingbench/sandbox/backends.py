@@ -6,8 +6,9 @@ process is isolated and how the proxy is reached:
 - ``namespace``: bubblewrap with new PID, network, IPC and UTS namespaces, a read-only view of the
   interpreter's installation at ``/opt/sandbox/python``, the venv's site-packages at
   ``/opt/sandbox/lib``, copies of the bootstrap and SDK made in the run's workspace (as for docker) and
-  the agent file, a private size-limited /tmp, and the proxy's Unix socket bind-mounted in (relayed to
-  ``127.0.0.1:PORT`` by the bootstrap). The bootstrap, the SDK and the agent file are not bind-mounted:
+  the agent file, a private size-limited /tmp, and a path-only descriptor of the proxy's Unix socket
+  (relayed to ``127.0.0.1:PORT`` by the bootstrap, which connects through ``/proc/self/fd``). The
+  bootstrap, the SDK and the agent file are not bind-mounted:
   bubblewrap copies each file's bytes from a descriptor into a read-only file of its own (``--ro-bind-data``),
   so no mount source names the run's workspace. Every mount lands at a neutral path, so the command line, the
   mount table's mount points, ``sys.path``, ``sys.executable`` and every ``__file__`` name no host
@@ -246,9 +247,11 @@ class NamespaceBackend:
         with self._fds_lock:
             return self._fds.pop((spec.run_id, spec.index), ())
 
-    def _open_data(self, spec: SlotSpec, files: list[tuple[Path, str]]) -> list[str]:
+    def _open_data(self, spec: SlotSpec, files: list[tuple[Path, str]],
+                   socket: Path | None) -> tuple[list[str], int | None]:
         """``--ro-bind-data`` arguments giving the sandbox ``files`` (world-readable, read-only), each from
-        a descriptor opened now and kept for :meth:`inherited_fds`."""
+        a descriptor opened now and kept for :meth:`inherited_fds`, and a path-only descriptor of the
+        proxy's ``socket`` (if any) that the sandbox inherits."""
         fds: list[int] = []
         argv: list[str] = []
         try:
@@ -256,15 +259,18 @@ class NamespaceBackend:
                 fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
                 fds.append(fd)
                 argv += ["--perms", "0444", "--ro-bind-data", str(fd), target]
+            socket_fd = None if socket is None else os.open(socket, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             for fd in fds:
                 os.close(fd)
             raise
+        if socket_fd is not None:
+            fds.append(socket_fd)
         with self._fds_lock:
             for fd in self._fds.pop((spec.run_id, spec.index), ()):  # a command never launched
                 os.close(fd)
             self._fds[(spec.run_id, spec.index)] = tuple(fds)
-        return argv
+        return argv, socket_fd
 
     def check(self) -> None:
         if shutil.which(self.bwrap) is None:
@@ -292,19 +298,20 @@ class NamespaceBackend:
         argv += ["--ro-bind", "/usr", "/usr"]
         # The mount table's fourth field (mountinfo's root) names each bind mount's source: our code and
         # the agent file come in as bytes (copies in the run's workspace, not the repository's files).
-        mounts = list(python_mounts)
-        if spec.channel.unix_path is not None:
-            mounts.append((str(spec.channel.unix_path), PROXY_SOCKET))
+        # The proxy's socket is not mounted either (its mount would name the host's socket directory): the
+        # bootstrap, pid 1 and not dumpable, inherits a path-only descriptor of it and connects through
+        # /proc/self/fd; the agents it forks keep no descriptor but their answer pipe.
         data = _data_files(spec, _staged_code(spec.workspace))
         argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
                  "--tmpfs", "/tmp"]
-        argv += _parent_dirs([target for _, target in [*mounts, *data]])
-        for source, target in mounts:
+        argv += _parent_dirs([target for _, target in [*python_mounts, *data]])
+        for source, target in python_mounts:
             argv += ["--ro-bind", source, target]
-        argv += self._open_data(spec, data)
-        argv += ["--chdir", "/tmp"]
+        data_argv, socket_fd = self._open_data(spec, data, spec.channel.unix_path)
+        argv += [*data_argv, "--chdir", "/tmp"]
         config = bootstrap_config(spec, agent_path=AGENT_PATH, python_paths=[SDK_ROOT, *site_packages],
-                                  proxy_socket=PROXY_SOCKET, isolated=True, with_nproc=self.as_root)
+                                  proxy_socket=None if socket_fd is None else f"/proc/self/fd/{socket_fd}",
+                                  isolated=True, with_nproc=self.as_root)
         python = [interpreter, "-I", "-S", "-B", f"{BOOT_DIR}/bootstrap.py", config]
         if self.as_root:
             # A uid of its own per slot: RLIMIT_NPROC is not enforced for root, and slots cannot signal or

@@ -1,6 +1,7 @@
 """Inside the sandbox: relay ``127.0.0.1:PORT`` to the proxy's Unix socket (stdlib only).
 
-The sandbox has no network but its own loopback; the proxy's socket is bind-mounted in. Agents keep
+The sandbox has no network but its own loopback; the proxy's socket is bind-mounted in (docker) or
+reached through an inherited descriptor's ``/proc/self/fd`` path (namespace). Agents keep
 using an ordinary ``http://127.0.0.1:PORT`` URL (``SANDBOX_PROXY_URL``), and every byte they send
 still reaches the host only through this slot's socket, which is how the proxy attributes it.
 

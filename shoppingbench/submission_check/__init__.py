@@ -7,6 +7,6 @@ documented in ``docs/agents.md``.
 
 from shoppingbench.submission_check.check import MAX_AGENT_BYTES, check_agent
 from shoppingbench.submission_check.models import Category, CheckReport, Finding
-from shoppingbench.submission_check.rules import RULES
+from shoppingbench.submission_check.rules import RULES, describe
 
-__all__ = ["MAX_AGENT_BYTES", "RULES", "Category", "CheckReport", "Finding", "check_agent"]
+__all__ = ["MAX_AGENT_BYTES", "RULES", "Category", "CheckReport", "Finding", "check_agent", "describe"]

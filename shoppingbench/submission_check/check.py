@@ -76,7 +76,8 @@ def _parse(text: str) -> tuple[ast.Module | None, list[Finding]]:
         return ast.parse(text, filename="agent.py"), []
     except _PARSE_FAILURES as exc:
         if isinstance(exc, SyntaxError):
-            return None, [finding("syntax", exc.lineno, f"cannot be parsed: {exc.msg}")]
+            where = f" at line {exc.lineno}" if exc.lineno else ""
+            return None, [finding("syntax", exc.lineno, f"syntax error{where}: {exc.msg}")]
         return None, [finding("syntax", None, f"cannot be parsed: {type(exc).__name__} (too large or deep)")]
 
 

@@ -37,6 +37,19 @@ def finding(rule: str, line: int | None, message: str) -> Finding:
     return Finding(rule=rule, line=line, category=category, message=message)
 
 
+SELF_DESCRIBING: Final = frozenset({"syntax"})
+"""Rules whose message says what is wrong and where (``syntax error at line 3: expected ':'``)."""
+
+
+def describe(found: Finding) -> str:
+    """A finding as one line for the author of the file: ``[category] rule (line N): message``, or the
+    message alone when it says everything (a syntax error, with its line)."""
+    if found.rule in SELF_DESCRIBING:
+        return found.message
+    where = f"line {found.line}" if found.line is not None else "file"
+    return f"[{found.category}] {found.rule} ({where}): {found.message}"
+
+
 PROHIBITED_MODULES: Final[dict[str, str]] = {
     **dict.fromkeys(("subprocess", "multiprocessing", "pty", "pexpect", "sh", "plumbum", "_posixsubprocess",
                      "posix", "nt", "_winapi", "concurrent.futures.process"), "process"),

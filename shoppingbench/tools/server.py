@@ -23,6 +23,7 @@ from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.catalog.models import SERVICES, Product
@@ -79,7 +80,8 @@ class Health(BaseModel):
 
 def create_app(engine: SearchEngine, *, title: str = "ShoppingBench tools") -> FastAPI:
     """The tool server's ASGI app over ``engine`` (which must be safe for concurrent reads)."""
-    app = FastAPI(title=title, description=_API_DESCRIPTION)
+    # FastAPIOffline: FastAPI with /docs and /redoc served from the package, not a CDN.
+    app = FastAPIOffline(title=title, description=_API_DESCRIPTION)
     app.exception_handler(RequestValidationError)(_validation_error_response)
 
     def answer(location: str, tool: Callable[[], _T]) -> _T:

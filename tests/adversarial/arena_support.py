@@ -1,13 +1,14 @@
 """One validator on the embedded chain for the adversarial suite's qualifying attacks (not a test module):
 real wallets, a manual clock, the bubblewrap sandbox behind the verified proxy (the scripted shopping
-policy as the agents' LLM), the offline judge, SQLite databases and the gate's stored verdicts."""
+policy as the agents' LLM), the offline judge, SQLite databases and the gate's stored verdicts, or the
+real upload gate over them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bittensor import Wallet
@@ -15,6 +16,7 @@ from bittensor import Wallet
 from arena.chain import LocalChain
 from arena.race import ManualClock
 from arena.settings import ArenaSettings
+from arena.submissions import SubmissionGate
 from arena.suites.public import FixedSource
 from arena.validator import Validator, open_validator
 from arena.validator.runs import RunAgent
@@ -23,7 +25,7 @@ from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES, Problem
 from shoppingbench.sample_world import SampleWorld
 from tests.arena.validator.test_validator import accept_upload
-from tests.chain_support import make_wallet, register
+from tests.chain_support import make_wallet, past_upload_window, register
 from trajectories.store import TrajectoryStore
 
 START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race slot is 16:00
@@ -45,6 +47,16 @@ class OneValidator:
 
     def hotkey(self, miner: str) -> str:
         return str(self.miners[miner].hotkey.ss58_address)
+
+    def gate(self) -> SubmissionGate:
+        """The validator's upload gate: its database, files, race rules and clock."""
+        validator = self.validator
+        return SubmissionGate(chain=self.chain, validator_hotkey=validator.hotkey, engine=validator.arena_db,
+                              files_dir=validator.files.root, rules=validator.race.rules, clock=self.clock)
+
+    def past_upload_window(self) -> None:
+        """Let the upload window of this block's commitments pass: their qualifying seed is then final."""
+        past_upload_window(self.clock, self.chain)
 
 
 @contextmanager
@@ -79,8 +91,3 @@ def computable_in_advance(world: SampleWorld, validator: Validator) -> list[Prob
     validator.known_answers()
     bank = [p for c in CATEGORIES for p in load_problems(world.problems_dir / f"{c}.jsonl", c)]
     return [*bank, *validator.suites.cache.problems()]
-
-
-def after_a_block(clock: ManualClock) -> None:
-    """Let one block pass: the first block after the commitments is then final."""
-    clock.advance(timedelta(seconds=12))

@@ -5,7 +5,9 @@ the taper share goes to the honest challengers.
 
 Issue 43, item 3: a six-line rewrite (a conditional expression for an ``if``, a loop for
 ``bool(a or b or c)``) is still a copy; rewrites of the bundled ReAct agent are copies of it and take
-nothing; a squatter uploading the bundled agent first blocks no miner's prompt-tuned variant of it."""
+nothing; a squatter uploading the bundled agent first blocks no miner's prompt-tuned variant of it; a
+near copy brought just under the code threshold is refused by what it does (the validator re-runs the
+original on its qualifying problems) and takes no taper slot."""
 
 from __future__ import annotations
 
@@ -15,14 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from arena.race import MemoryEventStore, RaceEngine, RaceRules
+from arena.race import ManualClock, MemoryEventStore, RaceEngine, RaceRules
+from arena.race.events import CopyOf
+from arena.storage import open_database
+from arena.validator.behaviour import record_copy
 from arena.validator.ingest import ingest_uploads
+from arena.validator.runs import RunAgent
 from arena.weights import WeightRules, compute_weights
+from shoppingbench.generator import ProblemGenerator
+from shoppingbench.sample_world import SampleWorld
+from tests.adversarial.arena_support import one_validator
 from tests.arena.submissions.test_submission_copies import ORIGINAL, Miners
 from tests.chain_support import RunningValidator, running_validator
 from tests.copy_variants import extended, reformatted, renamed
 from tests.fixtures.copy_rewrites import HONEST as VARIANTS
-from tests.fixtures.copy_rewrites import REACT, REWRITES, apply, rewrite
+from tests.fixtures.copy_rewrites import REACT, REWRITES, UNDER_THRESHOLD, apply, rewrite, tuned_react
 
 TUNED_REACT = VARIANTS["prompt_tuned"]
 OTHER_TUNED_REACT = VARIANTS["other_prompt_tuned"]
@@ -44,10 +53,10 @@ def gate(miners: Miners) -> Iterator[RunningValidator]:
         yield running
 
 
-def _next_race_slot(miners: Miners) -> None:
-    now = miners.clock.now()
+def _next_race_slot(clock: ManualClock) -> None:
+    now = clock.now()
     slot = datetime.combine(now.date(), time(16), tzinfo=UTC)
-    miners.clock.advance((slot if slot > now else slot + timedelta(days=1)) - now)
+    clock.advance((slot if slot > now else slot + timedelta(days=1)) - now)
 
 
 def _race(miners: Miners, race: RaceEngine) -> dict[str, float]:
@@ -56,7 +65,7 @@ def _race(miners: Miners, race: RaceEngine) -> dict[str, float]:
     names = {miners.hotkey(name): name for name in miners.wallets}
     for submission in race.pending_qualifying():
         race.record_qualifying(submission.submission_id, 0.9)
-    _next_race_slot(miners)
+    _next_race_slot(miners.clock)
     race.start_race("0x" + "ab" * 32, ["p1", "p2"])
     for sid in race.pending_race_runs():
         name = names[race.state.submissions[sid].hotkey]
@@ -190,3 +199,66 @@ def test_squatting_the_public_agent_blocks_nobody(miners: Miners, gate: RunningV
     miners.commit_as("oro_style", renamed(TUNED_REACT))
     status, answer = miners.upload(gate.url, "oro_style", renamed(TUNED_REACT))
     assert status == 409 and answer["copy_of"]["hotkey"] == miners.hotkey("carol")  # type: ignore[index]
+
+
+# Issue 43, item 3: copies judged by what they do.
+
+def test_a_near_copy_under_the_code_threshold_takes_no_taper(
+        tmp_path: Path, small_world: SampleWorld, generator: ProblemGenerator, runner: RunAgent) -> None:
+    """Bob rewrites Alice's agent just under the code threshold (both six-line edits, six phrases of her
+    prompt swapped): the gate accepts it, but once its qualifying run would qualify it the validator
+    re-runs Alice's agent on Bob's problems, finds it acts the same and refuses it. Only Alice and an
+    honest agent of its own race; Bob takes no taper slot."""
+    tuned = tuned_react()
+    near_copy = apply(tuned, UNDER_THRESHOLD)
+    with one_validator(tmp_path, small_world, generator, runner, ("alice", "bob", "carol")) as arena:
+        validator = arena.validator
+        arena.upload("alice", tuned.encode())
+        arena.past_upload_window()
+        arena.upload("bob", near_copy.encode())
+        arena.upload("carol", HONEST["oro_style"].encode())
+        arena.past_upload_window()
+        validator.tick()
+        bob = validator.race.state.latest_of(arena.hotkey("bob"))
+        assert bob is not None and bob.status == "copy" and bob.copy_of is not None
+        assert (bob.copy_of.basis, bob.copy_of.hotkey) == ("behaviour", arena.hotkey("alice"))
+        _next_race_slot(arena.clock)
+        validator.tick()
+        last = validator.race.state.last_race
+        assert last is not None
+        assert {validator.race.state.submissions[sid].hotkey for sid in last.entrants} == {
+            arena.hotkey("alice"), arena.hotkey("carol")}
+        finishers, _ = validator.race.weights_input()
+        assert arena.hotkey("bob") not in {f.hotkey for f in finishers}
+
+
+def test_a_copy_found_by_behaviour_is_answered_as_one_by_the_gate(miners: Miners,
+                                                                 gate: RunningValidator) -> None:
+    """The gate lets the near copy in (its code similarity is under the threshold); once the validator has
+    found it a copy by behaviour, its re-upload is refused naming the original, and the race engine fed
+    from the gate's verdicts is not fed it again."""
+    tuned = tuned_react()
+    near_copy = apply(tuned, UNDER_THRESHOLD)
+    miners.commit_as("alice", tuned)
+    miners.next_block()
+    miners.commit_as("bob", near_copy)
+    race = RaceEngine(MemoryEventStore(), RaceRules(), miners.clock)
+    assert miners.upload(gate.url, "alice", tuned)[0] == 201
+    assert miners.upload(gate.url, "bob", near_copy)[0] == 201
+    fed: dict[tuple[str, str], datetime] = {}
+    ingest_uploads(gate.gate.verdicts.all(), race, fed)
+    alice = race.state.latest_of(miners.hotkey("alice"))
+    bob = race.state.latest_of(miners.hotkey("bob"))
+    assert alice is not None and bob is not None and alice.commitment_block is not None
+    original = CopyOf(hotkey=alice.hotkey, code_hash=alice.code_hash, commitment_block=alice.commitment_block,
+                      similarity=1.0, basis="behaviour", submission_id=alice.submission_id)
+    engine = open_database(f"sqlite:///{miners.root / 'validator' / 'arena.sqlite3'}")
+    try:
+        record_copy(engine, race, bob, original)
+    finally:
+        engine.dispose()
+    assert race.state.submissions[bob.submission_id].copy_of == original
+    status, answer = miners.upload(gate.url, "bob", near_copy)
+    assert status == 409 and answer["copy_of"]["basis"] == "behaviour", answer  # type: ignore[index]
+    events = race.state.events
+    assert ingest_uploads(gate.gate.verdicts.all(), race, fed) == 0 and race.state.events == events

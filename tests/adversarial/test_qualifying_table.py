@@ -15,7 +15,7 @@ from shoppingbench.doubles.cheaters import table_cheater_source
 from shoppingbench.generator import ProblemGenerator
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.submission_check import check_agent
-from tests.adversarial.arena_support import after_a_block, computable_in_advance, one_validator
+from tests.adversarial.arena_support import computable_in_advance, one_validator
 from tests.arena.validator.test_validator import REACT
 
 
@@ -27,7 +27,7 @@ def test_a_table_of_every_problem_computable_in_advance_fails_qualifying(
         # The table is invisible to the gate: no answer id of any suite is written in the file.
         assert check_agent(source, known_product_ids=arena.validator.known_answers()).ok
         arena.upload("tabler", source)
-        after_a_block(arena.clock)
+        arena.past_upload_window()
         report = arena.validator.tick()
         assert report.qualifying_runs == 1
         (finished,) = [e for e in arena.validator.race.store.load() if isinstance(e, QualifyingFinished)]
@@ -43,7 +43,7 @@ def test_a_table_of_the_qualifying_problems_published_so_far_fails_qualifying(
     (with everything else computable in advance): its own problems are none of them."""
     with one_validator(tmp_path, small_world, generator, runner, ("honest", "tabler")) as arena:
         arena.upload("honest", REACT)
-        after_a_block(arena.clock)
+        arena.past_upload_window()
         assert arena.validator.tick().qualifying_runs == 1
         arena.clock.advance(timedelta(minutes=5))
         published = computable_in_advance(small_world, arena.validator)  # the honest run's problems included
@@ -52,7 +52,7 @@ def test_a_table_of_the_qualifying_problems_published_so_far_fails_qualifying(
         ran = {attempt.record.problem_id for attempt in store.load(store.attempt_ids())}
         assert ran and ran <= {p.id for p in published}  # the table holds every problem run so far
         arena.upload("tabler", table_cheater_source(published))
-        after_a_block(arena.clock)
+        arena.past_upload_window()
         assert arena.validator.tick().qualified == []
         (tabler,) = [e for e in arena.validator.race.store.load()
                      if isinstance(e, QualifyingFinished) and e.submission_id != honest.submission_id]

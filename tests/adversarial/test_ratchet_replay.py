@@ -19,7 +19,6 @@ from shoppingbench.sample_world import SampleWorld
 from tests.adversarial.arena_support import (
     START,
     OneValidator,
-    after_a_block,
     computable_in_advance,
     one_validator,
 )
@@ -50,7 +49,7 @@ def test_an_honest_challenger_of_a_table_winner_still_qualifies(
         assert reign is not None and reign.submission_id == table
         arena.clock.advance(timedelta(hours=17))  # Friday 09:00: the challenger uploads
         arena.upload("react", REACT)
-        after_a_block(arena.clock)
+        arena.past_upload_window()
         report = arena.validator.tick()
         assert report.qualifying_runs == 1
         state = arena.validator.race.state

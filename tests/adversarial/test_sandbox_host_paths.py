@@ -82,7 +82,9 @@ def mount_sources(mountinfo: str) -> list[str]:
 def test_no_mount_shows_the_runs_workspace(tmp_path: Path, small_engine: BM25SearchEngine) -> None:
     """The run's workspace (``sb-run-*`` in the host's temporary directory) holds the agent file and the
     copies of the bootstrap and the SDK: the namespace sandbox gets their bytes, not bind mounts of them,
-    so no mount source names it (before, seven did: ``/tmp/sb-run-x1y2/code/bootstrap.py`` ...)."""
+    so no mount source names it (before, seven did: ``/tmp/sb-run-x1y2/code/bootstrap.py`` ...). Nor does
+    any name the proxy's socket directory (``sb-proxy-*``; before, ``/tmp/sb-proxy-u3l8rrcr/slot-0.sock``
+    was mounted at ``/run/proxy.sock``): the bootstrap reaches the socket through a descriptor."""
     agent = tmp_path / "probe.py"
     agent.write_text(PROBE)
     (record,) = run_agent(agent, [problem("probe", "probe")], small_engine, backend="namespace")
@@ -91,6 +93,7 @@ def test_no_mount_shows_the_runs_workspace(tmp_path: Path, small_engine: BM25Sea
     for where in ("/proc/self/mountinfo", "/proc/1/mountinfo"):
         sources = mount_sources(seen[where])
         assert sources and "/sandbox/boot/bootstrap.py" in seen[where]
-        leaked = [source for source in sources if "/sb-run-" in source or source.startswith(str(tmp_path))]
+        leaked = [source for source in sources
+                  if "/sb-run-" in source or "/sb-proxy-" in source or source.startswith(str(tmp_path))]
         assert not leaked, f"{where}: {leaked}"
-    assert "/sb-run-" not in seen["/proc/self/mounts"]
+    assert "/sb-run-" not in seen["/proc/self/mounts"] and "/run/proxy.sock" not in seen["/proc/self/mounts"]

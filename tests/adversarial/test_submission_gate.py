@@ -77,7 +77,8 @@ def test_a_rejected_file_is_answered_with_its_recorded_verdict(net: Net, gate: R
 
 def test_verdicts_keyed_by_hotkey_and_block_stay_readable(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'arena.sqlite3'}"
-    with open_database(url).begin() as connection:
+    with open_database(url).begin() as connection:  # a database of a release before the re-keyed tables
+        connection.execute(text("DROP TABLE arena_alembic_version"))  # and before migrations
         connection.execute(text("DROP TABLE submission_judgements"))
         connection.execute(text("DROP TABLE submission_judgement_findings"))
         for statement in OLD_SCHEMA.split(";"):

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from arena.race.rules import RaceRules
 from arena.rules_fingerprint import (
     RULES_VERSION,
     RulesFingerprint,
@@ -88,6 +89,11 @@ def test_the_epoch_and_the_generators_are_parts() -> None:
     assert len({base.fingerprint, later.fingerprint, upgraded.fingerprint, other_catalog.fingerprint}) == 4
     assert later.parts["race_epoch"] == "2026-11-17"
     assert upgraded.parts["generators"]["2026-12-01"] == "sbgen-3/catalog-abc/config-def"
+
+
+def test_the_upload_window_is_a_race_rule_of_the_fingerprint() -> None:
+    """It decides which block draws a submission's qualifying problems: validators must share it."""
+    assert fingerprint({}).parts["race_rules"]["upload_window_blocks"] == RaceRules().upload_window_blocks
 
 
 def test_the_rules_version_is_hashed_too() -> None:

@@ -165,15 +165,18 @@ from {module} import app
 for args in {commands!r}:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, (args, result.output)
-print(sorted(name for name in sys.modules if name.split(".")[0] in ("bittensor", "bittensor_core")))
+print(sorted(name for name in sys.modules
+             if name.split(".")[0] in ("bittensor", "bittensor_core", "torch", "transformers")))
 """
 
 
 @pytest.mark.parametrize(("module", "commands"), [
     ("neurons.miner", [["--help"], ["test", "--help"], ["submit", "--help"], ["status", "--help"]]),
     ("neurons.cli", [["--help"], ["network-demo", "--help"], ["demo", "--help"]]),
+    ("neurons.validator", [["--help"], ["run", "--help"], ["held-out", "--help"], ["peers", "--help"]]),
 ])
-def test_help_answers_without_importing_the_bittensor_sdk(module: str, commands: list[list[str]]) -> None:
+def test_help_answers_without_importing_the_sdk_or_the_models(module: str, commands: list[list[str]]) -> None:
+    """Neither bittensor nor torch or transformers: `--help` answers before anything heavy loads."""
     code = HELP_WITHOUT_SDK.format(module=module, commands=commands)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])

@@ -25,6 +25,13 @@ def _invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No arena database under this home: these stores are split by the hash rule, whatever the machine
+    holds under the default home."""
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "home"))
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'cli.sqlite3'}"
@@ -59,6 +66,7 @@ def test_migrate_label_export(sqlite_url: str, tmp_path: Path) -> None:
                            "--held-out-fraction", "0", "--held-out-clusters", str(held_out), "--no-jsonl")
     assert code == 0, output
     assert f"{DAY}: 27 attempts -> {out}" in output
+    assert "by hash of the cluster id (no arena database, so no exposure ledger)" in output
     manifest = orjson.loads((out / "manifest.json").read_bytes())
     assert manifest["splits"] == {"train": 18, "held_out": 9}
     assert manifest["split_rule"]["held_out_clusters"] == 1

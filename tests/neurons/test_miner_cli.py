@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
 from arena.storage import Base
 from arena.suites import FixedSource, PublicSuites, SuiteCache, SuitePlan
-from neurons.miner import EXIT_MISSING_ANSWERS, EXIT_NO_STORE, app
+from neurons.miner import EXIT_ALL_CRASHED, EXIT_MISSING_ANSWERS, EXIT_NO_STORE, app
 from neurons.submission import EXIT_REJECTED
 from shoppingbench.doubles.llm_server import create_app as create_stub_app
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
@@ -315,3 +315,73 @@ def test_miner_test_stops_when_the_inference_endpoint_is_down(tmp_path: Path) ->
                                          "--per-category", "1"])
     assert result.exit_code == EXIT_ENDPOINT_DOWN, result.output
     assert "does not answer" in result.output and "--scripted-llm" in result.output
+
+
+
+def _crashing(on: str | None = None) -> str:
+    """An agent raising two frames deep: on every problem, or only on the one asking ``on``."""
+    condition = "" if on is None else f"    if problem['query'] != {on!r}:\n        return []\n"
+    return (f"def _parse(problem):\n{condition}    raise ValueError('cannot read the query')\n\n\n"
+            "def agent_main(problem):\n    return _parse(problem)\n")
+
+
+def test_an_agent_whose_every_attempt_crashed_exits_10_with_the_traceback_on_the_console(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    agent = tmp_path / "crashing.py"
+    agent.write_text(_crashing())
+    result = CliRunner().invoke(app, _args(agent, small_world, suite_files, tmp_path), env={"COLUMNS": "200"})
+    assert result.exit_code == EXIT_ALL_CRASHED, result.output
+    records = _records(tmp_path / "out.jsonl")
+    assert len(records) == 4 and all(r.failure is not None and r.failure.kind == "crash" for r in records)
+    assert "failed attempts: crash 4" in result.output
+    assert result.output.index("first crash (") < result.output.index("Traceback (most recent call last):")
+    # The traceback itself, frame by frame, not only the JSONL's stderr_tail.
+    shown = result.output[result.output.index("Traceback (most recent call last):"):]
+    assert shown.index("line 6, in agent_main") \
+        < shown.index("line 2, in _parse") < shown.index("ValueError: cannot read the query")
+    assert shown.index("ValueError: cannot read the query") < shown.index("every attempt crashed: fix")
+    assert str(tmp_path / "out.jsonl") in shown
+
+
+def test_a_crash_of_some_attempts_is_shown_and_exits_0(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path) -> None:
+    shop = orjson.loads(suite_files[1].read_text().splitlines()[0])["query"]
+    agent = tmp_path / "partly.py"
+    agent.write_text(_crashing(on=shop))
+    result = CliRunner().invoke(app, _args(agent, small_world, suite_files, tmp_path), env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    (crashed,) = [r for r in _records(tmp_path / "out.jsonl") if r.failure is not None]
+    assert crashed.query == shop and crashed.failure is not None and crashed.failure.kind == "crash"
+    assert "failed attempts: crash 1" in result.output
+    assert f"first crash ({crashed.problem_id})" in result.output
+    assert "line 4, in _parse" in result.output and "every attempt crashed" not in result.output
+
+
+def test_without_an_llm_endpoint_it_warns_and_the_attempts_are_labelled_no_llm(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARENA_INFERENCE_BASE_URL", raising=False)
+    react = REPO / "shoppingbench" / "agents" / "react_llm.py"
+    result = CliRunner().invoke(app, _args(react, small_world, suite_files, tmp_path), env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    warning = result.output.index("warning: no LLM is configured")
+    assert warning < result.output.index("all (ASR)")  # before anything runs
+    assert "--scripted-llm" in result.output[warning:warning + 400]
+    records = _records(tmp_path / "out.jsonl")
+    answered = [c for r in records for c in r.proxy_log if c.kind == "inference" and c.status == 200]
+    assert len(records) == 4 and answered == [] and all(r.failure is None for r in records)
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
+        stored = store.load(store.attempt_ids())
+    assert len(stored) == 4 and all(a.label is not None and a.label.label == "no_llm" for a in stored)
+    assert "no_llm 4" in result.output
+
+
+def test_a_syntax_error_is_reported_with_its_line(small_world: SampleWorld, suite_files: list[Path],
+                                                   tmp_path: Path) -> None:
+    agent = tmp_path / "unfinished.py"
+    agent.write_text("def agent_main(problem):\n    steps = [\n    return steps\n")
+    result = CliRunner().invoke(app, _args(agent, small_world, suite_files, tmp_path))
+    assert result.exit_code == EXIT_REJECTED, result.output
+    assert "  syntax error at line 2: '[' was never closed" in result.output
+    assert "[security] syntax" not in result.output
+    assert not (tmp_path / "out.jsonl").exists()

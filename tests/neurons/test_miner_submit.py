@@ -186,6 +186,42 @@ def test_a_refusal_before_the_commitment_costs_no_cooldown_and_recommit_renews_a
         assert "committed sha256" in output and output.count("accepted") >= 2
 
 
+def test_a_commitment_left_past_its_upload_window_is_renewed_by_recommit(tmp_path: Path) -> None:
+    clock = ManualClock(datetime(2026, 11, 16, 9, 0, tzinfo=UTC))
+    chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock)
+    wallets = tmp_path / "wallets"
+    first, miner = make_wallet(wallets, "first"), make_wallet(wallets, "miner")
+    register(chain, first, validator_permit=True)
+    register(chain, miner)
+    agent = _variant(tmp_path, "late", "return [x] * 4 + ['late variant']")
+    sha = hashlib.sha256(agent.read_bytes()).hexdigest()
+
+    def submit(*, recommit: bool = False, ask_first: bool = True) -> tuple[int, str]:
+        console = Console(record=True, width=250)
+        code = submit_file(console, agent, lambda: (miner, chain), timeout=30, recommit=recommit,
+                           ask_first=ask_first)
+        return code, console.export_text()
+
+    chain.commit(miner, sha)  # committed, then the upload never happened (the miner's run was cut short)
+    late = chain.latest_commitment(miner.hotkey.ss58_address)
+    assert late is not None
+    window = RaceRules().upload_window_blocks
+    clock.advance(timedelta(seconds=chain.block_seconds()) * (window + 1))
+    with checking_validator(chain, first, tmp_path / "v1", clock):
+        code, output = submit(ask_first=False)  # straight to the upload: the gate refuses it
+        assert code == EXIT_NOT_DELIVERED and "upload_window_closed" in output, output
+        assert "`miner submit --recommit`" in output
+        code, output = submit()  # the pre-check says so before anything is uploaded
+        assert code == EXIT_NOT_COMMITTED and "nothing committed" in output, output
+        assert f"until block {late.block + window}" in output and "run `miner submit --recommit`" in output
+        assert f"upload window ended at block {late.block + window}" in output  # the pre-check's table
+        assert chain.latest_commitment(miner.hotkey.ss58_address) == late
+        code, output = submit(recommit=True)  # a new commitment, uploaded at once
+        assert code == 0 and "committed sha256" in output and "accepted" in output, output
+        renewed = chain.latest_commitment(miner.hotkey.ss58_address)
+        assert renewed is not None and renewed.data == sha and renewed.block > late.block + window
+
+
 def test_a_file_a_validator_rejects_is_never_committed(tmp_path: Path) -> None:
     clock = ManualClock(datetime(2026, 11, 16, 9, 0, tzinfo=UTC))
     chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock)

@@ -15,7 +15,7 @@ from arena.chain import ChainSettings
 from arena.settings import ArenaSettings
 from arena.suites.schedule import ScheduleEntry
 from neurons.settings import ResearchSettings
-from neurons.validator import ValidatorSettings
+from neurons.validator_service import ValidatorSettings
 from shoppingbench.settings import HarnessSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,6 +99,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_PROBLEM_BANKS": ('{"2026-12-01": "' + "ab" * 32 + '"}', {date(2026, 12, 1): "ab" * 32}),
     "ARENA_DRAND_RELAYS": ("https://relay-a, https://relay-b", ["https://relay-a", "https://relay-b"]),
     "ARENA_HELD_OUT_SEED": ("private", SecretStr("private")),
+    "ARENA_DUMP_HELD_OUT_FRACTION": ("0.25", 0.25),
     "ARENA_RACE_TIME_UTC": ("09:30", time(9, 30)),
     "ARENA_COOLDOWN_HOURS": ("6", 6.0),
     "ARENA_SECURITY_REJECTION_COOLDOWN_HOURS": ("2", 2.0),

@@ -153,6 +153,7 @@ def test_a_call_other_runs_keep_from_the_provider_past_the_bound_is_an_outage_no
     assert (refused.status_code, again.status_code) == (503, 200)
     assert (crowded.provider_error, crowded.provider_down) == ("timeout", True)
     assert crowded.error is not None and crowded.error.startswith(CROWDED_OUT) and crowded_out(crowded)
+    assert crowded.queued_ms >= 500 and answered.queued_ms < crowded.queued_ms  # it waited out share_wait_s
     assert not crowded_out(answered)
     # The attempt that gave up is the provider's failure, even with a call answered beside the crowded one.
     beside = answered.model_copy(update={"started_at": crowded.started_at,

@@ -71,7 +71,7 @@ def score(problem_id: str = "p1", *, success: bool = True, category: str = "vouc
                          product_price=459.5, gt=True, title=tally, price=tally,
                          service=FieldTally(hits=0, checks=0), sku_attr=FieldTally(hits=2, checks=3),
                          title_similarities=[0.8312345678901234])
-    return AttemptScore(problem_id=problem_id, category=category,  # type: ignore[arg-type]
+    return AttemptScore(problem_id=problem_id, category=category,
                         success=success, gt=1.0, rule=1.0, found=1.0, title_rate=1.0, price_rate=1.0,
                         sku_attr_rate=2 / 3, shop=None, budget=True, format=0.875, length=0.2,
                         answer=["1001"], targets=[target])

@@ -24,7 +24,7 @@ def _yaml_list(splits: list[str], directory: str = "data") -> str:
     return "\n".join(f"  - split: {s}\n    path: {directory}/{s}-*.parquet" for s in splits)
 
 
-def _configs(manifest: dict[str, Any]) -> str:
+def dataset_configs(manifest: dict[str, Any]) -> str:
     """The YAML ``configs`` entries: ``default`` (the attempts) and, when it has rows, ``kto``."""
     splits = _yaml_list(list(manifest["splits"]))
     configs = [f"- config_name: default\n  default: true\n  data_files:\n{splits}"]
@@ -52,7 +52,7 @@ def render_card(manifest: dict[str, Any]) -> str:
     kto_splits = orjson.dumps(manifest.get("kto_splits") or {}).decode()
     return _TEMPLATES.get_template("card.md").render(
         window=manifest["window"], rule=manifest["split_rule"], schema_version=SCHEMA_VERSION,
-        configs=_configs(manifest), counts=counts, columns="\n".join(columns),
+        configs=dataset_configs(manifest), counts=counts, columns="\n".join(columns),
         kto_columns="\n".join(kto_columns), kto_splits=kto_splits,
         data_files="{" + ", ".join(f'"{s}": "data/{s}-*.parquet"' for s in splits) + "}",
         code_published=manifest["agents"]["code_published"], agents=manifest["agents"]["agents"])

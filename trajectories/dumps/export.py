@@ -11,6 +11,9 @@ Layout of ``out``::
     kto/{split}-{shard}.jsonl.gz   the same rows as JSON lines
 
 A window without attempts is refused (:class:`EmptyWindow`): a dataset without data files is never written.
+A window of several whole days (:meth:`DumpWindow.days`) is a corpus: one dataset over all of them, which
+one ``datasets.load_dataset(DIR)`` call reads; split by the exposure ledger (:class:`LedgerSplits`), no
+cluster is in ``train`` on one day and in ``held_out`` on another.
 
 The export streams: attempts are read in chunks, in a fixed order (run, agent, problem), and written
 one row group at a time, so memory stays flat whatever the day's size. Nothing in the output depends
@@ -39,7 +42,7 @@ from sqlalchemy import Connection, Row
 from trajectories.dumps.card import render_card
 from trajectories.dumps.chat import kto_view, proxy_conversation
 from trajectories.dumps.columns import AGENT_SCHEMA, ATTEMPT_SCHEMA, KTO_SCHEMA, SCHEMA_VERSION
-from trajectories.dumps.splits import SPLITS, SplitRule
+from trajectories.dumps.splits import SPLITS, LedgerSplits, SplitRule
 from trajectories.dumps.stats import DumpStats
 from trajectories.dumps.writers import PARQUET_OPTIONS, SplitWriter, gzip_member
 from trajectories.filter import FilterConfig
@@ -74,14 +77,30 @@ class DumpWindow:
 
     @classmethod
     def day(cls, day: date) -> DumpWindow:
-        start = datetime.combine(day, time(0), tzinfo=UTC)
-        return cls(start, start + timedelta(days=1))
+        return cls.days(day, day)
+
+    @classmethod
+    def days(cls, first: date, last: date) -> DumpWindow:
+        """The UTC days ``first`` to ``last``, both included."""
+        if last < first:
+            raise ValueError(f"the last day ({last}) comes before the first ({first})")
+        start = datetime.combine(first, time(0), tzinfo=UTC)
+        return cls(start, datetime.combine(last + timedelta(days=1), time(0), tzinfo=UTC))
 
     @property
     def label(self) -> str:
-        if self.until - self.since == timedelta(days=1) and self.since.time() == time(0):
-            return self.since.date().isoformat()
-        return f"{_iso(self.since)}..{_iso(self.until)}"
+        whole_days = (self.until - self.since) % timedelta(days=1) == timedelta(0)
+        if not (whole_days and self.since.astimezone(UTC).time() == time(0)):
+            return f"{_iso(self.since)}..{_iso(self.until)}"
+        first = self.since.astimezone(UTC).date()
+        last = (self.until - timedelta(days=1)).astimezone(UTC).date()
+        return first.isoformat() if first == last else f"{first.isoformat()}..{last.isoformat()}"
+
+
+def day_dump(root: Path, day: date) -> Path | None:
+    """``root/YYYY-MM-DD`` when it holds a complete dump of ``day`` (its manifest is written last)."""
+    folder = root / day.isoformat()
+    return folder if (folder / "manifest.json").is_file() else None
 
 
 def _iso(moment: datetime) -> str:
@@ -115,7 +134,7 @@ def _label(row: Row[Any], steps: bytes, proxy_log: bytes, config: FilterConfig, 
     return computed.label, computed.reasons, blobs.dumps(as_json).decode(), as_json["evidence"], "computed"
 
 
-def _kto_row(row: dict[str, Any]) -> dict[str, Any] | None:
+def kto_row(row: dict[str, Any]) -> dict[str, Any] | None:
     """The ``kto`` view of an attempt row: its conversation as prompt and completion, labelled by success."""
     view = kto_view(row["messages"])
     if view is None:
@@ -125,7 +144,7 @@ def _kto_row(row: dict[str, Any]) -> dict[str, Any] | None:
     return {**kept, "prompt": prompt, "completion": completion, "label": bool(row["success"])}
 
 
-def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
+def _attempt_row(row: Row[Any], rule: SplitRule | LedgerSplits, config: FilterConfig,
                  ) -> tuple[dict[str, Any], dict[str, Any], str]:
     header = blobs.loads(row.header)
     score: dict[str, Any] = header.get("score") or {}
@@ -136,12 +155,16 @@ def _attempt_row(row: Row[Any], rule: SplitRule, config: FilterConfig,
     # Rows stored before the echo measure (migration 0004) are measured now, like unlabelled ones.
     echoed = row.echoed_completions if row.echoed_completions is not None else echoed_in_payload(proxy_log,
                                                                                                  query)
+    if isinstance(rule, LedgerSplits):
+        cluster, split = rule.placed(row.problem_id)
+    else:
+        cluster, split = row.leak_cluster, rule.split_of(row.leak_cluster)
     out = {
         "attempt_id": attempt_id(row.run_id, row.agent_hash, row.problem_id),
-        "split": rule.split_of(row.leak_cluster),
+        "split": split,
         "run_id": row.run_id, "run_kind": row.run_kind, "validator": row.validator,
         "run_suite": row.run_suite, "problem_id": row.problem_id, "problem_version": row.problem_version,
-        "category": header.get("category"), "query": header.get("query"), "leak_cluster": row.leak_cluster,
+        "category": header.get("category"), "query": header.get("query"), "leak_cluster": cluster,
         "problem_suite": row.problem_suite, "reward_json": row.reward_json, "agent_hash": row.agent_hash,
         "hotkey": row.hotkey, "started_at": row.started_at, "finished_at": row.finished_at,
         "success": row.success, "answer_verified": row.answer_verified,
@@ -206,14 +229,15 @@ class _Written:
 
 
 def _write_attempts(store: TrajectoryStore, connection: Connection, window: DumpWindow,
-                    options: ExportOptions, files: _Files, progress: bool) -> _Written:
+                    options: ExportOptions, splits: LedgerSplits | None, files: _Files,
+                    progress: bool) -> _Written:
     ids = store.attempt_ids(window.since.timestamp(), window.until.timestamp(), connection=connection)
     written = _Written(DumpStats(), {}, set(), {})
     writers: dict[tuple[str, str], SplitWriter] = {}
     with ThreadPoolExecutor(2) as builders, ThreadPoolExecutor(2) as gzippers, \
             ThreadPoolExecutor(1) as parquet_thread:
         def build(row: Row[Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
-            return _attempt_row(row, options.split_rule, options.filter)
+            return _attempt_row(row, splits or options.split_rule, options.filter)
 
         def writer(split: str, directory: str = "data") -> SplitWriter:
             if (directory, split) not in writers:
@@ -230,7 +254,7 @@ def _write_attempts(store: TrajectoryStore, connection: Connection, window: Dump
                 # Decompression releases the GIL: the rows of a chunk are built on two threads.
                 for values, evidence, source in builders.map(build, chunk):
                     writer(values["split"]).add(values)
-                    if (kto := _kto_row(values)) is not None:
+                    if (kto := kto_row(values)) is not None:
                         writer(values["split"], KTO_DIR).add(kto)
                     written.stats.add(values, evidence, source)
                     written.agents.add(values["agent_hash"])
@@ -271,9 +295,10 @@ def _replace_dir(staging: Path, out: Path, overwrite: bool) -> None:
 
 
 def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
-                options: ExportOptions | None = None, progress: bool = True, overwrite: bool = False,
-                ) -> dict[str, Any]:
-    """Write the dump of ``window`` to ``out``; returns its manifest."""
+                options: ExportOptions | None = None, splits: LedgerSplits | None = None,
+                progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+    """Write the dump of ``window`` to ``out``; returns its manifest. ``splits``: the exposure ledger's
+    placements, which then decide each attempt's cluster and split instead of ``options.split_rule``."""
     options = options or ExportOptions()
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FileExistsError(f"{out} exists and is not empty: choose another --out or pass --overwrite")
@@ -284,7 +309,7 @@ def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
     try:
         files = _Files(staging)
         with store.snapshot() as connection:
-            written = _write_attempts(store, connection, window, options, files, progress)
+            written = _write_attempts(store, connection, window, options, splits, files, progress)
             if not written.stats.attempts:
                 raise EmptyWindow(f"no attempt started in {window.label} ({_iso(window.since)} to "
                                   f"{_iso(window.until)}): nothing to export (`dump days` lists the days "
@@ -295,7 +320,7 @@ def export_dump(store: TrajectoryStore, window: DumpWindow, out: Path, *,
             "schema_version": SCHEMA_VERSION,
             "window": {"label": window.label, "since": _iso(window.since), "until": _iso(window.until),
                        "embargo_cutoff": _iso(window.until)},
-            "split_rule": options.split_rule.describe(),
+            "split_rule": (splits or options.split_rule).describe(),
             "filter_config_for_unlabelled": options.filter.model_dump(mode="json"),
             "splits": written.splits,
             "kto_splits": written.kto_splits,

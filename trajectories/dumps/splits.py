@@ -11,11 +11,17 @@ cluster lands on the same side in every dump ever made with the same rule:
 
 Cluster ids are data written with each problem by whoever registers it (the arena computes them);
 this module knows nothing of how they are computed.
+
+A validator's dumps are split by its exposure ledger instead: :class:`LedgerSplits` gives each problem's
+cluster and split as the ledger placed it, once and for every day (``arena.suites.placement``); a problem
+the ledger does not hold goes to ``unclustered``.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +51,30 @@ class SplitRule(BaseModel):
     def describe(self) -> dict[str, object]:
         """The rule as the manifest records it (the explicit list by count and hash, not by content)."""
         listed = "\n".join(sorted(self.held_out_clusters)).encode()
-        return {"held_out_fraction": self.held_out_fraction, "salt": self.salt,
+        return {"source": "cluster_hash", "held_out_fraction": self.held_out_fraction, "salt": self.salt,
                 "held_out_clusters": len(self.held_out_clusters),
                 "held_out_clusters_sha256": hashlib.sha256(listed).hexdigest()}
+
+
+@dataclass(frozen=True)
+class ProblemSplit:
+    """A problem's leak cluster and split as the exposure ledger placed it."""
+
+    cluster: str
+    split: Split
+
+
+@dataclass(frozen=True)
+class LedgerSplits:
+    """Every problem the exposure ledger placed: the split of a dump made with it."""
+
+    of: Mapping[str, ProblemSplit]
+
+    def placed(self, problem_id: str) -> tuple[str | None, Split]:
+        found = self.of.get(problem_id)
+        return (found.cluster, found.split) if found is not None else (None, "unclustered")
+
+    def describe(self) -> dict[str, object]:
+        """What the manifest records: the source only, since the ledger grows after a dump was made and
+        a dump's own clusters are counted by split in its statistics."""
+        return {"source": "exposure_ledger"}

@@ -31,6 +31,7 @@ from sqlalchemy import (
     case,
     cast,
     func,
+    or_,
     select,
     update,
 )
@@ -449,7 +450,10 @@ class TrajectoryStore:
                         run_ids: Sequence[str] | None = None) -> list[CategoryScore]:
         """Per run of ``kinds`` (of ``run_ids`` only, when given: read through the attempts' run index),
         agent and problem category: attempts, success rate, mean judge quality; by run, then category.
-        Attempts the inference provider failed are left out (not the agent's)."""
+
+        Counted as the run's score counts them (``arena.validator.runs``): an attempt the inference
+        provider failed on every try is the agent's failure, and its run stores a verdict with it when it
+        scores it so; one still owed a retry (no verdict) is left out, as the score leaves it out."""
         query = (select(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash, AGENTS.c.hotkey,
                         PROBLEMS.c.category, func.count().label("attempts"),
                         func.sum(cast(ATTEMPTS.c.success, Integer)).label("successes"),
@@ -457,7 +461,8 @@ class TrajectoryStore:
                  .join(RUNS, RUNS.c.id == ATTEMPTS.c.run_id)
                  .join(PROBLEMS, PROBLEMS.c.id == ATTEMPTS.c.problem_id)
                  .join(AGENTS, AGENTS.c.code_hash == ATTEMPTS.c.agent_hash)
-                 .where(RUNS.c.kind.in_(list(kinds)), ATTEMPTS.c.infra_failed.is_not(True),
+                 .where(RUNS.c.kind.in_(list(kinds)),
+                        or_(ATTEMPTS.c.infra_failed.is_not(True), ATTEMPTS.c.judge_json.is_not(None)),
                         *([] if run_ids is None else [ATTEMPTS.c.run_id.in_(list(run_ids))]))
                  .group_by(ATTEMPTS.c.run_id, RUNS.c.kind, RUNS.c.suite, ATTEMPTS.c.agent_hash,
                            AGENTS.c.hotkey, PROBLEMS.c.category)

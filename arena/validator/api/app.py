@@ -6,6 +6,7 @@ from collections.abc import Hashable
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CollectorRegistry
 
 from arena.submissions import SubmissionGate, submissions_router
@@ -27,6 +28,7 @@ from arena.validator.api.routes import (
     submissions,
     winner,
 )
+from arena.validator.api.site.errors import html_errors
 from arena.validator.api.site.pages import STATIC_DIR
 from arena.validator.api.views.monitoring import ProviderHealthCollector, StateCollector
 from arena.validator.api.views.view import ArenaView
@@ -50,7 +52,10 @@ def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,
                registry: CollectorRegistry | None = None) -> FastAPI:
     """The API over ``view``; ``gate`` mounts ``POST /submissions`` and ``POST /submissions/precheck``;
     ``registry`` holds the loop's ``TickMetrics`` (a fresh one otherwise)."""
-    app = FastAPI(title="Shopping arena validator")
+    # FastAPIOffline: FastAPI with /docs and /redoc served from the package (operators' browsers often
+    # cannot reach a CDN, and FastAPI's default pages then stay white).
+    app = FastAPIOffline(title="Shopping arena validator")
+    html_errors(app)
     app.state.view = view
     app.state.registry = registry or CollectorRegistry()
     app.state.registry.register(StateCollector(view))

@@ -68,8 +68,7 @@ def _rejection_text(submission: Submission) -> str:
     """Why the validator refused the file: static analysis' reason, or the original it copies."""
     rejection, original = submission.rejection, submission.copy_of
     if original is not None:
-        return (f"copy of {original.hotkey}'s {original.code_hash[:12]} (block {original.commitment_block}, "
-                f"similarity {original.similarity:.2f}): no race, no weight")
+        return f"{original.summary()}: no race, no weight"
     return "" if rejection is None else f"{rejection.kind}: {rejection.reason}"
 
 

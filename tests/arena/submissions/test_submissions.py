@@ -15,6 +15,7 @@ import pytest
 from bittensor import Wallet, http_auth
 
 from arena.race.clock import ManualClock
+from arena.race.rules import RaceRules
 from arena.submissions import UploadBody
 from arena.submissions.models import MAX_BODY_BYTES, SUBMISSIONS_PATH
 from tests.chain_support import CountingChain, RunningValidator, make_wallet, register, running_validator
@@ -192,6 +193,28 @@ def test_a_commitment_inside_the_cooldown_is_refused(net: Net, validator: Runnin
     net.clock.advance(timedelta(hours=2))
     refused(post(validator.url, *net.signed(OTHER_AGENT)), 429, "cooldown")
     net.commit(OTHER_AGENT)
+    assert post(validator.url, *net.signed(OTHER_AGENT)).status_code == 201
+
+
+def test_an_upload_is_accepted_only_within_its_commitments_upload_window(
+        net: Net, validator: RunningValidator) -> None:
+    window = RaceRules().upload_window_blocks
+    block = timedelta(seconds=net.chain.block_seconds())
+    net.commit(AGENT)
+    net.clock.advance(block * window)  # the window's last block: the block after it does not exist yet
+    assert post(validator.url, *net.signed(AGENT)).status_code == 201
+    net.clock.advance(block)  # a repeat of the accepted upload is answered as before, whenever it comes
+    assert post(validator.url, *net.signed(AGENT)).status_code == 200
+
+    net.clock.advance(timedelta(hours=12))
+    net.commit(OTHER_AGENT)
+    late = net.chain.latest_commitment(net.miner.hotkey.ss58_address)
+    assert late is not None
+    net.clock.advance(block * (window + 1))  # the block after the window exists: its draw is public
+    answer = refused(post(validator.url, *net.signed(OTHER_AGENT)), 409, "upload_window_closed")
+    assert answer["upload_until_block"] == late.block + window
+    assert "`miner submit --recommit`" in answer["detail"]
+    net.commit(OTHER_AGENT)  # committed again (the kept read is the late commitment): a window of its own
     assert post(validator.url, *net.signed(OTHER_AGENT)).status_code == 201
 
 

@@ -13,18 +13,16 @@ import pytest
 from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
-from arena.storage import Base, open_database
+from arena.storage import Base
 from arena.suites import (
     FixedSource,
     HeldOutSuite,
-    MemoryExposureLedger,
     PublicSuites,
     RaceSeed,
     SqlExposureLedger,
     SuiteCache,
     SuitePlan,
     compromised,
-    exposures,
     generate_held_out,
     practice_week,
     qualifying_seed,
@@ -217,22 +215,6 @@ def test_a_simulated_year_of_draws_never_repeats_a_burnt_cluster(generator: Prob
     assert report.held_out_versions == 13
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
-def test_the_ledger_remembers_every_exposure(backend: str, tmp_path: Path,
-                                             request: pytest.FixtureRequest) -> None:
-    if backend == "memory":
-        ledger: MemoryExposureLedger | SqlExposureLedger = MemoryExposureLedger()
-    else:
-        url = (f"sqlite:///{tmp_path / 'ledger.sqlite3'}" if backend == "sqlite"
-               else request.getfixturevalue("scratch_postgres_url"))
-        ledger = SqlExposureLedger.open(url)
-    ledger.record(exposures(["p1", "p2"], "qualifying", "q-v1", AT))
-    ledger.record(exposures(["p2", "p3"], "race", "2026-11-22", AT))
-    assert ledger.exposed_ids() == {"p1", "p2", "p3"}
-    if isinstance(ledger, SqlExposureLedger):
-        assert SqlExposureLedger(ledger.engine).exposed_ids() == {"p1", "p2", "p3"}
-
-
 def test_validator_held_out_makes_versions_away_from_public_suites_and_checks_them(
         small_world: SampleWorld, tmp_path: Path) -> None:
     home = tmp_path / "home"
@@ -247,12 +229,13 @@ def test_validator_held_out_makes_versions_away_from_public_suites_and_checks_th
         seed.read_text().strip().encode()).hexdigest()
     assert CliRunner().invoke(validator_cli.app, [*common, "--check"]).exit_code == 0
 
-    # A public suite (as the validator caches every suite it generates) catches one held-out problem.
+    # A public problem (as the validator records every suite it makes public) catches one held-out problem.
     victim = held.problems[0]
     leaked = Problem(category="product", query="anything at all", targets=[victim.targets[0]])
-    engine = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
-    SuiteCache(engine).put("race/2026-11-20/x", "race/abc", (leaked,))
-    engine.dispose()
+    ledger = SqlExposureLedger.open(f"sqlite:///{home / 'arena.sqlite3'}")
+    ledger.expose([leaked], "race", "race-2026-11-20", AT)
+    assert ledger.splits().of[leaked.id].split == "held_out", "it fell into a held-out cluster: held out"
+    ledger.engine.dispose()
     checked = CliRunner().invoke(validator_cli.app, [*common, "--check"])
     assert checked.exit_code == 3 and victim.id in checked.output
     again = CliRunner().invoke(validator_cli.app, [*common, "--per-category", "2"])

@@ -26,6 +26,7 @@ from arena.judge import (
     FallbackJudge,
     FinalScore,
     JudgeCallConfig,
+    JudgeInput,
     JudgeModel,
     JudgeVerdict,
     LLMJudge,
@@ -58,6 +59,7 @@ from shoppingbench.tools.serving import running_server
 from tests.arena.validator.test_validator import REACT, START, accept_upload, raced_suite
 from tests.chain_support import CountingChain, make_wallet, register
 from tests.sandbox_support import UID_BASE, fake_grader
+from trajectories.filter.decided import carry_run_steering
 from trajectories.store import AttemptKey, TrajectoryStore
 
 MODEL = "stub-shopper"
@@ -215,6 +217,8 @@ def test_a_persistent_outage_scores_what_it_has_loudly_and_never_against_the_age
         with capture_logs() as logs:
             final = runs.score(**run_args(suite), final=True)  # e.g. the race's deadline passed
         assert [attempt(store, p).infra_retries for p in suite] == [0, 2, 2]
+        # GET /scores counts what the score counts: the attempts owed a retry are left out there too.
+        assert [(s.category, s.attempts) for s in store.category_scores(["race"])] == [(suite[0].category, 1)]
     (error,) = [e for e in logs if e["event"] == "suite_run_recorded_with_missing_attempts"]
     assert error["log_level"] == "error" and error["missing"] == [p.id for p in suite[1:]]
     assert error["reason"] == "deadline passed"
@@ -234,6 +238,8 @@ def test_retries_are_bounded(provider: Provider, faults: Faults, suite: list[Pro
             final = runs.score(**run_args(suite[:1]))  # the one retry failed too: the agent's failure
         assert attempt(store, suite[0]).infra_retries == 1
         assert store.get_attempt(AttemptKey("race-outage", AGENT.sha256, suite[0].id)).judge is not None  # type: ignore[union-attr]
+        # GET /scores counts it as the score does: one attempt, failed.
+        assert [(s.attempts, s.success_rate) for s in store.category_scores(["race"])] == [(1, 0.0)]
     assert [(o.problem_id, o.success) for o in final.outcomes] == [(suite[0].id, False)]
     assert final.score == 0.0
     (counted,) = [e for e in logs if e["event"] == "suite_run_counted_provider_failures"]
@@ -301,6 +307,38 @@ def test_a_judge_failing_for_most_of_a_run_retries_it_instead_of_scoring_offline
         below = suite_run(store, provider.run_agent, judge=llm_judge(base_url)).score(**run_args(suite))
     assert below.offline_verdicts == 1 and below.verdicts == len(suite)
     judge_faults.clear()
+
+
+def test_verdicts_asked_again_are_judged_only_after_the_runs_steering_is_measured(
+        provider: Provider, faults: Faults, suite: list[Problem], judge_provider: tuple[str, Faults],
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The records a retried run reads back from the store carry no steering measure (it lives with the
+    record in memory): asking the judge again before the run is measured would judge steered
+    completions as the model's own."""
+    base_url, judge_faults = judge_provider
+    judge_faults.clear()
+    events: list[str] = []
+
+    def measured(records: Any) -> None:
+        events.append("measured")
+        carry_run_steering(records)
+
+    class Spy(FallbackJudge):
+        def judge(self, item: JudgeInput) -> JudgeVerdict:
+            events.append("judged")
+            return super().judge(item)
+
+    monkeypatch.setattr("arena.validator.runs.carry_run_steering", measured)
+    judge = llm_judge(base_url)
+    judge_faults.fail_next(2, Fault(status=503))  # most of the run's judge calls fail: it is asked again
+    with opened(tmp_path / "t.sqlite3") as store:
+        runs = suite_run(store, provider.run_agent, judge=Spy(judge.primary))
+        with pytest.raises(RetriesPending):
+            runs.score(**run_args(suite))
+        events.clear()
+        runs.score(**run_args(suite))  # a new scoring of the stored run, as after a restart
+    judge_faults.clear()
+    assert events[0] == "measured" and "judged" in events, events
 
 
 def test_judge_failure_rule() -> None:

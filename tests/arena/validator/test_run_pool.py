@@ -157,7 +157,7 @@ def test_the_winners_re_run_on_a_challengers_problems_never_runs_beside_the_chal
 
     validator: Any = object.__new__(Validator)
     validator.qualifying_suite = lambda _submission: (problem("p-1", "red shoes"),)
-    validator.ledger = SimpleNamespace(record=lambda _entries: None)
+    validator.ledger = SimpleNamespace(expose=lambda *_args: None)
     validator.race = SimpleNamespace(clock=SimpleNamespace(now=lambda: datetime(2026, 1, 2, tzinfo=UTC)),
                                      state=SimpleNamespace(reign=SimpleNamespace(submission_id="winner"),
                                                            submissions={"winner": winner}))

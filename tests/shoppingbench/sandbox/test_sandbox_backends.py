@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import sysconfig
 from pathlib import Path
@@ -91,6 +92,9 @@ def test_docker_argv_carries_every_limit_and_no_network(tmp_path: Path) -> None:
 def test_namespace_argv_isolates_and_mounts_read_only(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     spec.agent_file.write_text("def agent_main(problem):\n    return []\n")
+    assert spec.channel.unix_path is not None
+    proxy = socket.socket(socket.AF_UNIX)
+    proxy.bind(str(spec.channel.unix_path))
     backend = NamespaceBackend()
     argv = backend.command(spec)
     fds = backend.inherited_fds(spec)
@@ -100,11 +104,16 @@ def test_namespace_argv_isolates_and_mounts_read_only(tmp_path: Path) -> None:
             assert flag in argv
         assert "--bind" not in argv  # every host path is read-only; only /tmp (a tmpfs) is writable
         binds = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--ro-bind"}
-        assert binds[str(spec.channel.unix_path)] == PROXY_SOCKET
+        config = json.loads(argv[-1])
+        # The proxy's socket is not mounted (its source would name the host's socket directory): the
+        # bootstrap inherits a path-only descriptor of it and connects through /proc/self/fd.
+        assert str(spec.channel.unix_path) not in binds and PROXY_SOCKET not in argv
+        socket_fd = int(config["proxy_socket"].removeprefix("/proc/self/fd/"))
+        assert os.path.samestat(os.stat(f"/proc/self/fd/{socket_fd}"), os.stat(spec.channel.unix_path))
         # Our code (copies of the bootstrap and the SDK) and the agent come in as bytes, one read-only file
         # each from a descriptor passed to bwrap: no mount source names the workspace or the repository.
         data = {argv[i + 2]: int(argv[i + 1]) for i, arg in enumerate(argv) if arg == "--ro-bind-data"}
-        assert sorted(data.values()) == sorted(fds) and backend.inherited_fds(spec) == ()
+        assert sorted([*data.values(), socket_fd]) == sorted(fds) and backend.inherited_fds(spec) == ()
         assert all(argv[i - 2:i] == ["--perms", "0444"]
                    for i, arg in enumerate(argv) if arg == "--ro-bind-data")
         staged = spec.workspace / "code"
@@ -119,18 +128,18 @@ def test_namespace_argv_isolates_and_mounts_read_only(tmp_path: Path) -> None:
                                                          sysconfig.get_path("purelib")))
         assert python is not None and site is not None
         assert binds[str(python)] == SANDBOX_PYTHON and binds[str(site)] == f"{SANDBOX_LIB}/site-packages"
-        expected = {"/usr", str(spec.channel.unix_path), str(python), str(site)}
+        expected = {"/usr", str(python), str(site)}
         assert set(binds) - expected <= {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
         assert not any(str(REPOSITORY) in arg or sys.prefix in arg for arg in argv[argv.index("--"):])
         assert _option_values(argv, "--size") == [str(32 * MiB)]
         assert _option_values(argv, "--tmpfs") == ["/tmp"]
-        config = json.loads(argv[-1])
         if backend.as_root:
             assert "--reuid=61003" in argv and "--no-new-privs" in argv
             assert config["rlimits"]["NPROC"] == 40
         assert config["isolated"] and config["python_paths"][0] == "/sandbox/sdk"
         assert backend.environment(spec)["SANDBOX_PROXY_URL"] == "http://127.0.0.1:8765"
     finally:
+        proxy.close()
         for fd in fds:
             os.close(fd)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoppingbench.submission_check import MAX_AGENT_BYTES, RULES, CheckReport, check_agent
+from shoppingbench.submission_check import MAX_AGENT_BYTES, RULES, CheckReport, check_agent, describe
 
 REPO = Path(__file__).resolve().parents[3]
 AGENT_FILES = [REPO / "shoppingbench/agents/scripted_baseline.py", REPO / "shoppingbench/agents/react_llm.py",
@@ -185,6 +185,18 @@ def test_hostile_sources_are_findings_not_crashes(source: bytes) -> None:
     report = check_agent(source, known_product_ids=["7341935620"])
     assert time.monotonic() - started < 30
     assert not report.ok and all(f.rule in RULES for f in report.findings)
+
+
+def test_a_syntax_error_says_so_with_its_line() -> None:
+    (found,) = check_agent(b"def agent_main(problem):\n    steps = [\n    return steps\n").findings
+    assert (found.rule, found.line) == ("syntax", 2)
+    assert found.message == "syntax error at line 2: '[' was never closed"
+    assert describe(found) == found.message  # the message says what and where: no rule name before it
+    (indented,) = check_agent(b"def agent_main(problem):\nreturn []\n").findings
+    assert indented.message == "syntax error at line 2: expected an indented block after function " \
+                               "definition on line 1"
+    (process,) = check("import subprocess" + ENTRY).findings
+    assert describe(process) == f"[security] process (line 1): {process.message}"
 
 
 def test_size_limit_and_finding_cap() -> None:

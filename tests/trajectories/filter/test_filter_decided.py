@@ -147,7 +147,7 @@ def test_static_text_is_known_only_across_problems() -> None:
     assert static_grams(one) is None  # unknown: such a run is not measured
     two = [*one, [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUERIES[1]}]]]
     static = static_grams(two)
-    assert "you are a" in static and "silver spigen phone" not in static
+    assert static is not None and "you are a" in static and "silver spigen phone" not in static
 
 
 # --- real dialogues of the honest agents --------------------------------------------------------------
@@ -156,7 +156,7 @@ def test_static_text_is_known_only_across_problems() -> None:
 def _labels(logs: list[tuple[str, list[ProxyCall], list[Any]]]) -> list[tuple[dict[int, str], str]]:
     static = run_static_grams([log for _, log, _ in logs])
     assert static is not None
-    found = []
+    found: list[tuple[dict[int, str], str]] = []
     for query, log, steps in logs:
         steered = steered_calls(log, query, static)
         found.append((steered, label_attempt(log, steps, query=query, steered=steered).label))

@@ -18,7 +18,7 @@ from tests.trajectories.records import failed_record, react_record
 from trajectories.store import AttemptKey, JudgeVerdict, StoreError, TrajectoryStore, blobs
 from trajectories.store.engine import make_engine
 from trajectories.store.entries import AttemptWrite
-from trajectories.store.migrate import current_revision, downgrade, head_revision, upgrade
+from trajectories.store.migrate import SchemaError, current_revision, downgrade, head_revision, upgrade
 from trajectories.store.rows import DERIVED_COLUMNS, encode_attempt
 from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS, Base
 
@@ -81,6 +81,20 @@ def test_a_populated_database_keeps_its_attempts_through_the_upgrade(store_url: 
         assert store.set_judge_verdict(AttemptKey.of(records[0]), verdict)
         stored = store.get_attempt(AttemptKey.of(records[0]))
         assert stored is not None and stored.judge == verdict
+
+
+def test_a_store_a_newer_release_upgraded_is_refused(store_url: str) -> None:
+    engine = make_engine(store_url)
+    try:
+        upgrade(engine)
+        with engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0999'")
+        with pytest.raises(SchemaError, match=f"the trajectory store at .* is at schema revision '0999', "
+                                              f"which this code does not know \\(its newest is '{HEAD}'\\)"):
+            TrajectoryStore.open(store_url)
+        assert current_revision(engine) == "0999"
+    finally:
+        engine.dispose()
 
 
 def test_concurrent_upgrades_do_not_collide(store_url: str) -> None:

@@ -61,6 +61,25 @@ def test_category_scores_sum_up_each_run_agent_and_category_of_the_runs_asked(st
     assert store.category_scores([]) == []
 
 
+def test_provider_failures_count_as_the_runs_score_counts_them(store: TrajectoryStore) -> None:
+    """An attempt the provider failed on every try, scored by its run as the agent's failure (its verdict
+    stored with it), counts as a failure; one still owed a retry (no verdict) is left out."""
+    store.register_run(RunEntry(id="r-1", kind="race", suite="race-2026-11-21"))
+    spent = failed_record(run_id="r-1", agent_hash=BOB, problem_id="k1").model_copy(
+        update={"infra_failed": True, "infra_retries": 2})
+    owed = failed_record(run_id="r-1", agent_hash=BOB, problem_id="k2").model_copy(
+        update={"infra_failed": True, "infra_retries": 1})
+    store.write_attempts([_judged(failed_record(run_id="r-1", agent_hash=BOB, problem_id="k0"), 0.3),
+                          _judged(spent, 0.1), AttemptWrite(record=owed)])
+
+    (product,) = store.category_scores(["race"])
+    assert (product.attempts, product.success_rate) == (2, 0.0)
+    assert product.mean_quality == pytest.approx(0.2)
+    store.set_judge_verdict(AttemptKey.of(owed), JudgeVerdict(model="judge-a", quality=0.2))  # now scored
+    (product,) = store.category_scores(["race"])
+    assert product.attempts == 3 and product.mean_quality == pytest.approx(0.2)
+
+
 def test_scored_runs_page_newest_first_and_scores_read_only_their_runs(store: TrajectoryStore) -> None:
     _fill(store)
     store.register_run(RunEntry(id="r-0", kind="race", suite="race-2026-11-20", started_at=1.0))

@@ -76,8 +76,9 @@ def leaderboard_page(request: Request, view: ViewDep) -> Response:
         submissions=state.submissions,
         ordered=latest,
         hidden=len(state.submissions) - len(latest),
-        score_chart=score_chart(past),
-        reign_chart=reign_chart(past),
+        # No race in the window: no chart frames saying "no data", one line saying why (the template).
+        score_chart=score_chart(past) if past.items else None,
+        reign_chart=reign_chart(past) if past.reigns else None,
         past=past,
         embargo_left=None
         if board.embargo_remaining_s is None

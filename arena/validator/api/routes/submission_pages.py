@@ -142,7 +142,7 @@ def submission_page(
     chart = bar_chart(
         [(f"gate {g.stopped_at_gate}" if g.stopped_at_gate else g.label, g.attempts) for g in detail.gates],
         title="Attempts by the judge gate they stopped at",
-    )
+    ) if detail.gates else None  # nothing judged yet: no empty chart
     return page(
         request,
         "submission.html",

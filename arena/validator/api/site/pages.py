@@ -4,12 +4,13 @@ HTML response with cache headers.
 
 Every page extends ``templates/base.html`` (the layout, the navigation and ``/static/site.css``, served
 from :data:`STATIC_DIR` by ``app.py``). Filters for the templates: ``score`` (a float to 4 places, ``-``
-for none), ``percent``, ``duration`` (a ``timedelta`` as ``2d 03h 04m``) and ``utc`` (a datetime as
-``2026-11-20 16:00 UTC``).
+for none), ``percent``, ``duration`` (a ``timedelta`` as ``2d 03h 04m``), ``utc`` (a datetime as
+``2026-11-20 16:00 UTC``) and ``key`` (a hotkey or hash shortened, the full value on hover and click).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -17,6 +18,7 @@ from typing import Any, Final
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from arena.validator.api.site.paging import LIVE_MAX_AGE, cached_body
 
@@ -48,6 +50,22 @@ def utc(value: datetime | None) -> str:
     return "-" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
 
 
+_KEY: Final = re.compile(r"[0-9A-Za-z]{40,}")
+"""What :func:`key` shortens: an ss58 address (48 characters) or a hex hash (64)."""
+
+
+def key(value: str | None) -> Markup:
+    """A hotkey or hash as the page shows it: ``5F9Z1p…GTqn3``, the full value on hover (``title``) and,
+    one click away, as text to copy (a ``<details>``: no script); anything else (text a miner chose,
+    which must show whole) as it is, escaped."""
+    if value is None:
+        return Markup("-")
+    if not _KEY.fullmatch(value):
+        return escape(value)
+    return Markup('<details class="key"><summary title="{0}">{1}…{2}</summary><code>{0}</code></details>'
+                  ).format(value, value[:6], value[-5:])
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("arena.validator.api"),
@@ -56,7 +74,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(score=score, percent=percent, duration=duration, utc=utc)
+    env.filters.update(score=score, percent=percent, duration=duration, utc=utc, key=key)
     return env
 
 

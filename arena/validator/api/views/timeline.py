@@ -167,7 +167,9 @@ def _copied(before: RaceState, after: RaceState, event: SubmissionCopied) -> dic
         at=event.at,
         title="refused as a copy: it never races nor earns",
         detail=f"copies {original.hotkey}'s file {original.code_hash} (committed at block "
-        f"{original.commitment_block}, similarity {original.similarity:.2f})",
+        f"{original.commitment_block}, similarity {original.similarity:.2f})"
+        + (f": it acts as submission {original.submission_id} on its qualifying problems"
+           if original.basis == "behaviour" else ""),
     )
     changed = [
         sid
