@@ -122,7 +122,7 @@ def _say(message: str) -> None:
 
 
 @contextmanager
-def _phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
+def phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
     """Time a phase: wall seconds, and this process's CPU seconds (all threads and the echo processes;
     not PostgreSQL's own) with the load average and the CPU time stolen by the host, since the machine is
     shared and wall time alone misleads."""
@@ -135,7 +135,7 @@ def _phase(name: str, figures: dict[str, Any]) -> Iterator[None]:
         figures[f"{name}_steal_share"] = round((after[0] - ticks[0]) / (after[1] - ticks[1]), 3)
 
 
-def _encode_cpu_ms(records: list[AttemptRecord]) -> float:
+def encode_cpu_ms(records: list[AttemptRecord]) -> float:
     """The CPU milliseconds one thread spends encoding an attempt's row (JSON, compression, hash): the
     machine's speed at the store's own work, so figures from machines (or hours) of different speed can
     be compared; the ingest rate is bound by it on two cores."""
@@ -149,7 +149,7 @@ def _encode_cpu_ms(records: list[AttemptRecord]) -> float:
 def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
     day = synthetic_day(day_start=DAY_START.timestamp(), problems=math.ceil(attempts / AGENTS), agents=AGENTS)
     figures: dict[str, Any] = {}
-    with _phase("generate", figures):
+    with phase("generate", figures):
         # As the validator's runner makes them: each record carries its echo measure, taken when it was
         # built (the grader), so the timed ingest stores that count instead of measuring again.
         records = list(day.attempts(attempts, measure_echoes=True))
@@ -157,7 +157,7 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
     figures["mean_proxy_calls"] = round(statistics.fmean(len(r.proxy_log) for r in records), 1)
     _say(f"  generated {attempts} attempts in {figures['generate_wall_s']} s "
          f"({figures['mean_steps']} steps, {figures['mean_proxy_calls']} proxy calls per attempt)")
-    figures["encode_cpu_ms_per_attempt"] = _encode_cpu_ms(records[:CALIBRATION_ATTEMPTS])
+    figures["encode_cpu_ms_per_attempt"] = encode_cpu_ms(records[:CALIBRATION_ATTEMPTS])
     _say(f"  this machine encodes an attempt in {figures['encode_cpu_ms_per_attempt']} ms of CPU "
          "(one thread: JSON, compression, hash)")
     with TrajectoryStore.open(url) as store:
@@ -169,7 +169,7 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
 
         tree = _TreeRss()
         tree.start()
-        with _phase("ingest", figures):
+        with phase("ingest", figures):
             store.write_attempts(records)
         figures["ingest_peak_rss_with_echo_processes_mb"] = tree.stop()
         figures["ingest_per_s"] = round(attempts / figures["ingest_wall_s"], 1)
@@ -179,13 +179,13 @@ def _run(url: str, attempts: int, out: Path) -> dict[str, Any]:
              f"steal {figures.get('ingest_steal_share', '-')})")
         del records
 
-        with _phase("filter", figures):
+        with phase("filter", figures):
             label_stored(store, progress=False)
         figures["filter_per_s"] = round(attempts / figures["filter_wall_s"], 1)
         _say(f"  filter: {figures['filter_wall_s']} s, {figures['filter_per_s']} attempts/s "
              f"({figures['filter_cpu_s']} CPU s, load {figures['filter_load_1m']})")
 
-        with _phase("export", figures):
+        with phase("export", figures):
             manifest = export_dump(store, DumpWindow.day(DAY_START.date()), out, progress=False)
         figures["export_s"] = figures["export_wall_s"]
         figures["export_mb"] = round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)

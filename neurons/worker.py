@@ -19,6 +19,7 @@ import orjson
 import typer
 
 from neurons.options import FixedLogFormatOption, HomeOption
+from neurons.worker_import import import_sft
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.settings import HarnessSettings
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
                   help="Post-training worker: fine-tune a model on the arena's daily trajectory dumps "
                        "(filtered, leak-cluster guarded) through the recipe's stages (sft, rejection, "
-                       "teacher, dpo, grpo), rewrite sub-task attempts into agentic ones with a teacher, "
-                       "evaluate checkpoints on held-out problems through the "
-                       "validator's sandbox, build the tiny Qwen3 used on CPU, or convert a real base "
-                       "model (Gemma 3 270M, an optional extra).")
+                       "teacher, dpo, kto, grpo), import chat-format SFT rows as a dump, rewrite "
+                       "sub-task attempts into agentic ones with a teacher, evaluate checkpoints on "
+                       "held-out problems through the validator's sandbox, build the tiny Qwen3 used on "
+                       "CPU, or convert a real base model (Gemma 3 270M, an optional extra).")
 
 DumpOption = Annotated[list[Path], typer.Option("--dump", exists=True, file_okay=False, help=(
     "A directory written by `dump export`; repeat for several days"))]
@@ -157,11 +158,13 @@ def _stage_config(path: Path, *, stage: str | None, catalog: Path | None, script
 @app.command()
 def train(
     config: Annotated[Path, typer.Option("--config", exists=True, dir_okay=False, help=(
-        "Stage YAML (trajectories/training/configs/: sft, rejection, teacher, dpo, grpo; *_tiny for CPU)"))],
+        "Stage YAML (trajectories/training/configs/: sft, rejection, teacher, dpo, kto, grpo; *_tiny for "
+        "CPU)"))],
     dump: DumpOption,
     out: Annotated[Path, typer.Option("--out", help="Checkpoints and rollouts; the model in OUT/final")],
     stage: Annotated[str | None, typer.Option("--stage", help=(
-        "Refuse the config unless it describes this stage (sft, rejection, teacher, dpo, grpo)"))] = None,
+        "Refuse the config unless it describes this stage (sft, rejection, teacher, dpo, kto, "
+        "grpo)"))] = None,
     catalog: CatalogOption = None,
     scripted_teacher: ScriptedTeacherOption = False,
     resume: ResumeOption = True,
@@ -416,6 +419,9 @@ def tiny_model(
     from trajectories.training.dev.tiny import save_tiny_model
 
     typer.echo(str(save_tiny_model(out, seed)))
+
+
+app.command("import-sft")(import_sft)
 
 
 @app.command("base-model")

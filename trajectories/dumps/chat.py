@@ -190,11 +190,8 @@ def _obs_results(text: str, pending: Sequence[tuple[str, str]]) -> list[str] | N
     return results
 
 
-def chat_messages(request: Iterable[Any], completion: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``request`` (the messages as sent) plus ``completion`` (``completion_text``, ``reasoning_text``,
-    ``completion_tool_calls`` of a proxy-log entry), normalised (see the module docstring)."""
-    builder = _Builder()
-    for message in request:
+def _feed(builder: _Builder, messages: Iterable[Any]) -> None:
+    for message in messages:
         if not isinstance(message, Mapping):
             continue
         role = _ROLES.get(str(message.get("role")), "user")
@@ -208,6 +205,20 @@ def chat_messages(request: Iterable[Any], completion: Mapping[str, Any]) -> list
         else:
             builder.pending = []
             builder.messages.append({"role": role, "content": content_text(message.get("content"))})
+
+
+def normalise_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    """Chat turns of any OpenAI-style conversation, normalised (see the module docstring)."""
+    builder = _Builder()
+    _feed(builder, messages)
+    return builder.messages
+
+
+def chat_messages(request: Iterable[Any], completion: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``request`` (the messages as sent) plus ``completion`` (``completion_text``, ``reasoning_text``,
+    ``completion_tool_calls`` of a proxy-log entry), normalised (see the module docstring)."""
+    builder = _Builder()
+    _feed(builder, request)
     native = [{"function": call} for call in completion.get("completion_tool_calls") or []
               if isinstance(call, Mapping)]
     builder.assistant(completion.get("completion_text"), completion.get("reasoning_text"), native)

@@ -3,13 +3,13 @@
 :func:`load_stage_config` reads a stage YAML into its config class by its ``stage`` key; :func:`run_stage`
 runs it. A pipeline YAML (``configs/pipeline.yaml``) lists stage files in order and runs them into
 ``OUT/NN-<stage>/``, each starting from the previous stage's ``final`` model. Later stages also get what
-earlier ones produced: DPO the rejection-sampling rollouts (k samples per problem give successes and
-failures of one problem), GRPO the teacher's attempts (its per-step teacher reward). A stage whose
-``result.json`` is written is done and skipped when the pipeline runs again, so a preempted pipeline
-resumes at the stage it was in (which itself resumes from its newest checkpoint). After the last stage
-(or every stage, and the base model first: the study's table) the model is evaluated on the held-out
-problems and entered in the registry; each evaluation is kept in ``OUT/NN-<stage>/evaluation.json`` (the
-base model's in ``OUT/00-base/``) and never repeated on a rerun. The per-stage table, with the best
+earlier ones produced: DPO and KTO the rejection-sampling rollouts (k samples per problem give successes and
+failures of one problem; KTO takes them unpaired), GRPO the teacher's attempts (its per-step teacher
+reward). A stage whose ``result.json`` is written is done and skipped when the pipeline runs again, so a
+preempted pipeline resumes at the stage it was in (which itself resumes from its newest checkpoint). After
+the last stage (or every stage, and the base model first: the study's table) the model is evaluated on the
+held-out problems and entered in the registry; each evaluation is kept in ``OUT/NN-<stage>/evaluation.json``
+(the base model's in ``OUT/00-base/``) and never repeated on a rerun. The per-stage table, with the best
 checkpoint named, goes to ``OUT/stages.{json,md,png}`` (:mod:`evaluation.stage_table`).
 """
 
@@ -29,7 +29,7 @@ from trajectories.training.stages.stage import NothingToTrain, StageConfig, Stag
 
 log = structlog.get_logger(__name__)
 
-STAGE_NAMES = ("sft", "rejection", "teacher", "dpo", "grpo")
+STAGE_NAMES = ("sft", "rejection", "teacher", "dpo", "kto", "grpo")
 RESULT_FILE = "result.json"
 EVALUATION_FILE = "evaluation.json"
 BASE_DIRECTORY = "00-base"
@@ -46,6 +46,9 @@ def _config_class(stage: str) -> type[StageConfig]:
     if stage == "dpo":
         from trajectories.training.stages.dpo import DPOStageConfig
         return DPOStageConfig
+    if stage == "kto":
+        from trajectories.training.stages.kto import KTOStageConfig
+        return KTOStageConfig
     if stage == "grpo":
         from trajectories.training.stages.grpo_config import GRPOStageConfig
         return GRPOStageConfig
@@ -113,6 +116,8 @@ def run_stage(config: StageConfig, dumps: list[Path], out: Path, *, resume: bool
             return run_sampling_stage(config, dumps, out, resume=resume, settings=settings)
     elif config.stage == "dpo":
         from trajectories.training.stages.dpo import run_dpo as runner
+    elif config.stage == "kto":
+        from trajectories.training.stages.kto import run_kto as runner
     elif config.stage == "grpo":
         from trajectories.training.stages.grpo import run_grpo
 
@@ -167,7 +172,7 @@ def chain_stage(config: StageConfig, previous: Path | None, produced: dict[str, 
     updates: dict[str, Any] = {}
     if previous is not None:
         updates["model"] = str(previous)
-    if config.stage == "dpo" and "rejection" in produced:
+    if config.stage in ("dpo", "kto") and "rejection" in produced:
         updates["rollouts"] = [*getattr(config, "rollouts", []), produced["rejection"]]
     if config.stage == "grpo" and "teacher" in produced:
         updates["teacher_attempts"] = [*getattr(config, "teacher_attempts", []), produced["teacher"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
 from tests.trajectories.training.conftest import WORLD_HELD_OUT_CLUSTER
 from trajectories.training.data.problems import dump_problems
+from trajectories.training.data.weighting import RewardWeighting, repeats, sample_reward
 from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
 from trajectories.training.serving.vllm_server import VllmError, running_vllm
 from trajectories.training.stages.rollouts import (
@@ -40,6 +42,7 @@ from trajectories.training.stages.rollouts import (
     RolloutMeta,
     collect_rollouts,
     read_attempts,
+    rollout_conversations,
     rollout_meta,
 )
 from trajectories.training.stages.sampling import run_sampling_stage
@@ -76,15 +79,20 @@ def _config(name: str, **rollouts: object) -> SamplingStageConfig:
     return config.model_copy(update={"rollouts": config.rollouts.model_copy(update=rollouts)})
 
 
+def _teacher_config(model: Path, world: SampleWorld, url: str, **rollouts: object) -> SamplingStageConfig:
+    """The tiny teacher stage rolling out the scripted teacher at ``url`` on ``world``."""
+    config = _config("teacher_tiny.yaml", catalog=world.catalog_dir, **rollouts)
+    serving = config.rollouts.serving.model_copy(update={"base_url": url, "model_name": TEACHER,
+                                                         "api_key_env": KEY_VARIABLE})
+    return config.model_copy(update={"model": str(model), "rollouts": config.rollouts.model_copy(
+        update={"serving": serving})})
+
+
 @pytest.fixture(scope="module")
 def teacher_run(tiny_model_dir: Path, world_dump: Path, small_world: SampleWorld, teacher_url: str,
                 teacher_settings: HarnessSettings, tmp_path_factory: pytest.TempPathFactory,
                 ) -> tuple[Path, StageResult]:
-    config = _config("teacher_tiny.yaml", catalog=small_world.catalog_dir)
-    serving = config.rollouts.serving.model_copy(update={"base_url": teacher_url, "model_name": TEACHER,
-                                                         "api_key_env": KEY_VARIABLE})
-    config = config.model_copy(update={"model": str(tiny_model_dir), "rollouts": config.rollouts.model_copy(
-        update={"serving": serving})})
+    config = _teacher_config(tiny_model_dir, small_world, teacher_url)
     out = tmp_path_factory.mktemp("teacher") / "run"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(KEY_VARIABLE, TEACHER_KEY)
@@ -108,10 +116,39 @@ def test_the_teacher_stage_rolls_out_train_problems_and_fine_tunes_on_the_succes
     assert summary["attempts"] == len(records) == 4 and summary["successes"] == successes
     assert 0 < summary["kept"] <= successes and result.extra["rollouts"]["kept"] == summary["kept"]
     assert result.train_examples == summary["kept"] and result.global_step == 2
+    assert result.extra["weighting"] == {"mode": "uniform", "kept": summary["kept"],
+                                         "examples": summary["kept"]}
     losses = [entry["loss"] for entry in result.log_history if "loss" in entry]
     assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)
     assert (result.final_dir / "adapter_config.json").exists()
     assert AutoPeftModelForCausalLM.from_pretrained(result.final_dir) is not None
+
+
+def test_reward_weighted_sampling_repeats_each_kept_attempt_by_its_reward(
+        teacher_run: tuple[Path, StageResult], tiny_model_dir: Path, world_dump: Path,
+        small_world: SampleWorld, teacher_url: str, teacher_settings: HarnessSettings, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The teacher run's finished rollouts (copied: nothing is rolled out again) fine-tuned on as the
+    study's reward-weighted rejection sampling does, each kept attempt repeated by its reward."""
+    out = tmp_path / "run"
+    shutil.copytree(teacher_run[0] / "rollouts", out / "rollouts")
+    weighting = RewardWeighting(mode="reward", max_repeats=3)
+    config = _teacher_config(tiny_model_dir, small_world, teacher_url, weighting=weighting)
+    monkeypatch.setenv(KEY_VARIABLE, TEACHER_KEY)
+    result = run_sampling_stage(config, [world_dump], out, settings=teacher_settings, progress=False)
+    records = read_attempts(out / "rollouts" / ATTEMPTS_FILE)
+    assert len(records) == 4  # the copied rollouts were complete
+    found = dump_problems([world_dump], "train")
+    selection = rollout_conversations(records, {p.id: p for p in found.problems}, found.clusters,
+                                      keep_labels=config.rollouts.keep_labels,
+                                      max_tool_chars=config.rollouts.max_tool_chars)
+    successes = {sample_reward(r.score) for r in records if r.score.success}
+    assert len(selection.rewards) == len(selection.conversations) and set(selection.rewards) <= successes
+    expected = sum(repeats(selection.rewards, weighting))
+    assert expected >= 3 and expected > len(selection.conversations)  # the best one three times
+    assert result.extra["weighting"] == {"mode": "reward", "kept": len(selection.conversations),
+                                         "examples": expected}
+    assert result.train_examples == expected and result.global_step == 2
 
 
 def test_a_teacher_endpoint_without_its_key_is_refused_before_any_rollout(

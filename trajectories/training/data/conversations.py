@@ -99,6 +99,8 @@ class GradedConversation:
     rule: float | None
     judge_quality: float | None
     filter_label: str
+    reward: float | None = None
+    """a rollout's reward (:func:`~trajectories.training.data.weighting.sample_reward`); None for dump rows"""
 
 
 @dataclass

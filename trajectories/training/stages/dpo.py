@@ -19,7 +19,6 @@ frozen copy of the starting model.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from trajectories.training.data.conversations import (
 from trajectories.training.data.dpo_pairs import PairFilter, PreferencePair, select_pairs
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tokens import RenderedMessages, render_messages
+from trajectories.training.data.weighting import sample_reward
 from trajectories.training.stages import stage
 from trajectories.training.stages.rollouts import read_attempts
 from trajectories.training.stages.stage import StageConfig, StageResult
@@ -106,26 +106,37 @@ def rollout_candidates(paths: Sequence[Path], clusters: Mapping[str, str],
             kept[conversation.attempt_id] = GradedConversation(
                 conversation=conversation, success=record.score.success, rule=record.score.rule,
                 judge_quality=None, filter_label=label_attempt(record.proxy_log, record.steps,
-                                                                     query=record.query).label)
+                                                                     query=record.query).label,
+                reward=sample_reward(record.score))
     return list(kept.values()), dropped
+
+
+def guarded_candidates(dumps: Sequence[Path], *, labels: frozenset[str], max_tool_chars: int,
+                       held_out: frozenset[str], rollouts: Sequence[Path],
+                       from_dumps: bool = True) -> Candidates:
+    """The dumps' guarded train rows with one of ``labels`` (unless not ``from_dumps``), then the rollout
+    records of guarded train problems; the preference stages' (DPO, KTO) candidates."""
+    graded: list[GradedConversation] = []
+    dropped: Counter[str] = Counter()
+    if from_dumps:
+        selection = select_graded(dumps, DataFilter(labels=labels, max_tool_chars=max_tool_chars),
+                                  held_out_clusters=held_out)
+        graded, dropped = list(selection.graded), Counter(selection.dropped)
+    from_rollouts: list[GradedConversation] = []
+    if rollouts:
+        clusters = dump_problems(dumps, "train", held_out_clusters=held_out).clusters
+        from_rollouts, rollout_dropped = rollout_candidates(rollouts, clusters, max_tool_chars)
+        dropped.update(rollout_dropped)
+    return Candidates(graded=graded + from_rollouts, dropped=dropped, from_dumps=len(graded),
+                      from_rollouts=len(from_rollouts))
 
 
 def collect_candidates(dumps: Sequence[Path], config: DPOStageConfig) -> Candidates:
     """Every guarded attempt that could be a pair's side; the label filter already keeps only labels either
     side accepts (others are dropped as ``label:<label>``)."""
-    held_out = config.held_out_clusters()
-    data = config.data
-    selection = select_graded(dumps, DataFilter(labels=data.chosen_labels | data.rejected_labels,
-                                                max_tool_chars=data.max_tool_chars),
-                              held_out_clusters=held_out)
-    graded, dropped = list(selection.graded), Counter(selection.dropped)
-    from_rollouts: list[GradedConversation] = []
-    if config.rollouts:
-        clusters = dump_problems(dumps, "train", held_out_clusters=held_out).clusters
-        from_rollouts, rollout_dropped = rollout_candidates(config.rollouts, clusters, data.max_tool_chars)
-        dropped.update(rollout_dropped)
-    return Candidates(graded=graded + from_rollouts, dropped=dropped, from_dumps=len(graded),
-                      from_rollouts=len(from_rollouts))
+    return guarded_candidates(dumps, labels=config.data.chosen_labels | config.data.rejected_labels,
+                              max_tool_chars=config.data.max_tool_chars, held_out=config.held_out_clusters(),
+                              rollouts=config.rollouts)
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,20 @@ class TokenizedPair:
     rejected_mask: list[int]
     truncated: bool
     """a side was cut to ``max_length`` (keeping its start, as SFT does)"""
+
+
+def completion_side(rendered: RenderedMessages, prompt: Sequence[int],
+                    room: int) -> tuple[list[int], list[int], bool] | str:
+    """The completion of ``rendered`` after ``prompt``, cut to ``room`` tokens: ids, assistant mask and
+    whether it was cut; or why it cannot be trained on."""
+    # The trainer scores prompt + completion as one sequence: a prompt that does not render as the start of
+    # the conversation (another query, tokens merging across the boundary) would be wrong
+    if rendered.input_ids[:len(prompt)] != list(prompt):
+        return "prompt_mismatch"
+    ids, mask = rendered.input_ids[len(prompt):], rendered.assistant_mask[len(prompt):]
+    if not any(mask[:room]):
+        return "no_assistant_tokens_within_max_length"
+    return ids[:room], mask[:room], len(ids) > room
 
 
 class PairTokenizer:
@@ -167,16 +192,12 @@ class PairTokenizer:
         sides: list[tuple[list[int], list[int]]] = []
         truncated = False
         for conversation in (pair.chosen, pair.rejected):
-            rendered = self._render(conversation)
-            # The trainer scores prompt + completion as one sequence: a prompt that does not render as the
-            # start of the conversation (another query, tokens merging across the boundary) would be wrong
-            if rendered.input_ids[:len(prompt)] != prompt:
-                return "prompt_mismatch"
-            ids, mask = rendered.input_ids[len(prompt):], rendered.assistant_mask[len(prompt):]
-            truncated = truncated or len(ids) > room
-            if not any(mask[:room]):
-                return "no_assistant_tokens_within_max_length"
-            sides.append((ids[:room], mask[:room]))
+            side = completion_side(self._render(conversation), prompt, room)
+            if isinstance(side, str):
+                return side
+            ids, mask, cut = side
+            truncated = truncated or cut
+            sides.append((ids, mask))
         (chosen_ids, chosen_mask), (rejected_ids, rejected_mask) = sides
         return TokenizedPair(prompt_ids=prompt, chosen_ids=chosen_ids, chosen_mask=chosen_mask,
                              rejected_ids=rejected_ids, rejected_mask=rejected_mask, truncated=truncated)
@@ -246,11 +267,7 @@ def trainer_arguments(config: StageConfig, out: Path) -> DPOConfig:
 def dpo_trainer(config: StageConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                 dataset: Dataset, out: Path) -> PretokenizedDPOTrainer:
     """The trainer over a :func:`build_preference_dataset` dataset, with LoRA or a frozen reference copy."""
-    reference = None
-    if not config.lora.enabled:
-        # TRL would reload the reference from the config's name, which after a merged LoRA stage is the base
-        # model: compare against a copy of the starting weights instead
-        reference = copy.deepcopy(model).requires_grad_(False)
+    reference = stage.frozen_reference(config, model)
     arguments = trainer_arguments(config, out)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     multiple = arguments.pad_to_multiple_of  # "auto" is resolved to a number or None by DPOConfig itself

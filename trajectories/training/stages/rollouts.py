@@ -38,6 +38,7 @@ from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, run_suite
 from shoppingbench.search.base import SearchEngine
 from trajectories.filter import label_attempt
 from trajectories.training.data.conversations import Conversation, record_conversation
+from trajectories.training.data.weighting import sample_reward
 from trajectories.training.serving.backends import served_checkpoint
 from trajectories.training.stages.sampling_config import ServingSettings
 
@@ -173,6 +174,8 @@ def collect_rollouts(agent: AgentFile, problems: Sequence[Problem], engine: Sear
 class RolloutSelection:
     conversations: list[Conversation]
     dropped: Counter[str]
+    rewards: list[float]
+    """each kept conversation's reward (:func:`~trajectories.training.data.weighting.sample_reward`)"""
 
 
 def rollout_conversations(records: Sequence[AttemptRecord], problems: Mapping[str, Problem],
@@ -180,6 +183,7 @@ def rollout_conversations(records: Sequence[AttemptRecord], problems: Mapping[st
                           max_tool_chars: int) -> RolloutSelection:
     """Training conversations of the successful rollouts whose filter label is kept (others counted)."""
     kept: list[Conversation] = []
+    rewards: list[float] = []
     dropped: Counter[str] = Counter()
     for record in records:
         problem = problems.get(record.problem_id)
@@ -198,5 +202,6 @@ def rollout_conversations(records: Sequence[AttemptRecord], problems: Mapping[st
             dropped["unreadable_steps"] += 1
             continue
         kept.append(conversation)
+        rewards.append(sample_reward(record.score))
     log.info("training.rollouts_selected", kept=len(kept), dropped=dict(dropped), records=len(records))
-    return RolloutSelection(conversations=kept, dropped=dropped)
+    return RolloutSelection(conversations=kept, dropped=dropped, rewards=rewards)

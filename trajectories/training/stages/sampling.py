@@ -1,7 +1,9 @@
 """Stages 2 and 3: sample attempts through the sandbox, keep the successful ones, fine-tune on them.
 
 - ``rejection`` (stage 2): the stage's own ``model`` (usually stage 1's ``OUT/final``) attempts every
-  train problem k times; the successful, model-driven (``agentic``) attempts are the new SFT data.
+  train problem k times; the successful, model-driven (``agentic``) attempts are the new SFT data. With
+  ``rollouts.weighting.mode: reward`` (the study's reward-weighted rejection sampling) each kept attempt is
+  repeated in proportion to its reward (:mod:`trajectories.training.data.weighting`).
 - ``teacher`` (stage 3): a strong model behind an OpenAI-compatible endpoint attempts the same problems;
   the student (``model``) is fine-tuned on the teacher's successful attempts. The teacher's attempts
   (``OUT/rollouts/attempts.jsonl``) are also what GRPO's per-step teacher reward reads.
@@ -31,6 +33,7 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
 from trajectories.training.data.problems import dump_problems
+from trajectories.training.data.weighting import weighted
 from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
 from trajectories.training.stages.rollouts import (
     ATTEMPTS_FILE,
@@ -147,6 +150,10 @@ def run_sampling_stage(config: SamplingStageConfig, dumps: list[Path], out: Path
             f"none of the {summary.attempts} rollouts was a successful, kept attempt ({summary.dropped}): "
             "nothing to fine-tune on; sample more (rollouts.samples_per_problem), use more problems, or "
             f"start from a stronger model. The attempts are in {sampled.directory}")
+    weighting, kept = config.rollouts.weighting, sampled.selection.conversations
+    conversations = weighted(kept, sampled.selection.rewards, weighting)
     extra: dict[str, Any] = {"rollouts": summary.model_dump(),
-                             "attempts_file": str(sampled.directory / ATTEMPTS_FILE)}
-    return train_sft(config, sampled.selection.conversations, out, resume=resume, extra=extra)
+                             "attempts_file": str(sampled.directory / ATTEMPTS_FILE),
+                             "weighting": {"mode": weighting.mode, "kept": len(kept),
+                                           "examples": len(conversations)}}
+    return train_sft(config, conversations, out, resume=resume, extra=extra)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from trajectories.training.data.weighting import RewardWeighting
 from trajectories.training.stages.stage import StageConfig
 
 
@@ -63,6 +64,9 @@ class RolloutSettings(BaseModel):
     keep_labels: frozenset[str] = Field(default=frozenset({"agentic"}), description=(
         "Structural-filter labels a successful rollout must have to be trained on"))
     max_tool_chars: int = Field(default=4000, ge=16, description="Tool results longer than this are cut")
+    weighting: RewardWeighting = Field(default_factory=RewardWeighting, description=(
+        "How kept samples are weighted for the SFT that follows (mode reward: reward-weighted rejection "
+        "sampling, each repeated in proportion to its reward)"))
 
 
 class SamplingStageConfig(StageConfig):

@@ -10,6 +10,7 @@ argument (``deepspeed``, ``save_steps``, ``use_vllm``, ...) is set in the YAML. 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
@@ -131,6 +132,16 @@ def peft_config(lora: LoraSettings) -> LoraConfig | None:
         return None
     return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                       target_modules=lora.target_modules, task_type="CAUSAL_LM")
+
+
+def frozen_reference(config: StageConfig, model: PreTrainedModel) -> PreTrainedModel | None:
+    """The reference model of a preference stage (DPO, KTO): None under LoRA (TRL then uses the policy with
+    its adapter disabled), else a frozen copy of the starting weights (TRL would reload the reference from
+    the config's name, which after a merged LoRA stage is the base model)."""
+    if config.lora.enabled:
+        return None
+    reference: PreTrainedModel = copy.deepcopy(model).requires_grad_(False)
+    return reference
 
 
 def trainer_arguments(config: StageConfig, out: Path, **fixed: Any) -> dict[str, Any]:
