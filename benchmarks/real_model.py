@@ -1,38 +1,62 @@
-"""Does a day of the arena's judged trajectories lift a real pretrained model on held-out problems? (skeleton)
+"""Does a day of the arena's judged trajectories lift a real pretrained model on held-out problems?
 
     python -m benchmarks.real_model --model DIR [--convert] [--out DIR] [--device cpu|cuda]
         [--day-problems 100] [--day-agents react,tool_calling] [--held-out-per-category 20]
-        [--held-out-seed SEED] [-k 1] [--stages sft] [--sft-steps 200] [--max-length 4096]
-        [--lora | --full] [--learning-rate 2e-4] [--max-tokens 512] [--workers 4]
-        [--bootstrap 10000] [--seed 0] [--dry-run]
+        [--held-out-seed SEED] [-k 1] [--stages sft[,rejection,dpo]] [--sft-steps 200] [--max-length 4096]
+        [--lora | --full] [--learning-rate 2e-4] [--max-tokens 512] [--workers 4] [--attempt-calls N]
+        [--temperature 1.0] [--world-dir DIR --world-products 3000] [--bootstrap 10000] [--seed 0]
+        [--dry-run]
 
-The plan, through the production path at every step:
+The run, through the production path at every step (:mod:`benchmarks.real_model_run` holds the phases):
 
-1. **Training day**: the arena's reference agents (``--day-agents``) run on ``--day-problems`` problems per
-   category of the sample world through the validator's sandbox, verified proxy, scorer, judge, structural
-   filter and store, and the day is exported (``dump export``); SFT trains on its ``agentic`` successes.
-2. **Held-out problems**: ``--held-out-per-category`` problems per category drawn with a private
-   ``--held-out-seed``, none in a leak cluster of the training day.
+1. **Training day**: the arena's reference agents (``--day-agents``: ``react_llm.py``,
+   ``tool_calling_llm.py``) run on the first ``--day-problems`` problems per category of the sample
+   world (the configured one, or ``--world-dir``) through the validator's
+   :class:`~arena.validator.runs.SuiteRun` (sandbox, verified proxy, grader, judge, structural filter,
+   trajectory store), and the day is exported as ``dump export`` writes it, split by the validator's
+   split rule. There is no hosted LLM here, so the agents' model is the scripted double
+   (``shoppingbench.doubles.scripted_policies.shopping_policy`` served on loopback; ``day_model:
+   "scripted double"`` in the output); the judge is the configured one (offline without
+   ``ARENA_JUDGE_*``).
+2. **Held-out problems**: ``--held-out-per-category`` problems per category from the problem generator
+   on a private ``--held-out-seed`` (default: a random one kept in ``OUT/.held-out-seed``), as
+   ``validator held-out`` draws them: no target product of a day problem, and any problem in a leak
+   cluster with a day problem dropped (twice as many are drawn); written to ``OUT/held-out.jsonl``.
 3. **Stages**: the base model (``--model``, a ``worker base-model`` directory; ``--convert`` writes it) is
-   evaluated, then each stage of ``--stages`` trains from the previous one and is evaluated the same way
-   (``sft``; then ``rejection`` and ``dpo`` if asked): ``k`` samples per problem through the sandbox with the
-   tool-calling agent, the model served by ``hf_server`` (``--device cpu``) or vLLM (``--device cuda``).
+   evaluated, then each stage of ``--stages`` trains from the previous one on the exported day (as
+   ``worker train`` runs it) and is evaluated the same way. ``sft``: the worker's SFT stage on the day's
+   ``agentic`` successes of the train split, LoRA by default; ``rejection``: k=1 rollouts of the model on
+   the day's train problems, SFT on its successes; ``dpo``: the day's successful over failed attempts of a
+   problem (``rejection`` and ``dpo`` take the rest of their settings from ``configs/*_tiny.yaml`` on
+   CPU, the production configs on CUDA). A stage left with nothing to train on passes its model and
+   its evaluation on (``carried_from``). Evaluation is ``worker evaluate``'s (``evaluate_checkpoint``):
+   ``k`` samples per held-out problem through the sandbox with the tool-calling agent, the model served
+   by ``hf_server`` (``--device cpu``) or, with ``--device cuda``, by vLLM where it is installed, every
+   completion capped at ``--max-tokens`` and each attempt at ``--attempt-calls`` model calls.
 
-Per stage: pass@1 per category and overall with a 95% bootstrap interval over problems, pass@k for k > 1,
-the format-error and hallucinated-id rates per step, tokens trained and tokens/s, minutes. At the top level
-of the last line's JSON: ``base_pass_at_1``, ``sft_pass_at_1`` and ``sft_lift_low``, the lower end of the
+Per stage: pass@1 per category and ``all`` with a 95% bootstrap interval over problems (``mean``,
+``low``, ``high``), pass@k for k > 1, the hallucinated-id rate per step, the format-error rate (model
+replies the agent could not read, over replies), minutes; for a trained stage its steps, examples,
+tokens trained (TRL's ``num_tokens``) and tokens/s, first and last loss. At the top level of the last
+line's JSON: ``base_pass_at_1``, ``sft_pass_at_1``, ``sft_lift`` and ``sft_lift_low``, the lower end of the
 95% paired bootstrap interval of the SFT model's pass@1 lift over the base (:func:`paired_lift`:
-problems resampled with replacement, both models' results for a drawn problem taken together).
+problems resampled with replacement, both models' results for a drawn problem taken together),
+``tokens_trained``, ``minutes``, and the machine's speed beside them: ``matmul_gflops_1_thread``,
+``load_1m``, ``steal_share``, ``cpu_count``. The same JSON is written to ``OUT/result.json``; the
+evaluations (``results.json``, ``attempts.jsonl``, ``scores.json``) are in ``OUT/eval/STAGE``.
 
 ``--dry-run`` prints the plan (the sizes, the device's defaults where a flag is not given, and the stages)
-as the last line and exits. The run itself is not implemented yet: without ``--dry-run`` the command exits
-2 after printing the plan.
+as the last line and exits. A ``--model`` directory without a checkpoint exits 2 (unless ``--convert``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import sys
+import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +66,8 @@ import orjson
 STAGES = ("sft", "rejection", "dpo")
 CPU_DEFAULTS: dict[str, Any] = {"day_problems": 100, "held_out_per_category": 20, "k": 1, "sft_steps": 200,
                                 "max_tokens": 512, "workers": 4}
-"""Sizes meant to finish in under 90 minutes on an idle 2-core machine."""
+"""The CPU study's sizes: 60 held-out problems of up to 16 completions of 512 tokens each, which at the
+server's 6.5-15.4 tokens/s on the 2-core machine (docs/training.md) is many hours per evaluation."""
 CUDA_DEFAULTS: dict[str, Any] = {"day_problems": 500, "held_out_per_category": 25, "k": 8, "sft_steps": 1000,
                                  "max_tokens": 4096, "workers": 16}
 """A whole day, 75 held-out problems and pass@8 on a GPU host."""
@@ -87,6 +112,12 @@ def parser() -> argparse.ArgumentParser:
     args.add_argument("--workers", type=int, default=None, help="Held-out problems run at once")
     args.add_argument("--bootstrap", type=int, default=10_000, help="Bootstrap resamples")
     args.add_argument("--seed", type=int, default=0)
+    args.add_argument("--temperature", type=float, default=1.0, help="Sampling temperature at evaluation")
+    args.add_argument("--attempt-calls", type=int, default=None, help=(
+        "Model calls per held-out attempt before the proxy refuses (default ARENA_INFERENCE_ATTEMPT_CALLS)"))
+    args.add_argument("--world-dir", type=Path, default=None, help=(
+        "Sample world directory (default: the configured one, ARENA_HOME's)"))
+    args.add_argument("--world-products", type=int, default=3_000, help="Products of a --world-dir world")
     args.add_argument("--dry-run", action="store_true", help="Print the plan and exit")
     return args
 
@@ -102,18 +133,98 @@ def plan(options: argparse.Namespace) -> dict[str, Any]:
              for name, value in defaults.items()}
     return {"model": str(options.model), "device": options.device, "stages": stages,
             "day_agents": [a for a in options.day_agents.split(",") if a], **sizes,
-            "held_out_problems": 3 * sizes["held_out_per_category"], "held_out_seed": options.held_out_seed,
-            "max_length": options.max_length,
+            "held_out_problems": 3 * sizes["held_out_per_category"],
+            "held_out_seed": "given" if options.held_out_seed else "random", "max_length": options.max_length,
             "lora": options.lora, "learning_rate": options.learning_rate, "bootstrap": options.bootstrap,
             "seed": options.seed}
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(options: argparse.Namespace, planned: dict[str, Any], out: Path) -> dict[str, Any]:
+    """The day, the held-out draw, the base model's evaluation, then each stage trained and evaluated;
+    the last line's JSON (also written to ``out/result.json``)."""
+    from arena.settings import ArenaSettings
+    from benchmarks import real_model_run as phases
+    from benchmarks.real_model_serving import matmul_gflops
+    from shoppingbench.sample_world import configured_sample_world, ensure_sample_world
+
+    started, ticks = time.perf_counter(), phases.cpu_ticks()
+    figures: dict[str, Any] = {"plan": planned, "matmul_gflops_1_thread": matmul_gflops(),
+                               "cpu_count": os.cpu_count(), "day_model": phases.DAY_MODEL}
+    settings = ArenaSettings(workers=planned["workers"])
+    # --attempt-calls budgets the evaluated model's attempts, never the day's agents
+    held_out_settings = (settings.model_copy(update={"inference_attempt_calls": options.attempt_calls})
+                         if options.attempt_calls else settings)
+    world = (ensure_sample_world(options.world_dir, products=options.world_products, seed=0, progress=False)
+             if options.world_dir is not None else configured_sample_world(settings, progress=False))
+    day = phases.build_day(world, settings, planned["day_agents"], planned["day_problems"], out / "day")
+    figures["day"] = day.figures
+    _say(f"day: {day.figures}")
+    problems, figures["held_out"] = phases.draw_held_out(
+        world, settings, day.problems, planned["held_out_per_category"],
+        phases.private_seed(options.held_out_seed, out), out)
+    _say(f"held out: {figures['held_out']}")
+    evaluation = phases.Evaluation(problems=problems, catalog=world.catalog_dir, settings=held_out_settings,
+                                   out=out, dump=day.dump, k=planned["k"], max_tokens=planned["max_tokens"],
+                                   workers=planned["workers"], temperature=options.temperature,
+                                   device=options.device, resamples=options.bootstrap, seed=options.seed)
+    stages = {"base": evaluation.stage(options.model, "base")}
+    _say(f"base: {stages['base']}")
+    model, previous = options.model, "base"
+    for name in planned["stages"]:
+        trained = phases.train(name, model, day.dump, out / name, planned, held_out_settings,
+                               world.catalog_dir)
+        if "final" not in trained:  # nothing to train on: the previous model and its evaluation carry on
+            stages[name] = {**stages[previous], "train": trained, "carried_from": previous}
+            evaluation.carry(previous, name)
+            continue
+        model, previous = Path(trained["final"]), name
+        stages[name] = {"train": trained, **evaluation.stage(model, name)}
+        _say(f"{name}: {stages[name]}")
+    figures["stages"] = stages
+    scores = {name: evaluation.scores(name) for name in stages}
+    figures["base_pass_at_1"] = stages["base"]["pass_at_1"]["all"]["mean"]
+    if "sft" in stages:
+        figures["sft_pass_at_1"] = stages["sft"]["pass_at_1"]["all"]["mean"]
+        ids = [p.id for p in problems]
+        lift = paired_lift([scores["base"][i] for i in ids], [scores["sft"][i] for i in ids],
+                           resamples=options.bootstrap, seed=options.seed)
+        figures["sft_lift"], figures["sft_lift_low"] = lift, lift["low"]
+    figures["tokens_trained"] = sum(s["train"].get("tokens_trained", 0) for s in stages.values()
+                                    if "train" in s)
+    figures |= {"minutes": phases.minutes(started), "load_1m": round(os.getloadavg()[0], 2),
+                "steal_share": phases.steal_share(ticks)}
+    phases.write_json(out / "result.json", figures)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> None:
     options = parser().parse_args(argv)
     planned = plan(options)
-    print(orjson.dumps({"plan": planned}).decode())
-    if not options.dry_run:
-        raise SystemExit(2)
+    print(orjson.dumps({"plan": planned}).decode(), flush=True)
+    if options.dry_run:
+        return
+    if not (options.model / "config.json").exists():
+        if not options.convert:
+            print(f"{options.model} holds no checkpoint: run `worker base-model gemma3-270m --out "
+                  f"{options.model}` or pass --convert", file=sys.stderr)
+            raise SystemExit(2)
+        from trajectories.training.dev.gemma import convert_gemma3_270m
+
+        _say(f"converting into {options.model}: {convert_gemma3_270m(options.model)}")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from shoppingbench.logs import configure_logging
+
+    configure_logging()
+    if options.out is not None:
+        print(orjson.dumps(run(options, planned, options.out)).decode(), flush=True)
+        return
+    with tempfile.TemporaryDirectory(prefix="real-model-") as scratch:
+        print(orjson.dumps(run(options, planned, Path(scratch))).decode(), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The real-model benchmark's skeleton: its plan from the flags and the paired bootstrap of the lift."""
+"""The real-model benchmark's plan from the flags, the paired bootstrap of the lift, and a --model without a
+checkpoint refused (the run itself: tests/benchmarks/test_real_model_run.py)."""
 
 from __future__ import annotations
 
