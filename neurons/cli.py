@@ -94,6 +94,9 @@ def network_demo(
         "--start", metavar="ISO-TIME",
         help="Where the demo's clock starts, e.g. 2026-11-16T09:00Z (UTC without an offset; default: now): "
              "the same start gives the same calendar")] = None,
+    serve: Annotated[bool, typer.Option(
+        "--serve", help="Keep the chain and the validators' APIs up after the race day, until Ctrl-C"
+    )] = False,
     log_format: LogFormatOption = None,
 ) -> None:
     """A local subnet fast-forwarded through a race day: chain, validators, miners, race, weights.
@@ -103,9 +106,10 @@ def network_demo(
     gate must refuse, then moves a manual clock through qualifying, the daily race, promotion and weight
     setting. Prints the leaderboard, the weights on the chain, the cheater's rejection and the
     trajectory stores. Without ARENA_INFERENCE_BASE_URL the agents' LLM is the scripted test double.
+    With --serve the chain and the validators' APIs stay up (leaderboards, /docs) until Ctrl-C.
     """
     from arena.settings import ArenaSettings
-    from neurons.network_demo import run_network_demo
+    from neurons.network_demo import run_network_demo, serve_until_interrupted
     from shoppingbench.sample_world import SampleWorld
 
     if (catalog_dir is None) != (problems_dir is None):
@@ -125,8 +129,10 @@ def network_demo(
     else:
         world = configured_sample_world(settings, progress=sys.stderr.isatty())
     changed = dict([vary.split("=", 1)]) if vary else {}
+    console = Console()
     run_network_demo(settings, world, demo_root or settings.root / "network-demo", validators=validators,
-                     console=Console(), vary=changed, start=begin)
+                     console=console, vary=changed, start=begin,
+                     hold=serve_until_interrupted(console) if serve else None)
 
 
 @world_app.command("build")

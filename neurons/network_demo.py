@@ -22,7 +22,8 @@ the validator's work is ``Validator.tick``.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -118,11 +119,15 @@ def serving(stack: ValidatorStack) -> Iterator[str]:
         yield url
 
 
+Hold = Callable[[Sequence[str]], None]
+"""What ``run_network_demo`` calls with the validators' API URLs before taking everything down."""
+
+
 def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *, validators: int,
                      console: Console, vary: Mapping[str, str] | None = None,
-                     start: datetime | None = None) -> None:
-    """The demo under ``root``; ``vary`` changes settings of the last validator (its peers see it);
-    ``start``: where the demo's clock (chain, race, validators) starts, timezone-aware (default: now)."""
+                     start: datetime | None = None, hold: Hold | None = None) -> None:
+    """The demo under ``root``; ``vary``: settings of the last validator; ``start``: the demo clock's
+    start (default: now); ``hold(urls)`` runs before anything is taken down (``--serve``)."""
     prepare_root(root)
     # The chain, the race and the validators run on the manual clock, which moves only by the demo's own
     # steps; the gates measure nonces on the real time, on which `miner submit` signs.
@@ -143,13 +148,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     console.print(f"local chain {chain.path}: {len(wallets)} neurons registered ({OWNER} uid 0 is the burn "
                   f"uid; validators {', '.join(validator_names)}; miners {', '.join(miner_names)})")
 
-    sources = root / "agent-files"
-    sources.mkdir()
-    shutil.copyfile(scripted_baseline.__file__, sources / f"{PUBLIC_COPY}.py")
-    (sources / f"{PARSER}.py").write_text(BAIT_PARSER)
-    react = tuned_react_source(Path(react_llm.__file__).read_text())
-    (sources / f"{REACT}.py").write_bytes(react)
-    (sources / f"{COPYCAT}.py").write_bytes(copycat_source(react.decode()))
+    sources = write_agent_files(root / "agent-files")
 
     scripted = settings.inference_base_url is None
     if scripted:
@@ -161,7 +160,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         stack.callback(chain.close)
         run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, inference=inference))
         generators = stack.enter_context(open_scheduled_sources(world.catalog_dir, settings.schedule()))
-        opened, watches = [], []
+        opened, watches, urls = [], [], []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})
             if vary and name == validator_names[-1]:
@@ -172,6 +171,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                 own, chain=chain, wallet=wallets[name], clock=clock, sources=generators,
                 run_agent=run_agent, nonce_clock=signing_clock))
             url = stack.enter_context(serving(validator_stack))
+            urls.append(url)
             console.print(f"{name}: API and leaderboard at {url}/ (home {own.home})")
             opened.append(validator_stack.validator)
             watches.append(validator_stack.peers)
@@ -198,6 +198,21 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
                             miners={w.hotkey.ss58_address: n for n, w in wallets.items()},
                             submit_exit_codes=exit_codes)
         print_summary(result, console)
+        (hold or (lambda _: None))(urls)
+
+
+def serve_until_interrupted(console: Console, wait: Callable[[], object] | None = None) -> Hold:
+    """The ``hold`` of ``--serve``: say where the validators answer, then ``wait`` (default: forever)
+    until Ctrl-C."""
+    def hold(urls: Sequence[str]) -> None:
+        console.rule("serving until Ctrl-C")
+        for n, url in enumerate(urls, start=1):
+            console.print(f"validator-{n}: {url}/ (leaderboard), {url}/docs (API)", markup=False)
+        try:
+            (wait or threading.Event().wait)()
+        except KeyboardInterrupt:
+            console.print("stopping: the chain, the validators' APIs and their stores close now")
+    return hold
 
 
 def demo_race_tick(start: datetime, rules: RaceRules, *, block: timedelta) -> datetime:
@@ -206,6 +221,18 @@ def demo_race_tick(start: datetime, rules: RaceRules, *, block: timedelta) -> da
     epoch 0 (one epoch per tempo) and the race's can only follow in a later one, so the race tick is past
     the first slot at least a tempo after the uploads."""
     return next_race_tick(start + len(MINERS) * block, rules, wait=TEMPO * block)
+
+
+def write_agent_files(sources: Path) -> Path:
+    """The honest and copying miners' files in ``sources`` (made now): the bundled baseline unchanged, the
+    bait parser, the ReAct agent with its miner's prompt and the copycat's rewrite of that file."""
+    sources.mkdir()
+    shutil.copyfile(scripted_baseline.__file__, sources / f"{PUBLIC_COPY}.py")
+    (sources / f"{PARSER}.py").write_text(BAIT_PARSER)
+    react = tuned_react_source(Path(react_llm.__file__).read_text())
+    (sources / f"{REACT}.py").write_bytes(react)
+    (sources / f"{COPYCAT}.py").write_bytes(copycat_source(react.decode()))
+    return sources
 
 
 def write_cheaters(sources: Path, world: SampleWorld, validator: Validator, console: Console) -> None:

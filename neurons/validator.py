@@ -63,6 +63,8 @@ def _commands() -> None:
 def run(
     home: options.HomeOption = None,
     chain: options.ChainOption = None,
+    network: options.NetworkOption = None,
+    chain_endpoint: options.ChainEndpointOption = None,
     netuid: options.NetuidOption = None,
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="Catalog directory from `arena catalog import` that suites are generated over and "
@@ -92,7 +94,8 @@ def run(
     from shoppingbench.sandbox.runner import configured_inference
     from shoppingbench.tools.serving import running_server
 
-    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
+    overrides: dict[str, Any] = {"home": home, "chain": options.chosen_chain(chain, network, chain_endpoint),
+                                 "netuid": netuid, "catalog_dir": catalog_dir,
                                  "race_epoch": race_epoch.date() if race_epoch else None,
                                  "wallet_name": wallet_name,
                                  "wallet_hotkey": wallet_hotkey, "wallet_path": wallet_path,
@@ -189,6 +192,8 @@ def held_out(
 def peers(
     home: options.HomeOption = None,
     chain: options.ChainOption = None,
+    network: options.NetworkOption = None,
+    chain_endpoint: options.ChainEndpointOption = None,
     netuid: options.NetuidOption = None,
     catalog_dir: Annotated[Path | None, typer.Option(
         "--catalog", help="The validator's catalog (ARENA_CATALOG_DIR; default: the bundled sample world)",
@@ -223,7 +228,8 @@ def peers(
     from neurons.validator_service import ValidatorSettings, load_wallet, print_peers, settings_rules
     from shoppingbench.logs import configure_logging
 
-    overrides: dict[str, Any] = {"home": home, "chain": chain, "netuid": netuid, "catalog_dir": catalog_dir,
+    overrides: dict[str, Any] = {"home": home, "chain": options.chosen_chain(chain, network, chain_endpoint),
+                                 "netuid": netuid, "catalog_dir": catalog_dir,
                                  "race_epoch": race_epoch.date() if race_epoch else None,
                                  "wallet_name": wallet_name, "wallet_hotkey": wallet_hotkey,
                                  "wallet_path": wallet_path, "peer_weight_tolerance": tolerance,

@@ -192,3 +192,24 @@ def test_wallet_and_chain_flags_accept_the_sdk_and_btcli_names() -> None:
         for flag in ("--wallet.name", "--wallet.hotkey", "--wallet.path", "--subtensor.network",
                      "--subtensor.chain_endpoint", "--wallet", "--network", "--wallet-name", "--chain"):
             assert flag in result.output, (command, flag)
+    from neurons.validator import app as validator_app
+
+    for command in ("run", "peers"):
+        result = CliRunner().invoke(validator_app, [command, "--help"], env={"COLUMNS": "250"})
+        for flag in ("--wallet.name", "--wallet.hotkey", "--wallet.path", "--subtensor.network",
+                     "--subtensor.chain_endpoint", "--network", "--chain"):
+            assert flag in result.output, (command, flag)
+
+
+def test_validator_run_takes_the_sdks_network_name(tmp_path: Path) -> None:
+    """``--subtensor.network local`` is the SDK's local subtensor node, never the embedded chain: with no
+    node there, `validator run` says the endpoint is unreachable (exit 5) instead of opening a SQLite file."""
+    from neurons.validator import app as validator_app
+    from tests.chain_support import make_wallet
+
+    make_wallet(tmp_path / "wallets", "validator")
+    result = CliRunner().invoke(validator_app, ["run", "--once", "--home", str(tmp_path), "--wallet.name",
+                                                "validator", "--wallet.path", str(tmp_path / "wallets"),
+                                                "--subtensor.network", "local"])
+    assert result.exit_code == 5, result.output
+    assert "ws://127.0.0.1:9944" in result.output and not (tmp_path / "local-chain.sqlite3").exists()

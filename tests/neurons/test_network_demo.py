@@ -5,12 +5,14 @@ scripted shopping policy (``shoppingbench.doubles.llm_server``) and says so."""
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import typer
 from bittensor import Wallet
+from rich.console import Console
 from typer.testing import CliRunner
 
 from arena.chain import LocalChain
@@ -20,7 +22,7 @@ from arena.race.rules import RaceRules
 from arena.storage import open_database
 from arena.validator.demo import next_race_tick
 from neurons.cli import app
-from neurons.network_demo import MARKER, demo_race_tick, prepare_root
+from neurons.network_demo import MARKER, demo_race_tick, prepare_root, serve_until_interrupted
 from shoppingbench.sample_world import SampleWorld
 from tests.demo_support import DEMO_START, demo_race_time
 from tests.sandbox_support import UID_BASE
@@ -157,3 +159,18 @@ def test_the_start_option_takes_an_iso_instant_only(tmp_path: Path) -> None:
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "an ISO 8601 time such as 2026-11-16T09:00Z" in result.output
     assert not (tmp_path / "network-demo").exists()
+
+
+def test_serve_says_where_the_validators_answer_and_stops_on_ctrl_c() -> None:
+    console = Console(file=io.StringIO(), width=200)
+    waited: list[bool] = []
+
+    def interrupted() -> None:
+        waited.append(True)
+        raise KeyboardInterrupt
+
+    serve_until_interrupted(console, wait=interrupted)(["http://127.0.0.1:8101", "http://127.0.0.1:8102"])
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert waited == [True] and "serving until Ctrl-C" in out
+    assert "validator-2: http://127.0.0.1:8102/ (leaderboard), http://127.0.0.1:8102/docs (API)" in out
+    assert out.rstrip().endswith("stores close now")

@@ -22,7 +22,7 @@ import io
 import ipaddress
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+import httpx
 from rich.console import Console
 
 from arena.race import ManualClock, SqlEventStore, replay
@@ -95,6 +96,9 @@ class DemoSite:
     output: str
     dumps: Path | None = None
     """The demo's daily dumps (``dump export`` of each day with attempts), which the site serves."""
+    served: dict[str, int] = field(default_factory=dict)
+    """What each validator's ``GET /health`` answered while the demo held its servers up (``hold``, as
+    ``--serve`` does)."""
 
 
 def build_demo_site(root: Path, world: SampleWorld, *, start: datetime = DEMO_START) -> DemoSite:
@@ -109,7 +113,12 @@ def build_demo_site(root: Path, world: SampleWorld, *, start: datetime = DEMO_ST
         race_time_utc=demo_race_time(start),
     )
     console = Console(file=io.StringIO(), width=200)
-    run_network_demo(settings, world, root / "demo", validators=1, console=console, start=start)
+    served: dict[str, int] = {}
+
+    def hold(urls: Sequence[str]) -> None:  # what `--serve` keeps up, looked at before it goes down
+        served.update({url: httpx.get(f"{url}/health", timeout=30).status_code for url in urls})
+
+    run_network_demo(settings, world, root / "demo", validators=1, console=console, start=start, hold=hold)
     home = root / "demo" / DEMO_VALIDATOR
     own = settings.model_copy(update={"home": home})
     database = open_database(own.arena_database_url())
@@ -129,6 +138,7 @@ def build_demo_site(root: Path, world: SampleWorld, *, start: datetime = DEMO_ST
         finished_at=state.last_race.finished_at,
         output=output,
         dumps=own.dumps_root(),
+        served=served,
     )
 
 

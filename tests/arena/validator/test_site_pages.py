@@ -16,7 +16,7 @@ from arena.submissions.store import FileStore
 from arena.validator.api import ArenaView, create_app
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.server import create_app as create_tools_app
-from tests.arena.validator.site_support import BrowserPage, screenshot
+from tests.arena.validator.site_support import BrowserPage, DemoSite, screenshot
 from tests.servers import running_server
 from trajectories.store import TrajectoryStore
 
@@ -136,3 +136,9 @@ def test_a_site_without_races_shows_no_empty_charts_in_chromium(client: TestClie
         assert page.locator("svg.chart").count() == 0
         assert "appear after the first" in page.locator("#no-charts").inner_text()
     browser_page.requests.assert_loopback_only()
+
+
+def test_the_network_demo_holds_its_validators_up_until_told(demo_site: DemoSite) -> None:
+    """``arena network-demo --serve`` keeps the servers up while its ``hold`` waits: the demo the site is
+    built from looked at its validator's ``/health`` then, before anything went down."""
+    assert list(demo_site.served.values()) == [200]
