@@ -50,8 +50,10 @@ def test_network_demo_races_generated_problems_rejects_a_cheater_and_a_copy_and_
     assert f"demo clock starts at {DEMO_START:%Y-%m-%d %H:%M} UTC (race slot {race_time:%H:%M} UTC)" in out
     leaderboard = out[out.index("Leaderboard"):]
     assert "winner" in leaderboard
-    assert ("baseline not delivered (exit 6), parser delivered, react delivered, copycat not delivered "
-            "(exit 6), cheater not delivered (exit 6), table-cheater delivered") in out
+    submitted = [line for line in out.splitlines() if "miner submit: " in line]
+    expected = ("miner submit: baseline not delivered (exit 6), parser delivered, react delivered, "
+                "copycat not delivered (exit 6), cheater not delivered (exit 6), table-cheater delivered")
+    assert submitted == [expected], (submitted, out[-6000:])  # on a failure: the line and the demo's end
     assert ("refused as a copy: baseline's file is the public agent "
             "shoppingbench/agents/scripted_baseline.py (nobody's original, similarity 1.00): no race, no "
             "weight") in out
