@@ -8,12 +8,15 @@ here, with the wallets btcli made (``btcli wallet create``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from neurons import options
+
+if TYPE_CHECKING:
+    from arena.chain import ChainSettings
 
 app = typer.Typer(no_args_is_help=True, help="Register hotkeys on the embedded chain (offline trials).")
 
@@ -21,7 +24,9 @@ EXIT_NOT_EMBEDDED = 2
 EXIT_NO_WALLET = 5
 
 
-def _settings(**overrides: Any) -> Any:
+def chain_settings(**overrides: Any) -> ChainSettings:
+    """The root settings of the commands that only talk to the chain (flags given as ``overrides``; a
+    ``None`` is a flag not given), with logging configured from them."""
     from arena.chain import ChainSettings
     from shoppingbench.logs import LogFile, configure_logging
 
@@ -73,7 +78,7 @@ def register(
     """
     from arena.chain import EMBEDDED_CHAIN, LocalChain
 
-    settings = _settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
+    settings = chain_settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
     if settings.chain != EMBEDDED_CHAIN:
         typer.echo(f"error: `arena chain register` writes the embedded chain only; on {settings.chain} "
                    f"register with `btcli subnets register --netuid {settings.netuid} --wallet.name "

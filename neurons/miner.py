@@ -18,12 +18,13 @@ import typer
 from rich.console import Console
 
 from neurons import options
+from neurons.chain import chain_settings
 from neurons.submission import EXIT_CHAIN, EXIT_REJECTED, print_findings, submit_file
 
 if TYPE_CHECKING:  # imported where used, so that `--help` answers without loading the chain or the SDK
     from bittensor import Wallet
 
-    from arena.chain import Chain, ChainSettings
+    from arena.chain import Chain
     from arena.settings import ArenaSettings
     from arena.validator import local_test
     from shoppingbench.problems.models import Problem
@@ -279,7 +280,7 @@ def submit(
     6: some validator did not accept the file; 9: a validator's pre-check refused the file, nothing was
     committed.
     """
-    settings = _chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
+    settings = chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
                                netuid=netuid, log_format=log_format)
 
     def connect() -> tuple[Wallet, Chain]:
@@ -292,15 +293,6 @@ def submit(
     code = submit_file(Console(), agent, connect, timeout=timeout, recommit=recommit)
     if code:
         raise typer.Exit(code)
-
-
-def _chain_settings(**overrides: Any) -> ChainSettings:
-    from arena.chain import ChainSettings
-    from shoppingbench.logs import LogFile, configure_logging
-
-    settings = ChainSettings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_format, settings.log_level, file=LogFile.from_settings(settings))
-    return settings
 
 
 @app.command("status")
@@ -332,7 +324,7 @@ def status(
     from arena.chain import ChainError, open_chain
     from arena.validator.api.miner_status import print_reports, validator_reports
 
-    settings = _chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
+    settings = chain_settings(home=home, chain=options.chosen_chain(chain, network, chain_endpoint),
                                netuid=netuid, log_format=log_format)
     console = Console()
     try:

@@ -5,7 +5,7 @@ environment > ``.env`` in the working directory > defaults:
 
 - ``arena`` (demo, world, catalog, tools, lexicon): ``HarnessSettings``; ``arena network-demo`` and
   ``miner test``: ``ArenaSettings`` (harness, store, arena).
-- ``miner submit`` / ``miner validators``: ``ChainSettings`` (harness, chain).
+- ``miner submit`` / ``miner status`` / ``arena chain register``: ``ChainSettings`` (harness, chain).
 - ``validator``: ``neurons.validator_service.ValidatorSettings`` (harness, store, arena, chain, and its
   own).
 - ``worker`` and ``dump``: :class:`ResearchSettings` (harness, store), kept here, apart from the
