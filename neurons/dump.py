@@ -176,7 +176,7 @@ def export(
     rows_per_file: RowsPerFileOption = 10_000,
     overwrite: OverwriteOption = False,
     progress: ProgressOption = True,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Export the attempts of one UTC day (or --since/--until) as a dataset directory.
 
@@ -185,7 +185,7 @@ def export(
     validator's exposure ledger when it has one (the --held-out-* and --split-salt options then do
     nothing). The same window over the same data gives the same bytes.
     """
-    configure_logging("json" if log_format == "json" else "console")
+    configure_logging(log_format)
     window = _window(day, since, until, required=True)
     assert window is not None
     options = ExportOptions(
@@ -210,7 +210,7 @@ def corpus(
     rows_per_file: RowsPerFileOption = 10_000,
     overwrite: OverwriteOption = False,
     progress: ProgressOption = True,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Export the attempts of the UTC days --from to --to as one dataset directory.
 
@@ -218,7 +218,7 @@ def corpus(
     reads every day; split by the validator's exposure ledger, no leak cluster is in train on one day
     and in held_out on another.
     """
-    configure_logging("json" if log_format == "json" else "console")
+    configure_logging(log_format)
     try:
         window = DumpWindow.days(first.date(), last.date())
     except ValueError as exc:
@@ -267,13 +267,13 @@ def label(
     relabel: Annotated[bool, typer.Option(
         "--relabel", help="Also relabel attempts that already have a label")] = False,
     progress: ProgressOption = True,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Label stored attempts agentic / sub_task / no_llm with the structural filter, and store the verdicts.
 
     Without a window, every unlabelled attempt in the store.
     """
-    configure_logging("json" if log_format == "json" else "console")
+    configure_logging(log_format)
     window = _window(day, since, until, required=False)
     with _open(store_url) as store:
         counts = label_stored(store, _filter_config(filter_config), relabel=relabel, progress=progress,

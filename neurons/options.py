@@ -10,14 +10,19 @@ import typer
 
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
 from shoppingbench.sandbox.backends import BackendName
+from shoppingbench.settings import LogFormat
 
 HomeOption = Annotated[Path | None, typer.Option(
     "--home", help="Data root (worlds, catalogs, results, stores). Default: $ARENA_HOME or "
                    "~/.shopping-arena")]
-LogFormatOption = Annotated[str | None, typer.Option(
-    "--log-format", help="console or json (default: $ARENA_LOG_FORMAT or console)")]
-FixedLogFormatOption = Annotated[str, typer.Option("--log-format", help="console or json")]
-"""The log format of the commands that read no settings for it (``worker``, ``dump``): console unless
+LogFormatOption = Annotated[LogFormat | None, typer.Option(
+    "--log-format",
+    help="auto (human-readable on a terminal, JSON otherwise), console or json (default: $ARENA_LOG_FORMAT "
+         "or auto)")]
+FixedLogFormatOption = Annotated[LogFormat, typer.Option(
+    "--log-format",
+    help="auto (human-readable on a terminal, JSON otherwise), console or json")]
+"""The log format of the commands that read no settings for it (``worker``, ``dump``): auto unless
 given."""
 
 WALLET_NAME_FLAGS = ("--wallet-name", "--wallet.name", "--wallet")

@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
 import structlog
 from bittensor import Wallet
@@ -43,7 +42,6 @@ class ValidatorSettings(ArenaSettings, ChainSection):
     """The validator's root: the arena (harness, store) with the chain section, the wallet, the work loop
     and the public API. Flags > ``ARENA_*`` environment > ``.env`` > defaults."""
 
-    log_format: Literal["console", "json"] = "json"
     wallet_name: str = Field(default="validator", description="bittensor wallet name")
     wallet_hotkey: str = Field(default="default", description="hotkey of the wallet")
     wallet_path: Path = Field(default=Path("~/.bittensor/wallets"), description="wallets directory")

@@ -22,7 +22,7 @@ from neurons.options import FixedLogFormatOption, HomeOption
 from neurons.worker_import import import_sft
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
-from shoppingbench.settings import HarnessSettings
+from shoppingbench.settings import HarnessSettings, LogFormat
 
 if TYPE_CHECKING:
     from neurons.settings import ResearchSettings
@@ -76,8 +76,8 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def _start(log_format: str) -> None:
-    configure_logging("json" if log_format == "json" else "console")
+def _start(log_format: LogFormat) -> None:
+    configure_logging(log_format)
     _offline()
 
 
@@ -169,7 +169,7 @@ def train(
     scripted_teacher: ScriptedTeacherOption = False,
     resume: ResumeOption = True,
     home: HomeOption = None,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Run one training stage on the dumps' `train` split; the last line printed is a JSON summary.
 
@@ -196,7 +196,7 @@ def rollouts(
     scripted_teacher: ScriptedTeacherOption = False,
     resume: ResumeOption = True,
     home: HomeOption = None,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Only the rollout phase of a sampling stage, on one process: run it before `accelerate launch`-ing the
     stage's training on several GPUs (which then finds the rollouts complete). Prints the summary as JSON."""
@@ -282,7 +282,7 @@ def pipeline(
                                                 "pipeline's evaluation section says")] = True,
     resume: ResumeOption = True,
     home: HomeOption = None,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Run the whole recipe: each stage starts from the previous stage's model; finished stages (and
     evaluations) are skipped on a rerun. The held-out table per stage, with the best checkpoint, is
@@ -321,7 +321,7 @@ def watch(
     scripted_teacher: ScriptedTeacherOption = False,
     evaluate: Annotated[bool, typer.Option(help="Evaluate each day's model on its held-out problems")] = True,
     home: HomeOption = None,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Watch for new days of arena data and run the pipeline on each (progress in OUT/watch-state.json)."""
     _start(log_format)
@@ -368,7 +368,7 @@ def rewrite(
         "Tool results are cut to this many characters in the teacher's prompt"))] = 2000,
     temperature: Annotated[float, typer.Option(min=0, max=2, help="The teacher's temperature")] = 0.3,
     resume: ResumeOption = True,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Rewrite a dump's successful sub-task attempts into agentic dialogues with a teacher model.
 
@@ -415,7 +415,7 @@ def tiny_model(
     seed: Annotated[int, typer.Option(help="Initialisation seed")] = 0,
 ) -> None:
     """Write the tiny Qwen3 (real Qwen3 vocabulary, 2 layers, hidden 64) for CPU runs."""
-    _start("console")
+    _start("auto")
     from trajectories.training.dev.tiny import save_tiny_model
 
     typer.echo(str(save_tiny_model(out, seed)))
@@ -440,7 +440,7 @@ def base_model(
     once; later loads take seconds. The last line printed is a JSON summary. Exit codes: 2 the extra is
     not installed.
     """
-    _start("console")
+    _start("auto")
     from trajectories.training.dev.gemma import MissingExtra, convert_gemma3_270m
 
     try:
@@ -487,7 +487,7 @@ def evaluate(
         "(transformers on loopback, CPU), or auto: vllm where CUDA and vllm are present, else hf"))
     ] = Serving.auto,
     home: HomeOption = None,
-    log_format: FixedLogFormatOption = "console",
+    log_format: FixedLogFormatOption = "auto",
 ) -> None:
     """Evaluate a checkpoint on held-out problems through the validator's sandbox, proxy and scorer.
 

@@ -1,4 +1,7 @@
-"""structlog set-up shared by every entry point: human-readable on a console, JSON in production.
+"""structlog set-up shared by every entry point: human-readable on a terminal, JSON otherwise.
+
+``auto`` (the default format) renders lines for people when stderr is a terminal and as JSON objects when
+it is not (a pipe, a file, systemd's journal, a container's log), as the tools an operator already runs do.
 
 Lines go to stderr and, when a log file is configured (``ARENA_LOG_FILE``), also to that file through a
 stdlib rotating handler: by size (``ARENA_LOG_ROTATE=size``, ``ARENA_LOG_MAX_MB``) or at midnight UTC
@@ -17,7 +20,7 @@ from typing import Literal
 
 import structlog
 
-from shoppingbench.settings import HarnessSettings
+from shoppingbench.settings import HarnessSettings, LogFormat
 
 
 class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -61,13 +64,18 @@ class LogFile:
                                                     backupCount=self.backups, encoding="utf-8")
 
 
-def configure_logging(fmt: Literal["console", "json"] = "console", level: str = "info", *,
+def resolved_format(fmt: LogFormat, *, terminal: bool) -> Literal["console", "json"]:
+    """What ``fmt`` renders as: ``auto`` is ``console`` on a terminal and ``json`` elsewhere."""
+    if fmt == "auto":
+        return "console" if terminal else "json"
+    return fmt
+
+
+def configure_logging(fmt: LogFormat = "auto", level: str = "info", *,
                       file: LogFile | None = None) -> None:
     """Route structlog (and stdlib logging, e.g. uvicorn) through one renderer on stderr and, given a
-    ``file``, into that rotating file too (same format)."""
-    renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
-    )
+    ``file``, into that rotating file too: the same format, except that ``auto`` writes JSON to the file
+    (a file is no terminal) whatever stderr is."""
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -81,18 +89,12 @@ def configure_logging(fmt: Literal["console", "json"] = "console", level: str = 
         # tests' structlog.testing.capture_logs); the lookup it saves is negligible at our log rates.
         cache_logger_on_first_use=False,
     )
-    # JSON lines carry an exception as a structured traceback; without this they said only "exc_info": true.
-    exceptions: list[structlog.typing.Processor] = (
-        [structlog.processors.dict_tracebacks] if fmt == "json" else [])
-    formatter = structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *exceptions, renderer],
-        foreign_pre_chain=shared,
-    )
-    handlers: list[logging.Handler] = [_CurrentStderrHandler()]
+    stderr = _CurrentStderrHandler()
+    stderr.setFormatter(_formatter(resolved_format(fmt, terminal=sys.stderr.isatty()), shared))
+    handlers: list[logging.Handler] = [stderr]
     if file is not None:
         handlers.append(file.handler())
-    for handler in handlers:
-        handler.setFormatter(formatter)
+        handlers[-1].setFormatter(_formatter(resolved_format(fmt, terminal=False), shared))
     root = logging.getLogger()
     for old in root.handlers:
         if old not in handlers:
@@ -101,3 +103,17 @@ def configure_logging(fmt: Literal["console", "json"] = "console", level: str = 
     root.setLevel(level.upper())
     # httpx logs every request at INFO; one line per tool call drowns the events that matter.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
+
+
+def _formatter(fmt: Literal["console", "json"],
+               shared: list[structlog.typing.Processor]) -> structlog.stdlib.ProcessorFormatter:
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    # JSON lines carry an exception as a structured traceback; without this they said only "exc_info": true.
+    exceptions: list[structlog.typing.Processor] = (
+        [structlog.processors.dict_tracebacks] if fmt == "json" else [])
+    return structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *exceptions, renderer],
+        foreign_pre_chain=shared,
+    )

@@ -14,6 +14,10 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+LogFormat = Literal["auto", "console", "json"]
+"""How log lines render (:func:`shoppingbench.logs.configure_logging`): ``auto`` is human-readable on a
+terminal and JSON otherwise."""
+
 
 class Rooted(Protocol):
     """What a settings section needs from the root it is mixed into: the data root."""
@@ -50,7 +54,8 @@ class HarnessSettings(BaseSettings):
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (e.g. vLLM)")
     llm_api_key: SecretStr = SecretStr("not-needed")
     llm_model: str | None = Field(default=None, description="Model that rewords sample-world queries")
-    log_format: Literal["console", "json"] = "console"
+    log_format: LogFormat = Field(
+        default="auto", description="auto: human-readable lines on a terminal, JSON otherwise")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_file: Path | None = Field(default=None, description="Also write log lines to this file, rotated")
     log_rotate: Literal["size", "daily"] = Field(

@@ -143,9 +143,10 @@ def test_days_lists_the_stored_days_with_counts_by_label(sqlite_url: str, tmp_pa
     assert f"{DAY} 27 attempts unlabelled 27" in " ".join(output.split())
     _invoke("label", "--day", DAY, "--no-progress", env=env)
     _invoke("export", "--day", DAY, "--no-progress", env=env)
-    code, output = _invoke("days", "--json", env=env)
-    assert code == 0, output
-    assert [orjson.loads(line) for line in output.splitlines() if line.startswith("{")] == [
+    listed = runner.invoke(app, ["days", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    # stdout holds the listing alone (the log lines go to stderr, JSON too when it is no terminal).
+    assert [orjson.loads(line) for line in listed.stdout.splitlines()] == [
         {"day": DAY, "attempts": 27, "labels": {"agentic": 9, "no_llm": 9, "sub_task": 9}, "exported": True}]
 
 

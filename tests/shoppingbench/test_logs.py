@@ -1,11 +1,13 @@
-"""The shared log set-up: one JSON object per line in production, exceptions included; a configured log
-file rotates."""
+"""The shared log set-up: one JSON object per line in production, exceptions included; human-readable
+lines on a terminal by default; a configured log file rotates."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import logging.handlers
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,44 @@ def test_configuring_again_closes_the_previous_log_file(tmp_path: Path) -> None:
     configure_logging("console")
     assert handler.stream is None  # closed
     assert not [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as a console's is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _lines_of_auto(stderr: io.StringIO, monkeypatch: pytest.MonkeyPatch, file: LogFile | None = None) -> str:
+    monkeypatch.setattr(sys, "stderr", stderr)
+    configure_logging("auto", file=file)
+    try:
+        structlog.get_logger("tick").info("validator_tick", tick=3)
+    finally:
+        configure_logging("console")
+    return stderr.getvalue()
+
+
+def test_auto_logs_for_people_on_a_terminal_and_json_elsewhere(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    piped = _lines_of_auto(io.StringIO(), monkeypatch)
+    assert json.loads(piped) | {"timestamp": None} == {"event": "validator_tick", "tick": 3, "level": "info",
+                                                         "timestamp": None}
+    on_terminal = _lines_of_auto(_Terminal(), monkeypatch, file=LogFile(path=tmp_path / "validator.log"))
+    assert "[info" in on_terminal and "validator_tick" in on_terminal and "tick=3" in on_terminal
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(on_terminal)
+    # The file beside a terminal is no terminal: it keeps JSON lines a log shipper reads.
+    assert json.loads((tmp_path / "validator.log").read_text())["event"] == "validator_tick"
+
+
+def test_auto_is_the_default_and_the_flag_takes_only_known_formats() -> None:
+    from typer.testing import CliRunner
+
+    from neurons.dump import app
+
+    assert HarnessSettings(_env_file=None).log_format == "auto"
+    refused = CliRunner().invoke(app, ["export", "--day", "2026-12-01", "--out", "x", "--log-format", "yaml"],
+                                 env={"COLUMNS": "250"})
+    assert refused.exit_code == 2 and "'yaml' is not one of 'auto', 'console', 'json'" in refused.output
