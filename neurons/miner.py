@@ -88,9 +88,9 @@ def test(
     Prints per-category success and gt rates and the suite aggregate (ASR), then what a validator's
     qualifying run scores: each attempt judged by the judge of the settings (the offline rules unless
     ARENA_JUDGE_BASE_URL and ARENA_JUDGE_MODELS are set), per category and for the suite the success
-    rate, mean judge quality, quality coefficient and final score. Writes every attempt (its dialogue,
-    the verified proxy log and its scores) to a JSONL file as it finishes, and to the trajectory store
-    as a `local_test` run with its structural-filter label (agentic, sub_task or no_llm) and verdict.
+    rate, mean judge quality, quality coefficient and final score, then per attempt the gate it failed and
+    why, and its structural-filter label (agentic, sub_task or no_llm) and why. Writes every attempt to a
+    JSONL file as it finishes (adding `verdict` and `filter` once judged) and to the trajectory store.
 
     The inference endpoint is probed first (`GET /models`): the run stops if it does not answer, and
     with no endpoint configured a warning says the agent's LLM calls will fail (use --scripted-llm

@@ -6,7 +6,9 @@ size (one per seed, by the generator the validators' schedule names for the day)
 suite. Every attempt is also appended to a JSONL file as it finishes; the run is scored per category,
 per generated suite (what one qualifying run scores) and for the whole suite. A row with no scored attempt
 (every attempt the provider failed) is printed ``not scored``, never 0%; each row says how many of its
-problems were scored, and a legend defines the columns.
+problems were scored. Each attempt's judge verdict and filter label are listed under the scores and added
+to its JSONL line once the run is judged (``arena.validator.attempt_report``); a legend defines the
+columns and the fields.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ from arena.settings import ArenaSettings
 from arena.suites import practice_seed, practice_week
 from arena.suites.generators import open_scheduled_sources
 from arena.validator.assemble import catalog_agent_runner
+from arena.validator.attempt_report import (
+    AttemptExplanation,
+    attempt_table,
+    explain_attempts,
+    rewrite_with_explanations,
+)
 from arena.validator.runs import JudgedRun, RunAgent, SuiteRun
 from shoppingbench.evaluation import EvaluationResult, collect, new_run_id
 from shoppingbench.problems.loaders import load_problems
@@ -63,8 +71,8 @@ class ChosenSuite:
 
 @dataclass(frozen=True)
 class LocalTestResult:
-    """Every attempt with the harness's aggregate, the final scores by row name, and the attempts'
-    structural-filter labels."""
+    """Every attempt with the harness's aggregate, the final scores by row name, the attempts'
+    structural-filter label counts, and each problem's verdict and label (in suite order)."""
 
     run_id: str
     evaluation: EvaluationResult
@@ -72,6 +80,8 @@ class LocalTestResult:
     labels: Mapping[str, int]
     scored: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Per score row: problems scored, of the row's problems."""
+    explanations: Sequence[AttemptExplanation] = ()
+    """Per problem of the suite, in its order: the verdict scored and the label the store keeps."""
 
 
 def generated_seeds(seeds: Sequence[str], count: int) -> list[str]:
@@ -184,7 +194,8 @@ def _observed(run_agent: RunAgent, on_attempt: Callable[[AttemptRecord], None], 
 def run_local_test(runs: SuiteRun, agent: AgentFile, chosen: ChosenSuite, *, out: Path,
                    progress: bool) -> LocalTestResult:
     """Run, record and judge ``agent`` over the chosen suite as a validator's run does (a fresh run id,
-    kind ``local_test``), appending every attempt to the JSONL file ``out`` as it finishes."""
+    kind ``local_test``), appending every attempt to the JSONL file ``out`` as it finishes, then adding
+    each line's verdict and filter label once the run is judged."""
     run_id = new_run_id()
     attempts: list[AttemptRecord] = []
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -198,11 +209,15 @@ def run_local_test(runs: SuiteRun, agent: AgentFile, chosen: ChosenSuite, *, out
         observed = replace(runs, run_agent=_observed(runs.run_agent, keep, progress))
         judged = observed.judged(kind="local_test", run_id=run_id, suite_name=LOCAL_TEST_SUITE, agent=agent,
                                  hotkey=None, submitted_at=None, suite=chosen.problems, final=True)
+    explanations = explain_attempts(judged, chosen.problems, runs.store, run_id=run_id,
+                                    agent_hash=agent.sha256)
+    rewrite_with_explanations(out, explanations)
     evaluation = collect(attempts, chosen.problems, run_id=run_id, progress=False)
     return LocalTestResult(run_id=run_id, evaluation=evaluation,
                            scores=final_scores(judged, chosen.problems, chosen.generated),
                            labels=judged.labels,
-                           scored=scored_counts(judged, chosen.problems, chosen.generated))
+                           scored=scored_counts(judged, chosen.problems, chosen.generated),
+                           explanations=explanations)
 
 
 def probe_inference(base_url: str, api_key: str, *, timeout: float = 5.0) -> str | None:
@@ -264,11 +279,16 @@ def final_scores(judged: JudgedRun, suite: Sequence[Problem],
 
 def print_result(console: Console, agent_name: str, result: LocalTestResult, out: Path, *,
                  recorded_in: TrajectoryStore | None) -> None:
-    """The harness's table, the final scores, the first proxy refusal, the failures by kind, where the
-    attempts were written and, when they were recorded, the run and its labels in the store."""
+    """The harness's table, the final scores, each attempt's verdict and filter label, the first proxy
+    refusal, the failures by kind, where the attempts were written and, when they were recorded, the run
+    and its labels in the store."""
     attempts = result.evaluation.attempts
     console.print(results_table(result.evaluation, f"{agent_name} on {len(attempts)} problems"))
     console.print(final_score_table(result.scores, result.scored))
+    table, omitted = attempt_table(result.explanations, out)
+    console.print(table)
+    if omitted is not None:
+        console.print(omitted, highlight=False, markup=False)
     console.print(LEGEND, highlight=False, markup=False)
     refusal = first_refusal(result.evaluation)
     if refusal is not None:
@@ -299,8 +319,16 @@ mean rule: how far the recommended products meet the query's constraints, 0 to 1
 mean quality: the judge's reasoning quality per attempt (0.1 no LLM reasoning, 0.3 thinking never
   analyses tool results, 0.5 no specific datum cited, 0.7 no explicit comparison, 0.9 all of them).
 coefficient: 0.3 + quality x 0.7/0.8 below quality 0.8, else 1; final score = success x coefficient.
-scored: problems scored of the row's (attempts the inference provider failed are not scored)."""
-"""What the columns of the two tables mean, printed under them."""
+scored: problems scored of the row's (attempts the inference provider failed are not scored).
+quality, gate, judge reason (per attempt): the judge's level, the first gate the attempt failed (1 to 4,
+  as under mean quality) or passed, and the judge's explanation (shortened; whole in the JSONL).
+filter, filter reasons: the structural filter's label (agentic: the model emitted the tool calls that
+  ran and the answer; sub_task: code issued them, the LLM only picked or narrated; no_llm: no inference
+  call was answered) and why (shortened; whole in the JSONL).
+JSONL: one line per attempt as it finishes (the attempt record); once the run is judged each line also
+  has verdict {quality, failed_gate (1-4, null: passed), gate, reason, judge, offline} and filter
+  {label, reasons, filter}, null when the attempt was not scored or not labelled."""
+"""What the columns of the tables and the JSONL fields mean, printed under the tables."""
 
 
 def final_score_table(scores: Mapping[str, FinalScore],

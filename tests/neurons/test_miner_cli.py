@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from datetime import date, time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from arena.judge import OFFLINE_JUDGE, JudgeInput, OfflineJudge, suite_score
+from arena.judge import OFFLINE_JUDGE, QUALITY_LEVELS, JudgeInput, OfflineJudge, suite_score
+from arena.judge.verdict import GATES
 from arena.storage import Base
 from arena.suites import FixedSource, PublicSuites, SuiteCache, SuitePlan
 from neurons.miner import EXIT_ALL_CRASHED, EXIT_MISSING_ANSWERS, EXIT_NO_STORE, app
 from neurons.submission import EXIT_REJECTED
+from shoppingbench.doubles.llm_server import StubReply
 from shoppingbench.doubles.llm_server import create_app as create_stub_app
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL
 from shoppingbench.doubles.scripted_policies import shopping_policy
@@ -25,7 +28,7 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.tools.serving import running_server
 from tests.sandbox_support import UID_BASE
-from trajectories.store import TrajectoryStore
+from trajectories.store import StoredAttempt, TrajectoryStore
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE = REPO / "shoppingbench" / "agents" / "scripted_baseline.py"
@@ -385,3 +388,85 @@ def test_a_syntax_error_is_reported_with_its_line(small_world: SampleWorld, suit
     assert "  syntax error at line 2: '[' was never closed" in result.output
     assert "[security] syntax" not in result.output
     assert not (tmp_path / "out.jsonl").exists()
+
+
+REACT = REPO / "shoppingbench" / "agents" / "react_llm.py"
+WIDE = {"COLUMNS": "400"}
+"""A console wide enough that no cell of the per-attempt table wraps."""
+
+
+def _attempt_rows(output: str) -> dict[str, list[str]]:
+    """The per-attempt table's rows by problem id: category, success, quality, gate, judge reason, filter,
+    filter reasons."""
+    table = output[output.index("each attempt: the judge's verdict"):output.index("success: problems whose")]
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in table.splitlines()
+             if line.startswith("│")]
+    return {row[0]: row[1:] for row in cells if row[0] != "problem"}
+
+
+def _explained_lines(out: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in out.read_bytes().splitlines()]
+
+
+def _stored_by_problem(tmp_path: Path) -> dict[str, StoredAttempt]:
+    with TrajectoryStore.open(f"sqlite:///{tmp_path / 'home' / 'trajectories.sqlite3'}") as store:
+        return {a.record.problem_id: a for a in store.load(store.attempt_ids())}
+
+
+def test_each_attempt_is_explained_on_the_console_and_in_the_jsonl_as_the_store_recorded_it(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripted LLM (a test double for a hosted model) drives the ReAct agent; the offline judge."""
+    for name in ("ARENA_JUDGE_BASE_URL", "ARENA_JUDGE_MODELS"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner(env=WIDE).invoke(app, [*_args(REACT, small_world, suite_files, tmp_path),
+                                              "--scripted-llm"])
+    assert result.exit_code == 0, result.output
+    stored = _stored_by_problem(tmp_path)
+    lines = _explained_lines(tmp_path / "out.jsonl")
+    assert sorted(line["problem_id"] for line in lines) == sorted(stored) and len(stored) == 4
+    rows = _attempt_rows(result.output)
+    assert set(rows) == set(stored)
+    for line in lines:
+        attempt = stored[line["problem_id"]]
+        assert attempt.judge is not None and attempt.label is not None
+        verdict, label = line["verdict"], line["filter"]
+        level = QUALITY_LEVELS.index(attempt.judge.quality) + 1
+        gate = None if level > len(GATES) else level
+        expected_gate = "passed" if gate is None else f"{gate}: {GATES[gate - 1]}"
+        assert verdict == {"quality": attempt.judge.quality, "failed_gate": gate,
+                           "gate": expected_gate, "reason": attempt.judge.explanation,
+                           "judge": attempt.judge.model, "offline": attempt.judge.offline}
+        assert label == {"label": attempt.label.label, "reasons": attempt.label.reasons,
+                         "filter": attempt.label.filter}
+        category, success, quality, gate_cell, reason, filter_label, filter_reasons = rows[line["problem_id"]]
+        assert (category, success, quality) == (attempt.record.category,
+                                                "yes" if attempt.record.score.success else "no",
+                                                f"{attempt.judge.quality:.1f}")
+        assert (gate_cell, filter_label) == (expected_gate, attempt.label.label)
+        assert attempt.judge.explanation.startswith(reason.removesuffix("..."))
+        assert "; ".join(attempt.label.reasons).startswith(filter_reasons.removesuffix("..."))
+    assert {line["filter"]["label"] for line in lines} == {"agentic"}
+    assert "failed_gate (1-4, null: passed)" in result.output  # the legend names the JSONL's fields
+
+
+def test_a_judge_verdict_that_fails_a_gate_shows_the_gate_and_the_judges_reason(
+        small_world: SampleWorld, suite_files: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge model is a stub endpoint (a test double for a hosted judge) answering gate 2 failed."""
+    reason = "the thinking restates the query and never weighs what the search returned"
+    answer = orjson.dumps({"reasoning_quality": 0.3, "explanation": reason}).decode()
+    with running_server(create_stub_app(lambda body: StubReply(content=answer))) as url:
+        monkeypatch.setenv("ARENA_JUDGE_BASE_URL", f"{url}/v1")
+        monkeypatch.setenv("ARENA_JUDGE_MODELS", "judge-double")
+        result = CliRunner(env=WIDE).invoke(app, [*_args(REACT, small_world, suite_files, tmp_path),
+                                                  "--scripted-llm"])
+    assert result.exit_code == 0, result.output
+    gate = f"2: {GATES[1]}"
+    rows = _attempt_rows(result.output)
+    assert len(rows) == 4 and all(row[2:5] == ["0.3", gate, reason] for row in rows.values()), rows
+    lines = _explained_lines(tmp_path / "out.jsonl")
+    assert all(line["verdict"] == {"quality": 0.3, "failed_gate": 2, "gate": gate, "reason": reason,
+                                   "judge": "judge-double", "offline": False} for line in lines)
+    stored = _stored_by_problem(tmp_path)
+    assert all(a.judge is not None and a.judge.explanation == reason for a in stored.values())

@@ -1,0 +1,143 @@
+"""Why each attempt of a local test scored as it did: the judge's verdict (its quality level, the first
+gate it failed and why) and the structural filter's label (agentic, sub_task or no_llm, and why), on the
+console and in the run's JSONL file.
+
+The JSONL lines go out as attempts finish (before judging), so an interrupted run keeps what it ran;
+once the run is judged the file is rewritten with each line's ``verdict`` and ``filter``, atomically (a
+temporary file in the same directory, then ``os.replace``): a reader sees the old file or the new one,
+never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+from rich.table import Table
+
+from arena.judge import JudgeVerdict
+from arena.judge.verdict import GATES
+from arena.validator.runs import JudgedRun
+from shoppingbench.problems.models import Problem
+from trajectories.filter import FilterVerdict
+from trajectories.store import AttemptKey, TrajectoryStore
+
+MAX_ATTEMPT_ROWS: Final = 30
+"""Attempts the console table lists in full; a longer suite lists the ones that did not pass first."""
+REASON_CHARS: Final = 100
+"""The console's cut of a judge's explanation and of the filter's reasons (the JSONL keeps them whole)."""
+NOT_SCORED: Final = "not scored"
+
+
+@dataclass(frozen=True)
+class AttemptExplanation:
+    """One attempt's outcome and why: ``verdict`` is ``None`` when it was not scored (the inference
+    provider failed it and a deadline passed before its retries), ``label`` when the store holds none."""
+
+    problem_id: str
+    category: str
+    success: bool
+    verdict: JudgeVerdict | None
+    label: FilterVerdict | None
+
+    @property
+    def gate(self) -> str:
+        """The first gate failed as ``N: what it asks``, ``passed`` or ``not scored``."""
+        if self.verdict is None:
+            return NOT_SCORED
+        failed = self.verdict.failed_gate
+        return "passed" if failed is None else f"{failed}: {GATES[failed - 1]}"
+
+    @property
+    def passed(self) -> bool:
+        """A success that passed every gate with an agentic label: nothing for the miner to look at."""
+        return self.success and self.gate == "passed" and self.label is not None \
+            and self.label.label == "agentic"
+
+    def jsonl_fields(self) -> dict[str, Any]:
+        """The ``verdict`` and ``filter`` fields the attempt's JSONL line gains after judging."""
+        verdict = None if self.verdict is None else {
+            "quality": self.verdict.quality, "failed_gate": self.verdict.failed_gate, "gate": self.gate,
+            "reason": self.verdict.explanation, "judge": self.verdict.judge, "offline": self.verdict.offline}
+        label = None if self.label is None else {
+            "label": self.label.label, "reasons": list(self.label.reasons), "filter": self.label.filter}
+        return {"verdict": verdict, "filter": label}
+
+
+def explain_attempts(judged: JudgedRun, suite: Sequence[Problem], store: TrajectoryStore, *, run_id: str,
+                     agent_hash: str) -> list[AttemptExplanation]:
+    """Each problem of ``suite`` (in suite order) with its scored verdict and the label the store keeps
+    for its attempt in run ``run_id`` (the last one the run took, with its steered requests known)."""
+    outcomes = dict(zip(judged.problem_ids, zip(judged.successes, judged.verdicts, strict=True), strict=True))
+    explained = []
+    for problem in suite:
+        stored = store.get_attempt(AttemptKey(run_id, agent_hash, problem.id))
+        success, verdict = outcomes.get(problem.id, (False, None))
+        explained.append(AttemptExplanation(
+            problem_id=problem.id, category=problem.category, success=success, verdict=verdict,
+            label=None if stored is None else stored.label))
+    return explained
+
+
+def rewrite_with_explanations(out: Path, explanations: Sequence[AttemptExplanation]) -> None:
+    """Rewrite the JSONL file ``out`` with each attempt line's ``verdict`` and ``filter`` added (lines
+    in the order they were written), atomically: interrupted, ``out`` stays as it was."""
+    by_problem: Mapping[str, AttemptExplanation] = {e.problem_id: e for e in explanations}
+    lines = []
+    for line in out.read_bytes().splitlines():
+        attempt = orjson.loads(line)
+        explanation = by_problem.get(attempt.get("problem_id"))
+        lines.append(orjson.dumps(attempt if explanation is None
+                                  else {**attempt, **explanation.jsonl_fields()}))
+    fd, staging = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(b"".join(line + b"\n" for line in lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, out)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
+def _short(text: str, limit: int = REASON_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown_attempts(explanations: Sequence[AttemptExplanation],
+                   limit: int = MAX_ATTEMPT_ROWS) -> list[AttemptExplanation]:
+    """All attempts up to ``limit``; beyond it the first ``limit`` of them with the ones that did not pass
+    (failed, failed a gate, not agentic) first, each group in suite order."""
+    if len(explanations) <= limit:
+        return list(explanations)
+    return sorted(explanations, key=lambda e: e.passed)[:limit]
+
+
+def attempt_table(explanations: Sequence[AttemptExplanation], out: Path,
+                  limit: int = MAX_ATTEMPT_ROWS) -> tuple[Table, str | None]:
+    """One row per attempt shown (:func:`shown_attempts`): problem, category, success, judge quality, the
+    gate failed, the judge's reason, the filter label and its reasons; with a note of the attempts left
+    out and where all of them are, when some are."""
+    shown = shown_attempts(explanations, limit)
+    table = Table(title="each attempt: the judge's verdict and the structural filter's label")
+    for column in ("problem", "category", "success", "quality", "gate", "judge reason", "filter",
+                   "filter reasons"):
+        table.add_column(column, justify="right" if column == "quality" else "left")
+    for e in shown:
+        quality = "-" if e.verdict is None else f"{e.verdict.quality:.1f}"
+        reason = "the inference provider failed it" if e.verdict is None else _short(e.verdict.explanation)
+        label, reasons = ("-", "") if e.label is None else (e.label.label, _short("; ".join(e.label.reasons)))
+        table.add_row(e.problem_id, e.category, "yes" if e.success else "no", quality, e.gate, reason, label,
+                      reasons)
+    omitted = len(explanations) - len(shown)
+    note = None if not omitted else (
+        f"{omitted} of {len(explanations)} attempts not shown (those that did not pass are listed first); "
+        f"every attempt's verdict and filter label: {out}")
+    return table, note
