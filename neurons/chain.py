@@ -42,13 +42,15 @@ def _keys(wallet_name: str, wallet_hotkey: str, wallet_path: Path, hotkey: str |
         return hotkey, coldkey or hotkey
     from bittensor import Wallet
 
+    from arena.chain.btcli import wallet_create_command
+
     wallet = Wallet(wallet_name, wallet_hotkey, path=str(wallet_path.expanduser()))
     try:
         return wallet.hotkey.ss58_address, (coldkey or wallet.coldkeypub.ss58_address)
     except Exception as exc:  # the SDK raises its own KeyFileError and OS errors alike
         typer.echo(f"error: cannot read wallet {wallet_name!r} hotkey {wallet_hotkey!r} under {wallet_path}: "
-                   f"{exc}. Create it with `btcli wallet create --wallet.name {wallet_name} "
-                   f"--wallet.hotkey {wallet_hotkey}`, or pass --hotkey SS58", err=True)
+                   f"{exc}. Create it with `{wallet_create_command(wallet_name, wallet_hotkey)}`, or pass "
+                   "--hotkey SS58", err=True)
         raise typer.Exit(EXIT_NO_WALLET) from exc
 
 
@@ -77,13 +79,13 @@ def register(
     permit and stake given. On a Bittensor network use btcli instead (exit 2 says which command).
     """
     from arena.chain import EMBEDDED_CHAIN, LocalChain
+    from arena.chain.btcli import register_command
 
     settings = chain_settings(home=home, chain=chain, netuid=netuid, log_format=log_format)
     if settings.chain != EMBEDDED_CHAIN:
+        command = register_command(settings.netuid, wallet_name, wallet_hotkey, network=settings.chain)
         typer.echo(f"error: `arena chain register` writes the embedded chain only; on {settings.chain} "
-                   f"register with `btcli subnets register --netuid {settings.netuid} --wallet.name "
-                   f"{wallet_name} --wallet.hotkey {wallet_hotkey} --subtensor.network {settings.chain}`",
-                   err=True)
+                   f"register with `{command}`", err=True)
         raise typer.Exit(EXIT_NOT_EMBEDDED)
     address, owner = _keys(wallet_name, wallet_hotkey, wallet_path, hotkey, coldkey)
     local = LocalChain(settings.local_chain_path(), netuid=settings.netuid)

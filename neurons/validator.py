@@ -107,8 +107,11 @@ def run(
     try:
         wallet = load_wallet(settings)
     except OSError as exc:
-        typer.echo(f"error: cannot load the validator's hotkey: {exc}: create the wallet (`btcli wallet "
-                   "create`) or pass --wallet-name, --wallet-hotkey and --wallet-path", err=True)
+        from arena.chain.btcli import wallet_create_command
+
+        typer.echo(f"error: cannot load the validator's hotkey: {exc}: create the wallet "
+                   f"(`{wallet_create_command(settings.wallet_name, settings.wallet_hotkey)}`) or pass "
+                   "--wallet-name, --wallet-hotkey and --wallet-path", err=True)
         raise typer.Exit(EXIT_CHAIN) from exc
     try:
         inference = scripted_inference if scripted_llm else configured_inference

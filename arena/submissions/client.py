@@ -23,6 +23,7 @@ from bittensor import Wallet, http_auth
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.table import Table
 
+from arena.chain.btcli import register_command
 from arena.chain.interface import Chain
 from arena.chain.models import ChainError, Commitment, Neuron
 from arena.race.clock import UtcDatetime
@@ -32,7 +33,6 @@ from arena.submissions.models import (
     PrecheckAnswer,
     PrecheckRefusal,
     UploadBody,
-    register_command,
 )
 
 ACCEPTED: Final = ("accepted", "already accepted")
@@ -208,8 +208,9 @@ def deliver(chain: Chain, wallet: Wallet, body: UploadBody, sha256: str, *, time
     :class:`ChainError` when the hotkey is not registered or the chain refuses."""
     hotkey: str = wallet.hotkey.ss58_address
     if not chain.is_registered(hotkey):
+        command = register_command(chain.netuid, wallet.name, wallet.hotkey_str)
         raise ChainError(f"hotkey {hotkey} is not registered on subnet {chain.netuid}: "
-                         f"{register_command(chain.netuid, wallet.name, wallet.hotkey_str)}")
+                         f"register it with `{command}`")
     validators = chain.metagraph().validators()
     with httpx.Client(timeout=timeout) as client:
         prechecks = tuple(precheck(client, wallet, validator, body) for validator in validators) \

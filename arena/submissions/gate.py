@@ -49,6 +49,7 @@ from bittensor import http_auth
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
+from arena.chain.btcli import register_command
 from arena.chain.cache import CachedReads
 from arena.chain.interface import Chain
 from arena.chain.models import Commitment
@@ -65,7 +66,6 @@ from arena.submissions.models import (
     Submission,
     SubmissionRefused,
     UploadBody,
-    register_command,
 )
 from arena.submissions.rules import PastVerdict, cooldown_until, in_cooldown
 from arena.submissions.screen import screen_headers
@@ -237,7 +237,7 @@ class SubmissionGate:
             netuid = reads.chain.netuid
             refusal = PrecheckRefusal(error=RefusalCode.UNREGISTERED.value,
                                       detail=f"hotkey {hotkey} is not registered on subnet {netuid}: "
-                                             f"{register_command(netuid)}")
+                                             f"register it with `{register_command(netuid)}`")
             return PrecheckAnswer(hotkey=hotkey, sha256=upload.sha256, registered=False, refusals=[refusal])
         now = self._clock.now()  # the clock cooldowns are measured on
         history = self.verdicts.history(hotkey)

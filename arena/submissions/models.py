@@ -117,12 +117,6 @@ class SubmissionRefused(Exception):
         return {"error": self.code.value, "detail": self.detail, **self.extra}
 
 
-def register_command(netuid: int, wallet_name: str = "WALLET", hotkey_name: str = "HOTKEY") -> str:
-    """What registers a hotkey on a Bittensor subnet, as a sentence naming the btcli command."""
-    return (f"register it with `btcli subnets register --netuid {netuid} --wallet.name {wallet_name} "
-            f"--wallet.hotkey {hotkey_name}`")
-
-
 class PrecheckRefusal(BaseModel):
     """One reason the validator would refuse the upload: the upload's refusal code and detail, with
     ``retry_at`` for the cooldown and the findings or original of a rejection."""

@@ -15,6 +15,7 @@ import structlog
 from bittensor import Wallet
 
 from arena.chain import Chain, ChainError
+from arena.chain.btcli import register_command
 from arena.judge import Judge
 from arena.race import Clock, RaceEngine, SqlEventStore, race_slot
 from arena.settings import ArenaSettings
@@ -154,8 +155,8 @@ def require_registration(chain: Chain, hotkey: str) -> None:
     neuron = chain.metagraph().neuron(hotkey)
     if neuron is None:
         raise ChainError(f"the validator's hotkey {hotkey} is not registered on subnet {chain.netuid}: "
-                         f"register it first (on a Bittensor network: `btcli subnets register --netuid "
-                         f"{chain.netuid}` with this wallet), or check --wallet-name/--wallet-hotkey")
+                         f"register it first (on a Bittensor network: `{register_command(chain.netuid)}` "
+                         f"with this wallet's names), or check --wallet-name/--wallet-hotkey")
     if not neuron.validator_permit:
         log.warning("validator_without_permit", uid=neuron.uid, hotkey=hotkey,
                     hint="the chain refuses weights without a validator permit: stake to this hotkey; "

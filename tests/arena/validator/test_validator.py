@@ -790,7 +790,8 @@ def test_validator_run_says_what_to_do_when_the_wallet_or_the_chain_is_wrong(
         assert result.exit_code == validator_cli.EXIT_CHAIN, result.output
         return result.output
 
-    assert "create the wallet (`btcli wallet create`)" in run("--wallet-name", "nobody")
+    assert "create the wallet (`btcli wallet create --wallet nobody --wallet-hotkey default`)" in run(
+        "--wallet-name", "nobody")
     make_wallet(wallets, "validator")
     unregistered = run("--chain", "local")
     assert "is not registered on subnet 1" in unregistered
