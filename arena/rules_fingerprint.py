@@ -24,10 +24,14 @@ from arena.judge.verdict import GATES, QUALITY_LEVELS
 from arena.settings import ArenaSettings
 from arena.suites.public import SourceSchedule, SuitePlan
 
-RULES_VERSION: Final = 2
+RULES_VERSION: Final = 3
 """The project's rules version, sent as ``version_key`` with every ``set_weights``. Bump it with any change
 of code that alters suites, scores or weights for the same inputs (an owner pins it as the subnet's
-``WeightsVersionKey``, so validators still on older rules are refused)."""
+``WeightsVersionKey``, so validators still on older rules are refused).
+
+3: scoring decides as the reference arena's ``ProblemScorer`` does: voucher budgets in float sums, a
+malformed or nameless tool call ends its step's answer, an unreadable last step fails the problem, and
+the promotion test's resamples are rounded with Python's ``round``."""
 
 
 class RulesFingerprint(BaseModel):

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.random import PCG64
 from numpy.typing import NDArray
 
-from arena.judge.score import SCORE_DECIMALS, ProblemOutcome, quality_coefficients
+from arena.judge.score import ProblemOutcome, quality_coefficients, round_scores
 
 PROMOTION_EPSILON: Final = 1e-9
 """Scores are means of a few hundred 0/1 outcomes; a difference this small is float noise, not a win."""
@@ -46,7 +46,7 @@ def resampled_scores(successes: NDArray[np.int64], qualities: NDArray[np.int64],
     problems = indices.shape[1]
     success_rates: NDArray[np.float64] = successes[indices].sum(axis=1) / problems
     mean_qualities = qualities[indices].sum(axis=1) / (problems * QUALITY_UNITS)
-    return np.round(success_rates * quality_coefficients(mean_qualities), SCORE_DECIMALS)
+    return round_scores(success_rates * quality_coefficients(mean_qualities))
 
 
 def paired_lead_bound(challenger: tuple[NDArray[np.int64], NDArray[np.int64]],

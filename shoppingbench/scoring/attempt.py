@@ -8,18 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.problems.models import Category, Problem
-from shoppingbench.scoring.answer import extract_answer, length_score
+from shoppingbench.scoring.answer import extract_answer, length_score, production_scorer_fails
 from shoppingbench.scoring.budget import fits_budget
 from shoppingbench.scoring.embedder import TitleEmbedder
 from shoppingbench.scoring.format import format_score
 from shoppingbench.scoring.profiles import PRODUCTION_STRICT, ScoringProfile
 from shoppingbench.scoring.rules import FieldTally, TargetScore, judge_target
 from shoppingbench.scoring.titles import title_similarities
+
+UNREADABLE_STEPS: Final = "the first or last step cannot be read (the reference scorer fails the problem)"
+"""The ``error`` of an attempt failed under ``production_failures``."""
 
 ProductLookup = Callable[[list[str]], Mapping[str, Product]]
 """Full catalog products for the ids found (``SearchEngine.get_products`` fits)."""
@@ -52,7 +56,8 @@ class AttemptScore(BaseModel):
     targets: list[TargetScore] = Field(default_factory=list)
     profile: str = PRODUCTION_STRICT.name
     error: str | None = None
-    """Why the attempt produced no dialogue (crash, timeout); everything is then scored 0."""
+    """Why the attempt was not scored (a crash, a timeout, a dialogue the production scorer cannot read);
+    everything is then scored 0."""
 
     @classmethod
     def failure(cls, problem: Problem, reason: str,
@@ -114,8 +119,11 @@ def score_attempt(problem: Problem, steps: object, products: ProductLookup, embe
     an exception. A product problem scores the first answered id only; shop and voucher problems
     pair the i-th id with the i-th target, ignoring extra ids (original ``eval_*``). Ids missing
     from the catalog score 0. ``products`` is called once with the paired ids; its errors propagate,
-    because a catalog outage must not be graded as a bad answer.
+    because a catalog outage must not be graded as a bad answer. Under a profile with
+    ``production_failures``, a first or last step the reference's scorer cannot read fails the attempt.
     """
+    if profile.production_failures and production_scorer_fails(steps):
+        return AttemptScore.failure(problem, UNREADABLE_STEPS, profile)
     answer = extract_answer(steps, production=profile.production_answers)
     paired = answer[:1] if problem.category == "product" else answer[:len(problem.targets)]
     present = [pid for pid in paired if pid]

@@ -28,6 +28,11 @@ class ScoringProfile(BaseModel):
     """Read the answer as the reference arena's production scorer (``ProblemScorer``) does: only a string
     ``product_ids`` answers (a JSON list or a bare number answers nothing) and empty entries are dropped
     (``a,,b,c`` is ``a, b, c``). Otherwise as the original benchmark: an empty entry keeps its position."""
+    production_failures: bool = False
+    """Fail the whole attempt (every grade 0) where the reference arena's production scoring raises: a
+    first step that is not an object, a last step its ``length_reward`` cannot read (see
+    :func:`shoppingbench.scoring.answer.production_scorer_fails`). Otherwise such a step only costs its
+    share of the format and length credit."""
     production_format: bool = False
     """Grade format as the reference arena's production scorer: each step's ``message`` rendered into
     tags, not its ``content``; a timestamp counts only as a positive JSON number (see
@@ -35,7 +40,8 @@ class ScoringProfile(BaseModel):
 
 
 PRODUCTION_STRICT: Final = ScoringProfile(name="production-strict", title_threshold=0.7,
-                                          production_answers=True, production_format=True)
+                                          production_answers=True, production_failures=True,
+                                          production_format=True)
 """The arena's scoring (reference arena ``orm.py``: ``sim >= 0.7``; its ``ProblemScorer``'s answers); the
 default."""
 

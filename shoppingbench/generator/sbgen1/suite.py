@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from fractions import Fraction
 
 from shoppingbench.catalog.models import Product
 from shoppingbench.generator.sbgen1.config import GENERATOR_VERSION, GeneratorConfig
@@ -22,7 +21,7 @@ from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category, Problem, Voucher
 from shoppingbench.problems.solvability import items_solvable
 from shoppingbench.problems.terms import make_voucher
-from shoppingbench.scoring.budget import exact, fits_budget
+from shoppingbench.scoring.budget import basket_total, fits_budget
 from shoppingbench.search.catalog_view import CatalogView
 
 _DRAWS_PER_TARGET = 8
@@ -30,9 +29,8 @@ _DRAWS_PER_TARGET = 8
 
 
 def voucher_decides(prices: Sequence[float], shop_ids: Sequence[str], voucher: Voucher) -> bool:
-    """The basket is over budget as is, and within it once the voucher applies (exact decimal money)."""
-    total = sum((exact(p) for p in prices), Fraction(0))
-    return total > exact(voucher.budget) and fits_budget(prices, set(shop_ids), voucher)
+    """The basket is over budget as is, and within it once the voucher applies (floats, as scored)."""
+    return basket_total(prices) > voucher.budget and fits_budget(prices, set(shop_ids), voucher)
 
 
 class SuiteDraw:

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.judge import QUALITY_LEVELS, JudgeVerdict, final_score, quality_coefficient
+from arena.judge.score import quality_coefficients
 
 
 def verdict(quality: float, judge: str = "model-a", offline: bool = False) -> JudgeVerdict:
@@ -41,6 +42,13 @@ def test_coefficient_and_score_are_rounded_to_four_decimals_as_the_reference() -
     assert quality_coefficient(13 / 30) == 0.6792
     score = final_score(2 / 3, verdicts)
     assert score.coefficient == 0.6792 and score.score == 0.4528
+
+
+def test_many_coefficients_round_a_half_as_one_does() -> None:
+    # A mean quality of 0.45 gives 0.69375, stored a hair under the half: the reference's ``round``
+    # says 0.6937 (``np.round`` says 0.6938), and the promotion test's coefficients must agree.
+    assert quality_coefficient(0.45) == 0.6937
+    assert quality_coefficients([0.45, 13 / 30, 0.9]).tolist() == [0.6937, 0.6792, 1.0]
 
 
 def test_scores_closer_than_the_fourth_decimal_tie() -> None:

@@ -96,6 +96,19 @@ def test_a_resample_scores_as_the_arena_does() -> None:
     assert resampled_scores(*outcome_arrays(run), identity)[0] == pytest.approx(arena.score, abs=1e-12)
 
 
+def test_a_resample_rounds_a_half_as_the_published_score_does() -> None:
+    """Four verdicts averaging 0.45: the coefficient 0.69375 is stored a hair under the half, so the
+    reference's ``round`` publishes 0.6937 (``np.round`` would give 0.6938); the resample agrees."""
+    qualities = [0.3, 0.5, 0.5, 0.5]
+    run = outcomes("1111", qualities)
+    verdicts = [JudgeVerdict(quality=q, judge="model-a", offline=False, explanation="-", attempts=1)
+                for q in qualities]
+    arena = suite_score([o.success for o in run], verdicts, [o.problem_id for o in run])
+    identity = np.arange(len(run), dtype=np.int64).reshape(1, -1)
+    assert arena.score == 0.6937
+    assert resampled_scores(*outcome_arrays(run), identity)[0] == arena.score
+
+
 runs = st.lists(st.tuples(st.booleans(), st.sampled_from(QUALITY_LEVELS)), min_size=1, max_size=40)
 
 

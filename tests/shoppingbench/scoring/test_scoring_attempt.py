@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,8 @@ from shoppingbench.catalog.models import Product
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import Problem
 from shoppingbench.scoring import ORIGINAL, PRODUCTION_STRICT, AttemptScore, extract_answer, score_attempt
+from shoppingbench.scoring.answer import production_scorer_fails
+from shoppingbench.scoring.attempt import UNREADABLE_STEPS
 from tests.shoppingbench.scoring.test_scoring_support import (
     TERMINATE,
     FakeEmbedder,
@@ -87,6 +90,88 @@ def test_production_drops_empty_entries_so_later_ids_move_up() -> None:
     original = score_attempt(problem, answered("t1,,t2"), products, FakeEmbedder(), ORIGINAL)
     assert strict.answer == ["t1", "t2"] and strict.success and strict.gt == 1
     assert original.answer == ["t1", "", "t2"] and not original.success and original.gt == 0.5
+
+
+def with_calls(*calls: object) -> dict[str, Any]:
+    """A well-formed step whose ``tool_call`` list holds exactly ``calls``, junk included."""
+    built = step(TERMINATE)
+    built["completion"]["message"]["tool_call"] = list(calls)
+    return built
+
+
+RECOMMEND_U: dict[str, Any] = {"name": "recommend_product", "parameters": {"product_ids": "u"}}
+
+
+def scored_both_ways(steps: list[Any]) -> tuple[AttemptScore, AttemptScore]:
+    problem = product_problem(target("t", **COD))
+    catalog = lookup(cod("t"), product("u"))  # u misses the COD the target asks
+    return (score_attempt(problem, steps, catalog, FakeEmbedder(), PRODUCTION_STRICT),
+            score_attempt(problem, steps, catalog, FakeEmbedder(), ORIGINAL))
+
+
+@pytest.mark.parametrize("malformed", [{"name": "recommend_product", "parameters": "u"},
+                                       {"name": "recommend_product", "parameters": None},
+                                       {"name": "recommend_product"}], ids=["string", "null", "missing"])
+def test_production_ignores_a_malformed_recommend_after_a_correct_one(malformed: dict[str, Any]) -> None:
+    """``ProblemScorer._extract_recommended_product``: ``command["parameters"].get`` raises on it and the
+    handler skips the step, so the earlier answer stands; the original overwrites it with nothing."""
+    steps = [step(recommend("t")), with_calls(malformed), step(TERMINATE)]
+    assert extract_answer(steps, production=True) == ["t"] and extract_answer(steps) == []
+    strict, original = scored_both_ways(steps)
+    assert strict.success and not original.success
+
+
+@pytest.mark.parametrize("nameless", [{"parameters": {"q": "kettle"}}, "find_product", None])
+def test_production_drops_the_rest_of_a_step_after_a_nameless_call(nameless: object) -> None:
+    """``command["name"]`` raises on a call without a name (or not an object): the step's later
+    recommend never counts in the reference, so the earlier answer stands."""
+    steps = [step(recommend("t")), with_calls(nameless, RECOMMEND_U), step(TERMINATE)]
+    assert extract_answer(steps, production=True) == ["t"] and extract_answer(steps) == ["u"]
+    strict, original = scored_both_ways(steps)
+    assert strict.success and not original.success
+
+
+def test_calls_before_an_unreadable_one_still_count() -> None:
+    steps = [with_calls(RECOMMEND_U, {"no": "name"}), step(TERMINATE)]
+    assert extract_answer(steps, production=True) == ["u"]
+
+
+UNREADABLE_STEPSS: list[object] = [
+    "done",
+    None,
+    ["step"],
+    {"extra_info": {}},
+    {"completion": "text"},
+    {"completion": {"content": "no message"}},
+    {"completion": {"message": 7}},
+    {"completion": {"message": "see tool_call"}},
+    {"completion": {"message": {"tool_call": {"name": "terminate"}}}},
+    {"completion": {"message": {"tool_call": [{"name": "terminate"}, {"parameters": {}}]}}},
+    {"completion": {"message": {"tool_call": ["terminate"]}}},
+]
+
+
+@pytest.mark.parametrize("last", UNREADABLE_STEPSS)
+def test_production_fails_the_attempt_when_the_reference_cannot_read_the_last_step(last: object) -> None:
+    """The reference's ``length_reward`` indexes ``steps[-1]["completion"]["message"]`` and each final
+    tool call's ``name``; it raises on these, and its validator counts the problem failed."""
+    steps = [step(recommend("t")), last]
+    assert production_scorer_fails(steps)
+    strict, original = scored_both_ways(steps)
+    assert strict.error == UNREADABLE_STEPS and not strict.success and strict.answer == []
+    assert (strict.rule, strict.gt, strict.format, strict.length) == (0, 0, 0, 0)
+    assert original.success and original.error is None
+
+
+@pytest.mark.parametrize("last", [{"completion": {"message": None}},
+                                  {"completion": {"message": "plain text"}},
+                                  {"completion": {"message": {"think": "done"}}},
+                                  {"completion": {"message": {"tool_call": []}}}, step(TERMINATE)])
+def test_a_last_step_the_reference_reads_is_scored(last: object) -> None:
+    steps = [step(recommend("t")), last]
+    assert not production_scorer_fails(steps) and not production_scorer_fails([])
+    strict, _ = scored_both_ways(steps)
+    assert strict.success and strict.error is None
 
 
 def test_product_problem_scores_the_first_id_only() -> None:
@@ -198,9 +283,21 @@ def test_junk_steps_never_crash(steps: object) -> None:
 
 
 def test_junk_steps_next_to_good_ones_only_cost_their_share() -> None:
-    steps = [None, step(recommend("a,b")), "noise", step(TERMINATE)]
+    steps = [step(recommend("a,b")), None, "noise", step(TERMINATE)]
     score = score_attempt(two_targets(), steps, lookup(cod("a"), cod("b")), FakeEmbedder())
     assert score.success and score.format == 0.5 and score.length == 0.25
+
+
+def test_production_fails_the_attempt_when_the_first_step_is_not_an_object() -> None:
+    """The reference's scoring pool reads ``dialogue[0].get("extra_info")`` before it scores: a first step
+    that is not an object raises there, and the problem counts failed."""
+    steps = [None, step(recommend("a,b")), step(TERMINATE)]
+    assert production_scorer_fails(steps)
+    products = lookup(cod("a"), cod("b"))
+    strict = score_attempt(two_targets(), steps, products, FakeEmbedder(), PRODUCTION_STRICT)
+    original = score_attempt(two_targets(), steps, products, FakeEmbedder(), ORIGINAL)
+    assert strict.error == UNREADABLE_STEPS and not strict.success
+    assert original.success and original.format == pytest.approx(2 / 3)
 
 
 def test_failure_scores_everything_zero() -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import pytest
 
 from shoppingbench.problems.models import Voucher
 from shoppingbench.scoring import fits_budget, price_after_voucher, score_attempt
+from shoppingbench.scoring.budget import basket_total
 from tests.shoppingbench.scoring.test_scoring_support import (
     FakeEmbedder,
     answered,
@@ -18,7 +17,7 @@ from tests.shoppingbench.scoring.test_scoring_support import (
 )
 
 
-def voucher(**fields) -> Voucher:
+def voucher(**fields: object) -> Voucher:
     base = {
         "voucher_type": "platform",
         "threshold": 0,
@@ -41,13 +40,13 @@ def test_threshold_is_inclusive() -> None:
 
 def test_below_threshold_no_discount() -> None:
     fixed = voucher(threshold=100, face_value=50, budget=60)
-    assert price_after_voucher(Fraction(90), {"a"}, fixed) is None
+    assert price_after_voucher(90.0, {"a"}, fixed) is None
     assert not fits_budget([90.0], {"a"}, fixed)
 
 
 def test_fixed_voucher_subtracts_face_value() -> None:
     fixed = voucher(threshold=75, face_value=24, budget=151)
-    assert price_after_voucher(Fraction(175), {"a"}, fixed) == 151
+    assert price_after_voucher(175.0, {"a"}, fixed) == 151
     assert fits_budget([100.0, 75.0], {"a", "b"}, fixed)
     assert not fits_budget([100.0, 75.01], {"a", "b"}, fixed)
 
@@ -55,13 +54,13 @@ def test_fixed_voucher_subtracts_face_value() -> None:
 @pytest.mark.parametrize(
     ("total", "expected"),
     [
-        (1000, Fraction(900)),  # 50% would save 500, the cap of 100 binds
-        (100, Fraction(50)),  # 50% saves 50, under the cap
+        (1000.0, 900.0),  # 50% would save 500, the cap of 100 binds
+        (100.0, 50.0),  # 50% saves 50, under the cap
     ],
 )
-def test_percentage_voucher_capped_saving(total: int, expected: Fraction) -> None:
+def test_percentage_voucher_capped_saving(total: float, expected: float) -> None:
     percent = voucher(discount_type="percentage", face_value=None, discount=0.5, cap=100, budget=0)
-    assert price_after_voucher(Fraction(total), {"a"}, percent) == expected
+    assert price_after_voucher(total, {"a"}, percent) == expected
 
 
 def test_percentage_cap_decides_fit() -> None:
@@ -78,9 +77,32 @@ def test_shop_voucher_needs_one_shop() -> None:
     assert fits_budget([70.0, 70.0], {"s1", "s2"}, platform)
 
 
-def test_money_is_exact_decimal() -> None:
-    assert 0.1 + 0.2 > 0.3  # the float trap the scorer must not fall into
-    assert fits_budget([0.1, 0.2], {"a"}, voucher(budget=0.3))
+def test_money_is_added_in_floats_as_the_reference_scorer_adds_it() -> None:
+    """``ProblemScorer._eval_voucher`` adds ``product["price"]`` floats: 436.11 + 603.23 + 24.66 is
+    1064.0000000000002, over a budget of 1064, although the decimal total fits."""
+    assert not fits_budget([436.11, 603.23, 24.66], {"a"}, voucher(budget=1064))
+    assert not fits_budget([0.1, 0.2], {"a"}, voucher(budget=0.3))
+    assert fits_budget([436.11, 603.23, 24.66], {"a"}, voucher(budget=1064.01))
+
+
+def test_the_discount_applies_to_the_float_total() -> None:
+    # 1064.0000000000002 - 0 face value is still over 1064: the voucher does not rescue it either.
+    assert not fits_budget([436.11, 603.23, 24.66], {"a"}, voucher(threshold=1000, face_value=0, budget=1064))
+    assert fits_budget([436.11, 603.23, 24.66], {"a"}, voucher(threshold=1000, face_value=1, budget=1064))
+
+
+def test_prices_are_added_left_to_right_without_compensation() -> None:
+    # The reference's ``total_price += price``: 1e16 + 1 rounds back to 1e16; a compensated sum
+    # (``sum`` from Python 3.12) would keep the 1.
+    assert basket_total([1e16, 1.0, -1e16]) == 0.0
+    assert basket_total([]) == 0.0
+
+
+def test_a_voucher_attempt_at_a_float_boundary_fails_its_budget() -> None:
+    problem = voucher_problem(target("a"), target("b"), target("c"), budget=1064)
+    catalog = lookup(product("a", price=436.11), product("b", price=603.23), product("c", price=24.66))
+    score = score_attempt(problem, answered("a,b,c"), catalog, FakeEmbedder())
+    assert score.rule == 1 and score.budget is False and not score.success
 
 
 def test_budget_needs_every_target_hit() -> None:
