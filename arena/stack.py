@@ -6,10 +6,11 @@ service and its API, so neither imports the other's assembly."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
+import structlog
 from bittensor import Wallet
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
@@ -28,6 +29,8 @@ from arena.validator.runs import RunAgent
 from arena.validator.service import Validator
 from trajectories.store import TrajectoryStore
 
+log = structlog.get_logger(__name__)
+
 
 @dataclass(frozen=True)
 class ValidatorStack:
@@ -43,12 +46,16 @@ class ValidatorStack:
 
 @contextmanager
 def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Wallet, clock: Clock,
-                         sources: SourceSchedule, run_agent: RunAgent,
-                         nonce_clock: Clock | None = None) -> Iterator[ValidatorStack]:
+                         sources: SourceSchedule, run_agent: RunAgent, nonce_clock: Clock | None = None,
+                         warnings: Sequence[str] = ()) -> Iterator[ValidatorStack]:
     """A validator over the stores under ``settings`` (its trajectory store from ``ARENA_STORE_URL`` or
     ``$ARENA_HOME``), its gate checking uploads against the answers of every suite it generated.
     ``nonce_clock``: what the gate measures signatures' nonces on (default ``clock``; the network demo,
-    whose ``clock`` is a manual one, gives the real time, on which miners sign)."""
+    whose ``clock`` is a manual one, gives the real time, on which miners sign). ``warnings``: what the
+    operator and the API's readers must know about how this validator races (logged now, served on
+    ``/rules``)."""
+    for warning in warnings:
+        log.warning("validator_race_warning", warning=warning)
     hotkey = str(wallet.hotkey.ss58_address)
     with ExitStack() as stack:
         store = TrajectoryStore.open(settings.trajectory_store_url())
@@ -64,7 +71,7 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
         rules = validator_rules(settings, plan=validator.suites.plan, sources=sources)
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,
                          rules=rules, race_rules=settings.race_rules(),
-                         dumps_dir=settings.dumps_root())
+                         dumps_dir=settings.dumps_root(), warnings=tuple(warnings))
         api = create_app(view, gate=gate, registry=registry)
         peers = PeerWatch(chain=chain, hotkey=hotkey, rules=rules, tolerance=settings.peer_weight_tolerance,
                           timeout_s=settings.peer_timeout_s, check_blocks=settings.peer_check_blocks)

@@ -17,10 +17,15 @@ for the same targets) are measured the same way. The definitions, exactly:
   set it measures 6 / 10 / 7%.
 - **verbatim value** (per stated value): the value's words appear consecutively in the query.
 - **constraints** (per item): sku pairs + attribute pairs + services + price conditions.
+- **gap** (per category): an agent's success on the twins minus its success on the real problems, paired
+  per problem (a twin shares its real problem's targets), with the standard error of the mean of the
+  per-problem differences (sample standard deviation over the square root of the problems); **pooled**
+  over categories, each weighted by its problems, its standard error from the categories' own.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,3 +133,36 @@ def wording_figures(problems: Sequence[Problem]) -> WordingFigures:
         constraints_per_item=_mean(sum(constraint_count(t) for _, t in items), len(items)),
         items_per_problem=_mean(len(items), len(problems)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Twins' success minus real success over ``problems`` problems, and its standard error."""
+
+    gap: float
+    se: float
+    problems: int
+
+
+def paired_gap(real: Sequence[bool], twin: Sequence[bool]) -> Gap:
+    """The gap of outcomes paired by position (``twin[i]`` is the twin of ``real[i]``)."""
+    if len(real) != len(twin):
+        raise ValueError(f"paired outcomes of {len(real)} real and {len(twin)} twin problems")
+    count = len(real)
+    if count == 0:
+        return Gap(0.0, 0.0, 0)
+    differences = [int(t) - int(r) for r, t in zip(real, twin, strict=True)]
+    mean = sum(differences) / count
+    variance = sum((d - mean) ** 2 for d in differences) / (count - 1) if count > 1 else 0.0
+    return Gap(round(mean, 4), round(math.sqrt(variance / count), 4), count)
+
+
+def pooled_gap(gaps: Sequence[Gap]) -> Gap:
+    """The categories' gaps pooled, each weighted by its problems; independent categories' errors add in
+    quadrature."""
+    total = sum(g.problems for g in gaps)
+    if total == 0:
+        return Gap(0.0, 0.0, 0)
+    gap = sum(g.gap * g.problems for g in gaps) / total
+    se = math.sqrt(sum((g.se * g.problems) ** 2 for g in gaps)) / total
+    return Gap(round(gap, 4), round(se, 4), total)

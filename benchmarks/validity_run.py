@@ -9,7 +9,9 @@ checks keep of wording as free as GPT-4.1's.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -36,9 +38,28 @@ from shoppingbench.tools.serving import running_server
 
 TWIN_KEY: Final = "validity-benchmark-twin-v1"
 SHAPE_SEED: Final = "validity-benchmark-shape-v1"
-AGENT_MODULES: Final[dict[str, ModuleType]] = {"baseline": scripted_baseline, "parser": validity_parser}
-AGENTS: Final = tuple(AGENT_MODULES)
+AGENTS: Final = ("baseline", "parser")
+PARSER_INTERFACE: Final = ("agent_main", "parse_query")
 Say = Callable[[str], None]
+
+
+def load_parser(path: Path | None) -> ModuleType:
+    """The hostile parser the benchmark runs: the agent file at ``path`` (default:
+    ``benchmarks/validity_parser.py``), which must define ``agent_main`` and ``parse_query`` as that one
+    does; :class:`ValueError` naming what it lacks."""
+    if path is None:
+        return validity_parser
+    spec = importlib.util.spec_from_file_location(f"validity_parser_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of the file looks its module up while it is defined
+    spec.loader.exec_module(module)
+    missing = [name for name in PARSER_INTERFACE if not callable(getattr(module, name, None))]
+    if missing:
+        raise ValueError(f"{path} is not a parser like benchmarks/validity_parser.py: it has no "
+                         f"{', '.join(missing)}")
+    return module
 
 
 def twin_draws(category: Category, index: int, draw: int = 0) -> HashDraws:
@@ -62,14 +83,16 @@ def twin_of(problem: Problem, index: int, products: Mapping[str, Product], write
 
 
 def twins(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine, catalog_dir: Path,
-          writer: RequestWriter | None = None, draw: int = 0) -> dict[Category, list[Problem]]:
+          writer: RequestWriter | None = None, draw: int = 0,
+          start: int = 0) -> dict[Category, list[Problem]]:
     """The twin of every real problem, per category, in the same order, by ``writer`` (default: the
     catalog's lexicon writer; a :class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter` over it
-    measures a problem bank's wording), with the writer's ``draw`` (:func:`twin_draws`)."""
+    measures a problem bank's wording), with the writer's ``draw`` (:func:`twin_draws`); the problems are
+    each category's from index ``start`` on (a half run words its twins as a whole run does)."""
     writer = writer or writer_for_catalog(catalog_dir)
     ids = [t.product_id for problems in real.values() for p in problems for t in p.targets]
     products = engine.get_products(ids)
-    return {category: [twin_of(p, i, products, writer, draw) for i, p in enumerate(problems)]
+    return {category: [twin_of(p, start + i, products, writer, draw) for i, p in enumerate(problems)]
             for category, problems in real.items()}
 
 
@@ -94,56 +117,54 @@ class ReplayedRequests:
 
 
 def replay_rewriter(real: Mapping[Category, list[Problem]], engine: BM25SearchEngine,
-                    catalog_dir: Path, draws: int = 1) -> CheckedRewriter:
+                    catalog_dir: Path, draws: int = 1, start: int = 0) -> CheckedRewriter:
     """The lexicon writer's drafts (of each of the first ``draws`` draws), each rewritten to its real
     problem's request where the checks allow."""
     real_by_draft = {(category, draft.query.partition("\n\n")[0]): problem.query.partition("\n\n")[0]
                      for draw in range(draws)
-                     for category, drafts in twins(real, engine, catalog_dir, draw=draw).items()
+                     for category, drafts in twins(real, engine, catalog_dir, draw=draw, start=start).items()
                      for problem, draft in zip(real[category], drafts, strict=True)}
     return CheckedRewriter(writer_for_catalog(catalog_dir), ReplayedRequests(real_by_draft))
 
 
-def parser_split_share(problems: Sequence[Problem]) -> float:
+def parser_split_share(problems: Sequence[Problem], parser: ModuleType = validity_parser) -> float:
     """The share of ``problems`` whose query the hostile parser splits into as many items as the reward has
     targets: how often its copy of the writer's grammar finds the item boundaries (docs/validity.md)."""
     if not problems:
         return 0.0
-    right = sum(1 for p in problems if len(validity_parser.parse_query(p.query)[0]) == len(p.targets))
+    right = sum(1 for p in problems if len(parser.parse_query(p.query)[0]) == len(p.targets))
     return round(right / len(problems), 4)
 
 
-def success_by_category(agent: AgentMain, suite: list[Problem], grader: Grader,
-                        workers: int) -> dict[Category, float]:
-    """The agent's success rate per category (every problem of the suite counts; crashes fail)."""
+def outcomes_by_category(agent: AgentMain, suite: list[Problem], grader: Grader,
+                         workers: int) -> dict[Category, list[bool]]:
+    """The agent's success on each problem of the suite, per category in suite order (crashes fail)."""
     run_id = new_run_id()
     result = collect(iter_in_process(agent, suite, grader, run_id=run_id, workers=workers), suite,
                      run_id=run_id, progress=False)
     by_id = {a.problem_id: a.score.success for a in result.attempts}
-    rates: dict[Category, float] = {}
-    for category in CATEGORIES:
-        problems = [p for p in suite if p.category == category]
-        if problems:
-            rates[category] = round(sum(1 for p in problems if by_id.get(p.id)) / len(problems), 4)
-    return rates
+    return {category: [bool(by_id.get(p.id)) for p in suite if p.category == category]
+            for category in CATEGORIES if any(p.category == category for p in suite)}
 
 
 def run_agents(sides: Mapping[str, Mapping[Category, list[Problem]]], engine: BM25SearchEngine,
-               settings: HarnessSettings, workers: int, say: Say) -> dict[Category, dict[str, float]]:
-    """``{category: {"<agent>/<side>": success}}`` for every agent on every side (``real``, ``twin``, ...)."""
+               settings: HarnessSettings, workers: int, say: Say,
+               parser: ModuleType = validity_parser) -> dict[Category, dict[str, list[bool]]]:
+    """``{category: {"<agent>/<side>": [success per problem]}}`` for every agent on every side (``real``,
+    ``twin``, ...), the problems in each side's order (a twin is at its real problem's place)."""
     grader = Grader(engine.get_products, CachedEmbedder(MiniLMEmbedder(), settings.embedding_cache),
                     PRODUCTION_STRICT)
-    success: dict[Category, dict[str, float]] = {c: {} for c in CATEGORIES}
+    outcomes: dict[Category, dict[str, list[bool]]] = {c: {} for c in CATEGORIES}
+    agents: dict[str, ModuleType] = {"baseline": scripted_baseline, "parser": parser}
     with running_server(create_tool_app(engine)) as url:
         os.environ["SANDBOX_PROXY_URL"] = url  # how an agent file finds its tools (ProxyClient)
-        for name, module in AGENT_MODULES.items():
+        for name, module in agents.items():
             for side, problems in sides.items():
                 suite = [p for c in CATEGORIES for p in problems[c]]
                 say(f"agents: {name} on {len(suite)} {side} problems")
-                rates = success_by_category(module.agent_main, suite, grader, workers)
-                for category, rate in rates.items():
-                    success[category][f"{name}/{side}"] = rate
-    return success
+                for category, won in outcomes_by_category(module.agent_main, suite, grader, workers).items():
+                    outcomes[category][f"{name}/{side}"] = won
+    return outcomes
 
 
 def sampler_shape(root: Path, world_products: int, per_category: int, say: Say) -> dict[str, object]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections import Counter
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -71,19 +72,26 @@ def bank_build(
                                                                     "keep it private until sealed)")],
     per_category: Annotated[int, typer.Option(
         "--per-category", min=1, help="Problems per category; a race draws its suite from them")] = 100,
-    llm_url: Annotated[str | None, typer.Option(
-        "--llm-url", help="OpenAI-compatible base URL of the model that words the requests")] = None,
-    llm_model: Annotated[str | None, typer.Option("--llm-model", help="The model's name")] = None,
+    llm_url: Annotated[list[str] | None, typer.Option(
+        "--llm-url", help="OpenAI-compatible base URL of a model that words the requests; repeat it, with "
+                          "--llm-model, for several writers (the n-th URL goes with the n-th model)")] = None,
+    llm_model: Annotated[list[str] | None, typer.Option("--llm-model", help="The model's name")] = None,
     llm_key: Annotated[str, typer.Option("--llm-key", envvar="ARENA_LLM_API_KEY",
-                                         help="The endpoint's API key")] = "unused",
+                                         help="The endpoints' API key")] = "unused",
+    temperature: Annotated[float | None, typer.Option(
+        "--temperature", min=0, max=2, help="The writers' sampling temperature; default: the request "
+                                            "writer's (0.7)")] = None,
     log_format: LogFormatOption = None,
 ) -> None:
     """Write a bank: solvable problems from a private seed, each request written by a model.
 
-    The model writes each request from its items' requirements, as ShoppingBench's writer does. Without
-    --llm-url/--llm-model the lexicon writer's wording stands (the problems are still unknown before the
-    race, but as easy to parse as generated ones). A request that drops a stated number, repeats 6 title
-    words in a row or is twice as long as the lexicon writer's draft is asked for again; then the draft
+    A model writes each request from its items' requirements, as ShoppingBench's writer does, from a
+    prompt whose wording, fact order and asked style are drawn from the private seed. With several
+    --llm-url/--llm-model pairs each problem's writer is drawn from the seed, and the bank records which
+    wrote each request. Without them the lexicon writer's wording stands (the problems are still unknown
+    before the race, but as easy to parse as generated ones). A request that drops a stated number,
+    repeats 6 title words in a row, repeats 4 words of the prompt's own fact wording that real requests
+    never use, or is twice as long as the lexicon writer's draft is asked for again; then the draft
     stands and is counted. Each problem is journaled to OUT.partial as it is written: the same command
     resumes an interrupted build (the journal holds the bank's private seed; it is deleted once OUT is
     written).
@@ -93,17 +101,20 @@ def bank_build(
     from arena.suites.sealed_bank import bank_bytes
     from shoppingbench.generator.writer.lexicon import LexiconError
     from shoppingbench.generator.writer.propose import ModelSettings
+    from shoppingbench.generator.writer.rewrite import DEFAULT_TEMPERATURE
 
-    configure_logging("json" if log_format == "json" else "console", "WARNING")
-    if (llm_url is None) != (llm_model is None):
-        raise typer.BadParameter("--llm-url and --llm-model go together")
-    model = (ModelSettings(base_url=llm_url, model=llm_model, api_key=llm_key)
-             if llm_url is not None and llm_model is not None else None)
+    configure_logging(log_format or "auto", "WARNING")
+    urls, names = llm_url or [], llm_model or []
+    if len(urls) != len(names):
+        raise typer.BadParameter("--llm-url and --llm-model go together: give one model per URL")
+    models = [ModelSettings(base_url=url, model=name, api_key=llm_key) for url, name in zip(urls, names,
+                                                                                        strict=True)]
     journal = journal_path(out)
     if journal.exists():
         typer.echo(f"resuming from {journal}", err=True)
     try:
-        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), model=model, journal=journal,
+        built = build_bank(catalog, dict.fromkeys(CATEGORIES, per_category), models=models, journal=journal,
+                           temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
                            progress=sys.stderr.isatty())
     except (FileNotFoundError, LexiconError, ValueError) as exc:
         raise _fail(str(exc)) from exc
@@ -119,6 +130,8 @@ def bank_build(
         report = built.rewrites
         typer.echo(f"model: {report.rewritten} requests written, {report.drafts_kept} drafts kept "
                    f"({report.requests} requests)")
+        for writer, count in sorted(Counter((built.bank.writers or {}).values()).items()):
+            typer.echo(f"  {count} requests by {writer}")
         for reason in sorted(set(report.reasons)):
             typer.echo(f"  draft kept: {reason}", err=True)
 

@@ -18,11 +18,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from arena.chain import Chain, ChainSection, open_chain
+from arena.chain import EMBEDDED_CHAIN, Chain, ChainSection, open_chain
 from arena.race import SystemClock
 from arena.rules_fingerprint import RulesFingerprint, validator_rules
 from arena.settings import ArenaSettings
 from arena.stack import ValidatorStack, open_validator_stack
+from arena.suites.bank import lexicon_race_warning
 from arena.suites.generators import open_scheduled_sources
 from arena.validator import (
     ChainSeeds,
@@ -72,10 +73,18 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     with open_scheduled_sources(catalog_dir, settings.schedule(), settings.bank_pins()) as sources, \
             open_agent_runner(settings, catalog_dir, inference=inference) as run_agent, \
             open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
-                                 run_agent=run_agent) as stack:
+                                 run_agent=run_agent, warnings=race_warnings(settings)) as stack:
         log.info("validator_rules", fingerprint=stack.rules.fingerprint, version=stack.rules.version,
                  parts=stack.rules.parts)
         yield stack
+
+
+def race_warnings(settings: ValidatorSettings) -> list[str]:
+    """What the validator logs at start and serves on ``/rules`` about how it races: racing the lexicon
+    writer's wording on a real network (:func:`arena.suites.bank.lexicon_race_warning`)."""
+    warning = lexicon_race_warning(real_network=settings.chain != EMBEDDED_CHAIN,
+                                   banks_pinned=bool(settings.problem_banks))
+    return [warning] if warning else []
 
 
 def tick_forever(service: ValidatorStack, tick_seconds: float, *, once: bool = False) -> None:

@@ -3,13 +3,15 @@
 The generator's sampler and solvability check make the problems over the pinned catalog, from a private
 random seed (so nobody can generate them again), and a model writes each request from its items'
 requirements the way ShoppingBench's writer does
-(:class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter`). Without a model the lexicon writer's
-wording stands: still unknown before the race, but as easy to parse as a generated suite.
+(:class:`~shoppingbench.generator.writer.rewrite.CheckedRewriter`). With several models, each problem's
+writer is drawn from the private seed, and the bank records which wrote each request (``writers``), so a
+style one model has is a share of the bank, not all of it. Without a model the lexicon writer's wording
+stands: still unknown before the race, but as easy to parse as a generated suite.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +25,12 @@ from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
 from shoppingbench.generator.generator import catalog_title_embedder
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.propose import ModelSettings
-from shoppingbench.generator.writer.rewrite import CheckedRewriter, RewriteReport, model_rewriter
+from shoppingbench.generator.writer.rewrite import (
+    DEFAULT_TEMPERATURE,
+    CheckedRewriter,
+    RewriteReport,
+    model_rewriter,
+)
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 
 
@@ -38,7 +45,7 @@ class BankBuild:
 
 
 def _problems(generator: ProblemGenerator, journal: BankJournal, per_category: Mapping[Category, int],
-              progress: bool) -> list[Problem]:
+              written_by: Mapping[str, str], progress: bool) -> list[Problem]:
     """The problems one slot at a time (a model takes seconds a request), each journaled as it is written,
     no target twice in the bank; the slots the journal holds are not written again."""
     slots = [(category, index) for category in CATEGORIES for index in range(per_category.get(category, 0))]
@@ -51,21 +58,25 @@ def _problems(generator: ProblemGenerator, journal: BankJournal, per_category: M
             written = [p for p in journal.written.values() if p is not None]
             made = generator.generate(f"{journal.header.seed}/{category}/{index}", {category: 1},
                                       exclude_products=targets_of(written))
-            journal.record(category, index, made[0] if made else None)
+            problem = made[0] if made else None
+            journal.record(category, index, problem, written_by.get(problem.query) if problem else None)
             bar.advance(task)
     return [p for slot in slots if (p := journal.written.get(slot)) is not None]
 
 
-def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model: ModelSettings | None,
-               journal: Path, seed: str | None = None, progress: bool = False) -> BankBuild:
-    """``per_category`` solvable problems over the catalog in ``catalog_dir``, worded by ``model``, each
-    journaled to ``journal`` as it is written (a build interrupted before resumes from there; the caller
-    deletes the journal once the bank is stored).
+def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, models: Sequence[ModelSettings],
+               journal: Path, temperature: float = DEFAULT_TEMPERATURE, seed: str | None = None,
+               progress: bool = False) -> BankBuild:
+    """``per_category`` solvable problems over the catalog in ``catalog_dir``, worded by ``models`` (each
+    problem's drawn from the seed; none: the lexicon writer's drafts stand) sampled at ``temperature``,
+    each journaled to ``journal`` as it is written (a build interrupted before resumes from there; the
+    caller deletes the journal once the bank is stored).
 
     ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
     """
     base = writer_for_catalog(catalog_dir)
-    writer = base if model is None else model_rewriter(base, model)
+    writer = model_rewriter(base, models, temperature) if models else base
+    written_by = writer.written_by if isinstance(writer, CheckedRewriter) else {}
     fingerprint = catalog_fingerprint(catalog_dir)
     record = BankJournal.open(journal, catalog_fingerprint=fingerprint, per_category=per_category, seed=seed)
     resumed = len(record.written)
@@ -73,11 +84,13 @@ def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, model
     try:
         generator = ProblemGenerator(engine, fingerprint=fingerprint, writer=writer,
                                      embedder=catalog_title_embedder(catalog_dir))
-        problems = _problems(generator, record, per_category, progress)
+        problems = _problems(generator, record, per_category, written_by, progress)
     finally:
         engine.close()
         record.close()
     if not problems:
         raise ValueError(f"the catalog in {catalog_dir} gave no problem for {dict(per_category)}")
-    return BankBuild(ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems)), resumed,
-                     writer.report if isinstance(writer, CheckedRewriter) else None)
+    writers = {problem.id: record.writers[slot] for slot, problem in record.written.items()
+               if problem is not None and slot in record.writers}
+    bank = ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems), writers=writers or None)
+    return BankBuild(bank, resumed, writer.report if isinstance(writer, CheckedRewriter) else None)

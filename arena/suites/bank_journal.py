@@ -3,9 +3,10 @@
 A model takes seconds a request and a bank is hundreds of requests, paid for; a crash, a lost connection
 or Ctrl-C must not lose them. The journal is JSON lines beside the bank's output file: a header (its
 format, the catalog's fingerprint, the problems asked for per category and the bank's private seed), then
-one line per problem slot as it is written (``{"category", "index", "problem"}``; ``problem`` is null
-where the catalog gave none). Each line is flushed and synced before the next slot starts; a last line
-cut short by a crash is dropped on reading. The seed is private like the bank itself: keep the journal
+one line per problem slot as it is written (``{"category", "index", "problem", "writer"}``; ``problem``
+is null where the catalog gave none, ``writer`` names who wrote its request, absent in older journals).
+Each line is flushed and synced before the next slot starts; a last line cut short by a crash is dropped
+on reading. The seed is private like the bank itself: keep the journal
 where the bank is kept, and it is deleted once the bank is written.
 """
 
@@ -37,13 +38,15 @@ class JournalHeader(BaseModel):
 
 
 class JournalEntry(BaseModel):
-    """One problem slot written (``problem`` is None where the catalog gave no solvable problem)."""
+    """One problem slot written (``problem`` is None where the catalog gave no solvable problem) and who
+    wrote its request."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     category: Category
     index: int
     problem: Problem | None = None
+    writer: str | None = None
 
 
 def journal_path(out: Path) -> Path:
@@ -55,10 +58,12 @@ class BankJournal:
     """The slots written so far, and the file the next ones are appended to."""
 
     def __init__(self, path: Path, header: JournalHeader,
-                 written: Mapping[tuple[Category, int], Problem | None], stream: IO[bytes]) -> None:
+                 written: Mapping[tuple[Category, int], Problem | None], stream: IO[bytes],
+                 writers: Mapping[tuple[Category, int], str] | None = None) -> None:
         self.path = path
         self.header = header
         self.written = dict(written)
+        self.writers = dict(writers or {})
         self._stream = stream
 
     @classmethod
@@ -76,7 +81,7 @@ class BankJournal:
             fresh = path.open("wb")
             _append(fresh, header.model_dump_json().encode())
             return cls(path, header, {}, fresh)
-        header, written, intact = _read(path)
+        header, entries, intact = _read(path)
         if header.catalog_fingerprint != catalog_fingerprint or header.per_category != wanted:
             raise ValueError(f"{path} is the journal of another bank (catalog "
                              f"{header.catalog_fingerprint[:16]}, {header.per_category}): finish that build, "
@@ -84,12 +89,17 @@ class BankJournal:
         stream = path.open("r+b")
         stream.truncate(intact)  # a line a crash cut short
         stream.seek(intact)
-        return cls(path, header, written, stream)
+        written = {(e.category, e.index): e.problem for e in entries}
+        writers = {(e.category, e.index): e.writer for e in entries if e.writer is not None}
+        return cls(path, header, written, stream, writers)
 
-    def record(self, category: Category, index: int, problem: Problem | None) -> None:
-        entry = JournalEntry(category=category, index=index, problem=problem)
+    def record(self, category: Category, index: int, problem: Problem | None,
+               writer: str | None = None) -> None:
+        entry = JournalEntry(category=category, index=index, problem=problem, writer=writer)
         _append(self._stream, entry.model_dump_json(exclude_none=True).encode())
         self.written[(category, index)] = problem
+        if writer is not None:
+            self.writers[(category, index)] = writer
 
     def close(self) -> None:
         self._stream.close()
@@ -101,7 +111,7 @@ def _append(stream: IO[bytes], line: bytes) -> None:
     os.fsync(stream.fileno())
 
 
-def _read(path: Path) -> tuple[JournalHeader, dict[tuple[Category, int], Problem | None], int]:
+def _read(path: Path) -> tuple[JournalHeader, list[JournalEntry], int]:
     """The header, the slots written and the byte length of the complete lines."""
     data = path.read_bytes()
     intact = data.rfind(b"\n") + 1
@@ -112,4 +122,4 @@ def _read(path: Path) -> tuple[JournalHeader, dict[tuple[Category, int], Problem
     except (IndexError, ValidationError, orjson.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not a bank journal ({str(exc).splitlines()[0]}): delete it to start "
                          f"anew") from exc
-    return header, {(e.category, e.index): e.problem for e in entries}, intact
+    return header, entries, intact

@@ -44,8 +44,8 @@ def test_recorded_answers_rewrite_the_twins_and_the_prompts_without_one_are_kept
     path = tmp_path / "answers.jsonl"
     unanswered = CheckedRewriter(writer_for_catalog(catalog), RecordedRewrites(path))
     assert twins(real, small_engine, catalog, unanswered) == twins(real, small_engine, catalog)
-    assert isinstance(unanswered.source, RecordedRewrites)
-    unanswered.source.write_missing()
+    assert isinstance(unanswered.sources[0], RecordedRewrites)
+    unanswered.sources[0].write_missing()
     prompts = _missing(path)
     assert len(prompts) == 6 and not any("was refused" in p for p in prompts)  # asked again as before
     assert unanswered.report.drafts_kept == 6 and unanswered.report.reasons == [NO_ANSWER] * 6
@@ -57,8 +57,8 @@ def test_recorded_answers_rewrite_the_twins_and_the_prompts_without_one_are_kept
     answered = CheckedRewriter(writer_for_catalog(catalog), RecordedRewrites(path))
     written = twins(real, small_engine, catalog, answered)
     assert answered.key.startswith("recorded/m/lexicon-writer")
-    assert isinstance(answered.source, RecordedRewrites)
-    answered.source.write_missing()
+    assert isinstance(answered.sources[0], RecordedRewrites)
+    answered.sources[0].write_missing()
     assert _missing(path) == [f"{prompts[0]}\n\nYour last answer was refused (empty). Try again."]
     requests = [t.query.partition("\n\n")[0] for c in CATEGORIES for t in written[c]]
     assert sum(r.startswith("So, I am looking for a ") for r in requests) == 5

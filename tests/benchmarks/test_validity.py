@@ -10,11 +10,14 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import validity
+from benchmarks import validity, validity_parser
 from benchmarks.validity_metrics import (
+    Gap,
     constraint_count,
     has_title_span,
     is_raw_key,
+    paired_gap,
+    pooled_gap,
     states_raw_key,
     value_is_verbatim,
     wording_figures,
@@ -28,7 +31,15 @@ from benchmarks.validity_parser import (
     take_price,
     take_services,
 )
-from benchmarks.validity_run import TWIN_KEY, parser_split_share, replay_rewriter, twin_draws, twin_of, twins
+from benchmarks.validity_run import (
+    TWIN_KEY,
+    load_parser,
+    parser_split_share,
+    replay_rewriter,
+    twin_draws,
+    twin_of,
+    twins,
+)
 from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator.writer import writer_for_catalog
@@ -39,7 +50,7 @@ from shoppingbench.problems.models import CATEGORIES, Problem, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
-from tests.writing_model import plain_query
+from tests.writing_model import plain_query, prompt_category
 
 TITLE = "Portable Electric Shaver for Men Mini Rechargeable Razor"
 
@@ -217,7 +228,7 @@ def _writing_model(body: dict[str, Any]) -> StubReply:
     """Plays a model writing a request from its requirements; a shop request comes back without its
     numbers at first."""
     prompt = body["messages"][-1]["content"]
-    if "a shop that sells" in prompt and "was refused" not in prompt and any(c.isdigit() for c in prompt):
+    if prompt_category(prompt) == "shop" and "was refused" not in prompt and any(c.isdigit() for c in prompt):
         return StubReply(content=orjson.dumps({"query": "a shop with nice things"}).decode())
     return StubReply(content=orjson.dumps({"query": f"So, {plain_query(body)}"}).decode())
 
@@ -228,7 +239,7 @@ def test_model_twins_are_written_from_the_requirements_and_checked(small_world: 
     stub = create_app(_writing_model)
     with running_server(stub) as base_url:
         rewriter = model_rewriter(writer_for_catalog(small_world.catalog_dir),
-                                  ModelSettings(base_url=f"{base_url}/v1", model="rewriter"))
+                                  [ModelSettings(base_url=f"{base_url}/v1", model="rewriter")])
         twin = twins(real, small_engine, small_world.catalog_dir, rewriter)
     drafts = twins(real, small_engine, small_world.catalog_dir)
     for category in CATEGORIES:
@@ -270,16 +281,62 @@ def test_replayed_twins_are_the_real_requests_the_checks_keep(small_world: Sampl
 
 
 def test_summary_is_the_worst_category_against_the_targets() -> None:
-    fine = {"twin_title_span_share": 0.1, "twin_raw_key_share": 0.0, "baseline_gap": 0.0, "parser_gap": 0.05}
+    fine = {"twin_title_span_share": 0.1, "twin_raw_key_share": 0.0, "baseline_gap": 0.0, "parser_gap": 0.05,
+            "parser_gap_se": 0.02, "problems": 100}
     summary = validity.summarise({"product": fine, "shop": fine, "voucher": {**fine, "parser_gap": 0.2}})
     assert summary["parser_gap_max"] == 0.2 and summary["targets_met"] is False
-    assert validity.summarise({c: fine for c in CATEGORIES})["targets_met"] is True
+    assert summary["parser_gap_pooled"] == 0.1 and summary["race_bar_met"] is False
+    assert summary["parser_gap_se"] == round(0.02 / 3 ** 0.5, 4)
+    whole = validity.summarise({c: fine for c in CATEGORIES})
+    assert whole["targets_met"] is True and whole["race_bar_met"] is True  # pooled 0.05: at the bar
+    assert whole["parser_gap_pooled"] == 0.05
+    for gaps, met in (((0.0, 0.09, 0.03), True), ((0.0, 0.11, 0.0), False), ((0.06, 0.06, 0.06), False)):
+        tuned = validity.summarise({c: {**fine, "parser_gap": gap}
+                                    for c, gap in zip(CATEGORIES, gaps, strict=True)})
+        assert tuned["race_bar_met"] is met, gaps
     assert "parser_gap_max_draws" not in summary
     drawn = {c: {**fine, "parser_gap_draws": [0.05, gap], "baseline_gap_draws": [0.0, 0.0]}
              for c, gap in zip(CATEGORIES, (0.1, -0.2, 0.3), strict=True)}
     spread = validity.summarise(drawn)
     assert spread["parser_gap_max_draws"] == [0.05, 0.3] and spread["baseline_gap_max_draws"] == [0.0, 0.0]
     assert spread["parser_gap_max"] == 0.05  # the targets judge draw 0
+
+
+def test_gaps_are_paired_per_problem_and_pooled_by_problems() -> None:
+    gap = paired_gap([True, False, False, True], [True, True, False, False])
+    assert (gap.gap, gap.problems) == (0.0, 4) and gap.se == round((2 / 3 / 4) ** 0.5, 4)
+    assert paired_gap([False] * 3, [True] * 3) == Gap(1.0, 0.0, 3)  # the same gain on every problem
+    assert paired_gap([], []) == Gap(0.0, 0.0, 0)
+    with pytest.raises(ValueError, match="paired outcomes"):
+        paired_gap([True], [])
+    pooled = pooled_gap([Gap(0.1, 0.03, 100), Gap(0.0, 0.04, 50), Gap(0.0, 0.0, 0)])
+    assert pooled == Gap(round(10 / 150, 4), round(((3.0 ** 2 + 2.0 ** 2) ** 0.5) / 150, 4), 150)
+
+
+def test_a_half_run_takes_its_half_and_words_its_twins_as_the_whole_run(
+        small_world: SampleWorld, small_engine: BM25SearchEngine) -> None:
+    assert validity.half_bounds(100, None) == (0, 100) and validity.half_bounds(100, "first") == (0, 50)
+    assert validity.half_bounds(7, "second") == (3, 7)
+    real = {c: [p for p in small_world.suite(4) if p.category == c][:4] for c in CATEGORIES}
+    whole = twins(real, small_engine, small_world.catalog_dir)
+    second = twins({c: real[c][2:] for c in CATEGORIES}, small_engine, small_world.catalog_dir, start=2)
+    assert second == {c: whole[c][2:] for c in CATEGORIES}
+
+
+def test_any_parser_file_with_the_parsers_interface_runs(tmp_path: Path) -> None:
+    copy = tmp_path / "tuned_parser.py"
+    copy.write_text(Path(validity_parser.__file__).read_text() + "\nTUNED = True\n")
+    loaded = load_parser(copy)
+    query = "Looking for a red bag."
+    assert loaded.TUNED is True
+    assert repr(loaded.parse_query(query)) == repr(validity_parser.parse_query(query))
+    assert load_parser(None) is validity_parser
+    lacking = tmp_path / "lacking.py"
+    lacking.write_text("def agent_main(problem, client=None):\n    return []\n")
+    with pytest.raises(ValueError, match="it has no parse_query"):
+        load_parser(lacking)
+    with pytest.raises(SystemExit, match="--parser"):
+        validity.main(["--parser", str(lacking)])
 
 
 def _calibration_from(world: SampleWorld, folder: Path) -> Path:
@@ -299,8 +356,10 @@ def test_tiny_run_prints_every_figure(small_world: SampleWorld, tmp_path: Path,
     # The sampler's shape is drawn over the same 3,000-product world (reused, not rebuilt).
     (tmp_path / "home" / "benchmarks" / "validity-world-3000").symlink_to(small_world.world_dir)
     calibration = _calibration_from(small_world, tmp_path / "calibration")
+    parser = tmp_path / "my_parser.py"
+    parser.write_text(Path(validity_parser.__file__).read_text())
     result = validity.main(["--calibration", str(calibration), "--per-category", "3", "--workers", "2",
-                            "--shape-per-category", "2", "--twin-draws", "2"])
+                            "--shape-per-category", "2", "--twin-draws", "2", "--parser", str(parser)])
     printed = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == orjson.loads(orjson.dumps(result))
     assert printed["problems"] == 9 and set(printed["per_category"]) == set(CATEGORIES)
@@ -314,6 +373,9 @@ def test_tiny_run_prints_every_figure(small_world: SampleWorld, tmp_path: Path,
     assert printed["twin_draws"] == 2 and shop["parser_gap_draws"][0] == shop["parser_gap"]
     assert len(printed["parser_gap_max_draws"]) == 2 and printed["parser_gap_max_draws"][0] == printed[
         "parser_gap_max"]
+    assert printed["parser"] == str(parser) and shop["parser_gap_se"] >= 0
+    gaps = [printed["per_category"][c]["parser_gap"] for c in CATEGORIES]
+    assert printed["parser_gap_pooled"] == round(sum(gaps) / 3, 4) and printed["parser_gap_se"] >= 0
     cached = list((tmp_path / "home" / "benchmarks").glob("validity-catalog-*"))
     assert len(cached) == 1  # the imported catalog, keyed by the documents' sha256
     record = cached[0] / BUILD_RECORD

@@ -50,7 +50,8 @@ def test_a_network_is_btclis_and_a_missing_wallet_says_how_to_make_it(tmp_path: 
     assert code == EXIT_NOT_EMBEDDED and "btcli subnets register --netuid 7" in out, out
     code, out = _arena("chain", "register", "--wallet.name", "nobody", "--wallet.path", str(tmp_path / "w"),
                        "--home", str(tmp_path))
-    assert code == EXIT_NO_WALLET and "btcli wallet create --wallet nobody --wallet-hotkey default" in out, out
+    assert code == EXIT_NO_WALLET, out
+    assert "btcli wallet create --wallet nobody --wallet-hotkey default" in out, out
     assert not (tmp_path / "local-chain.sqlite3").exists()  # nothing registered
 
 

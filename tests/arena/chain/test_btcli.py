@@ -14,6 +14,7 @@ import pytest
 from arena.chain.btcli import register_command, wallet_create_command
 
 BTCLI = Path(sys.executable).with_name("btcli")
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 
 
 @pytest.mark.parametrize("command", [
@@ -28,7 +29,7 @@ def test_the_installed_btcli_accepts_every_flag_we_print(command: str) -> None:
     words = shlex.split(command)
     assert words[0] == "btcli"
     done = subprocess.run([btcli, *words[1:], "--help"], capture_output=True, text=True, timeout=120,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+                          env=ENV)
     assert done.returncode == 0, (command, done.stdout[-1500:], done.stderr[-1500:])
 
 
@@ -37,5 +38,5 @@ def test_the_sdks_dotted_wallet_flags_are_what_btcli_refuses() -> None:
     btcli = str(BTCLI) if BTCLI.exists() else shutil.which("btcli")
     assert btcli is not None
     done = subprocess.run([btcli, "wallet", "create", "--wallet.name", "v", "--help"], capture_output=True,
-                          text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+                          text=True, timeout=120, env=ENV)
     assert done.returncode != 0 and "No such option" in done.stdout + done.stderr

@@ -33,12 +33,12 @@ def _lines(path: Path) -> list[bytes]:
 def test_a_resumed_build_writes_the_bank_an_uninterrupted_one_writes(small_world: SampleWorld,
                                                                       tmp_path: Path) -> None:
     whole = tmp_path / "whole.partial"
-    uninterrupted = build_bank(small_world.catalog_dir, SIZES, model=None, journal=whole, seed="resume-test")
+    uninterrupted = build_bank(small_world.catalog_dir, SIZES, models=[], journal=whole, seed="resume-test")
     lines = _lines(whole)
     assert len(lines) == 1 + sum(SIZES.values())  # the header, then a line per slot
     cut = tmp_path / "cut.partial"  # a crash after three slots, in the middle of writing the fourth
     cut.write_bytes(b"\n".join(lines[:4]) + b"\n" + lines[4][:25])
-    resumed = build_bank(small_world.catalog_dir, SIZES, model=None, journal=cut)
+    resumed = build_bank(small_world.catalog_dir, SIZES, models=[], journal=cut)
     assert resumed.resumed == 3
     assert bank_bytes(resumed.bank) == bank_bytes(uninterrupted.bank)
     assert _lines(cut) == lines  # the cut line dropped, the rest written after the three kept

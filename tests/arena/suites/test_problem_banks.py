@@ -57,20 +57,24 @@ from neurons.cli import app as arena_app
 from shoppingbench.catalog.models import Product
 from shoppingbench.doubles.llm_server import StubReply, create_app
 from shoppingbench.generator import DEFAULT_VERSION
+from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator.writer.prompt_style import SaidValue, copy_ngrams, load_pools
+from shoppingbench.generator.writer.propose import ModelSettings
 from shoppingbench.generator.writer.request import ItemRequest
 from shoppingbench.generator.writer.rewrite import (
+    CheckedRewriter,
     RewriteTask,
-    item_facts,
     requirements_prompt,
     rewrite_refusal,
 )
+from shoppingbench.problems.draws import HashDraws
 from shoppingbench.problems.models import Category, RewardTarget
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.tools.serving import running_server
 from tests.arena.suites.support import Validators, suite_bytes
 from tests.chain_support import make_wallet, register
 from tests.fake_drand import QUICKNET_ROUND, QUICKNET_SIGNATURE, RelayState, create_relay
-from tests.writing_model import plain_query, requirements
+from tests.writing_model import plain_query, prompt_category, requirements
 
 # Round 123 of quicknet was emitted at 2023-08-23T15:15:33Z: the bank day's race slot is 15:15 that day.
 BANK_DAY = date(2023, 8, 23)
@@ -100,7 +104,7 @@ class Signatures:
 
 @pytest.fixture(scope="module")
 def bank(small_world: SampleWorld, tmp_path_factory: pytest.TempPathFactory) -> ProblemBank:
-    built = build_bank(small_world.catalog_dir, {"product": 6, "shop": 3, "voucher": 3}, model=None,
+    built = build_bank(small_world.catalog_dir, {"product": 6, "shop": 3, "voucher": 3}, models=[],
                        journal=tmp_path_factory.mktemp("bank") / "bank.json.partial", seed="test-bank")
     assert built.rewrites is None
     return built.bank
@@ -377,13 +381,15 @@ def test_validator_run_stops_on_a_pinned_bank_it_does_not_have(small_world: Samp
 # (e) writing a bank: the model's rewrites, checked; the commands
 
 
-def _sun_hat_task() -> RewriteTask:
+def _sun_hat_task(style_seed: str = "", items: int = 1) -> RewriteTask:
     hat = Product(product_id="1", shop_id="1", price=250,
                   title="Wide Brim Straw Sun Hat Beach Summer Beige UV")
     target = RewardTarget(product_id="1", title=[hat.title], sku_options=[{"variation3": "beige"}],
-                          attributes=[{"size": ["57 cm"]}], price=[{"less than": [None, 300]}])
-    return RewriteTask("product", [ItemRequest(product=hat, target=target)],
-                       draft="Find a sun hat in beige, 57 cm, under 300 pesos.")
+                          attributes=[{"size": ["57 cm"]}], service=["COD", "official", "flashsale"],
+                          price=[{"less than": [None, 300]}])
+    return RewriteTask("product" if items == 1 else "shop", [ItemRequest(product=hat, target=target)] * items,
+                       draft="Find a sun hat in beige, 57 cm, under 300 pesos, cash on delivery, LazMall, "
+                             "LazFlash.", style_seed=style_seed)
 
 
 def test_a_rewrite_must_keep_the_stated_numbers_and_not_repeat_the_title() -> None:
@@ -398,15 +404,94 @@ def test_a_rewrite_must_keep_the_stated_numbers_and_not_repeat_the_title() -> No
     assert rewrite_refusal(task, "beige hat 57 cm 300 " * 10) == "more than twice as long as the draft"
 
 
-def test_the_model_is_given_each_items_requirements_not_the_draft() -> None:
+def test_a_rewrite_must_not_copy_the_prompts_own_wording() -> None:
+    """Runs of 4 words of the prompt's fact templates are refused unless real requests use them too; the
+    stated values and numbers may (must) be repeated."""
+    for seed in ("a", "b", "c"):
+        task = _sun_hat_task(seed)
+        copied = sorted(copy_ngrams(task.plan()))
+        assert copied  # every title form has a run of its own words
+        for run in copied:
+            assert rewrite_refusal(task, f"A beige sun hat, 57 cm, under 300 PHP, {run}.") == \
+                f"repeats the prompt's wording \"{run}\""
+        assert rewrite_refusal(task, "A beige sun hat 57 cm, under 300 PHP, with cash on delivery.") is None
+    assert {"with cash on delivery", "supports cash on delivery"} <= set(load_pools().real_ngrams)
+
+
+def test_the_prompt_is_drawn_from_the_seed_in_shoppers_words() -> None:
+    """Same seed, same prompt; over seeds, the wording of each fact, their order and the style asked for
+    vary, and the catalog's own service strings are never given."""
+    prompts = {seed: requirements_prompt(_sun_hat_task(seed, items=2)) for seed in map(str, range(30))}
+    assert requirements_prompt(_sun_hat_task("7", items=2)) == prompts["7"]
+    assert len(set(prompts.values())) == 30
+    for prompt in prompts.values():
+        assert not any(fact in prompt for fact in ("official LazMall store", "flash sale (LazFlash)",
+                                                   "sold by an official store", "service:", "price:"))
+        assert [len(facts) for _, facts in requirements(prompt)] == [6, 6]
+        assert all(title == _sun_hat_task().items[0].product.title for title, _ in requirements(prompt))
+    facts = [requirements(prompt)[0][1] for prompt in prompts.values()]
+    assert len({tuple(f) for f in facts}) == 30 and len({f[0] for f in facts}) >= 4  # wording and order
+    prices = {fact for f in facts for fact in f if "300" in fact}
+    assert len(prices) >= 5 and any(p.startswith(("under", "below", "up to")) for p in prices)
+    assert any("pesos" in p for p in prices) and any("PHP" in p or "php" in p for p in prices)
+    texts = list(prompts.values())
+    for style in ("as a short list", "not a list", "Mention the number of items", "Do not count the items",
+                  "from one shop", "Begin with something like"):
+        assert any(style in t for t in texts) and not all(style in t for t in texts), style
+    asks = {t.split("\n", 1)[0] for t in texts}
+    assert asks == set(load_pools().asks["shop"])
+
+
+def test_the_model_is_given_the_values_in_a_shoppers_words_not_the_draft() -> None:
     task = _sun_hat_task()
-    prompt = requirements_prompt(task)
-    assert requirements(prompt) == [(task.items[0].product.title, ["beige", "57 cm", "below 300 PHP"])]
-    assert task.draft not in prompt and "a shopper looking for one product" in prompt
+    said = RewriteTask(task.category, task.items, task.draft, said=[[
+        SaidValue(key_words=(), role="color", value="beige"),
+        SaidValue(key_words=("head size",), role="size", value="57 cm")]])
+    prompt = requirements_prompt(said)
+    (title, facts), = requirements(prompt)
+    assert title == task.items[0].product.title and task.draft not in prompt
+    assert "variation3" not in prompt and "head size" in prompt and len(facts) == 6
+    assert "variation3" in requirements_prompt(task)  # no lexicon: the catalog's key
     assert "only what kind of product it is, said in two or three words the way a shopper would" in prompt
-    assert "the catalog's field names (like color_family or units_hb): never write one as it is" in prompt
-    assert item_facts(task.items[0].target)[1:] == [
-        "variation3: beige", "size: 57 cm", "price: below 300 PHP"]
+
+
+class _CopyingSource:
+    """A rewrite source that copies the prompt's fact lines (the title's said as "sun hat") until it is
+    refused ``stubborn`` times."""
+
+    name = "copying"
+
+    def __init__(self, stubborn: int) -> None:
+        self.stubborn = stubborn
+        self.refusals: list[str | None] = []
+        self.prompts: list[str] = []
+
+    def rewrite(self, task: RewriteTask, refused: str | None) -> tuple[str | None, str]:
+        self.refusals.append(refused)
+        prompt = requirements_prompt(task)
+        self.prompts.append(prompt)
+        if len(self.refusals) <= self.stubborn:
+            (title, _), = requirements(prompt)
+            facts = [line[2:].replace(title, "sun hat") for line in prompt.splitlines() if line[:2] == "- "]
+            return "I want: " + "; ".join(facts), ""
+        return f"Hi! {plain_query({'messages': [{'content': prompt}]})}", ""
+
+
+def test_a_copying_answer_is_asked_again_then_counted(small_world: SampleWorld) -> None:
+    task = _sun_hat_task()
+    base = writer_for_catalog(small_world.catalog_dir)
+    for stubborn, rewritten in ((1, 1), (2, 0)):
+        source = _CopyingSource(stubborn)
+        rewriter = CheckedRewriter(base, source)
+        written = rewriter.write("product", task.items, None, HashDraws("copy-test"))
+        assert source.refusals[0] is None and source.refusals[1] is not None
+        assert source.refusals[1].startswith("repeats the prompt's wording")
+        assert source.prompts[0] == source.prompts[1]  # the same drawn prompt, asked again
+        assert "variation3" not in source.prompts[0]  # the lexicon's words for the catalog's key
+        assert (rewriter.report.rewritten, rewriter.report.drafts_kept) == (rewritten, 1 - rewritten)
+        assert written.query.startswith("Hi! ") == bool(rewritten)
+        assert rewriter.written_by[written.query] == ("copying" if rewritten else base.key)
+    assert rewriter.report.reasons[0].startswith("repeats the prompt's wording")
 
 
 def _rewriting_model(body: dict[str, Any]) -> StubReply:
@@ -414,7 +499,7 @@ def _rewriting_model(body: dict[str, Any]) -> StubReply:
     (then it is asked again). The bank's problems come from a private random seed, so nothing may depend
     on their words."""
     prompt = body["messages"][-1]["content"]
-    if "a shop that sells several products" in prompt and "was refused" not in prompt:
+    if prompt_category(prompt) == "shop" and "was refused" not in prompt:
         return StubReply(content="Sure, here is a nicer request for you.")
     return StubReply(content="```json\n" + json.dumps({"query": f"Hi! {plain_query(body)}"}) + "\n```")
 
@@ -516,3 +601,70 @@ def test_bank_open_fetches_the_signature_from_the_configured_relays(
         opened = CliRunner().invoke(arena_app, ["bank", "open", str(sealed_path)])
     assert opened.exit_code == 0, opened.output
     assert "bank of 2023-08-23 (round 123)" in opened.output and state.requests == [QUICKNET_ROUND]
+
+
+WRITTEN_BY = {"first": "model-rewrite/m1", "second": "model-rewrite/m2"}
+
+
+def _model_named(name: str) -> Any:
+    """A writing model whose requests say which model wrote them."""
+    return lambda body: StubReply(content=json.dumps({"query": f"{name} says: {plain_query(body)}"}))
+
+
+def test_several_writers_share_a_bank_and_the_bank_records_who_wrote_each(small_world: SampleWorld,
+                                                                         tmp_path: Path) -> None:
+    """Each problem's writer is drawn from the bank's seed; the bank names it per problem, the journal
+    keeps it across a resume, and a bank written before writers were recorded still reads."""
+    first, second = create_app(_model_named("first"), models=["m1"]), create_app(_model_named("second"),
+                                                                                  models=["m2"])
+    sizes: dict[Category, int] = {"product": 4, "shop": 2, "voucher": 2}
+    with running_server(first) as one, running_server(second) as two:
+        models = [ModelSettings(base_url=f"{url}/v1", model=name) for url, name in ((one, "m1"), (two, "m2"))]
+        built = build_bank(small_world.catalog_dir, sizes, models=models, temperature=0.3,
+                           journal=tmp_path / "bank.partial", seed="writers-test")
+        assert built.bank.writers is not None and len(built.bank.writers) == len(built.bank.problems)
+        for problem in built.bank.problems:
+            said = problem.query.split(" says: ")[0]
+            assert built.bank.writers[problem.id] == WRITTEN_BY[said]
+        assert set(built.bank.writers.values()) == {"model-rewrite/m1", "model-rewrite/m2"}
+        assert {body["temperature"] for app in (first, second) for body in app.state.requests} == {0.3}
+
+        lines = (tmp_path / "bank.partial").read_bytes().splitlines()
+        cut = tmp_path / "cut.partial"
+        cut.write_bytes(b"\n".join(lines[:5]) + b"\n")
+        resumed = build_bank(small_world.catalog_dir, sizes, models=models, temperature=0.3, journal=cut)
+    assert resumed.resumed == 4
+    for problem in resumed.bank.problems[:4]:
+        assert resumed.bank.writers is not None and \
+            resumed.bank.writers[problem.id] == built.bank.writers[problem.id]
+    again = ProblemBank.model_validate_json(bank_bytes(built.bank))
+    assert again.writers == built.bank.writers
+    older = json.loads(bank_bytes(built.bank))
+    del older["writers"]
+    assert ProblemBank.model_validate(older).writers is None
+    with pytest.raises(ValueError, match="writers name problems it does not hold"):
+        ProblemBank.model_validate({**older, "writers": {"no-such-problem": "model-rewrite/m1"}})
+
+
+def test_bank_build_takes_several_writers_and_a_temperature(small_world: SampleWorld, tmp_path: Path) -> None:
+    first, second = create_app(_model_named("first"), models=["m1"]), create_app(_model_named("second"),
+                                                                                  models=["m2"])
+    out = tmp_path / "bank.json"
+    runner = CliRunner()
+    with running_server(first) as one, running_server(second) as two:
+        built = runner.invoke(arena_app, ["bank", "build", "--catalog", str(small_world.catalog_dir),
+                                          "--out", str(out), "--per-category", "2", "--temperature", "1.1",
+                                          "--llm-url", f"{one}/v1", "--llm-model", "m1",
+                                          "--llm-url", f"{two}/v1", "--llm-model", "m2"])
+        unpaired = runner.invoke(arena_app, ["bank", "build", "--catalog", str(small_world.catalog_dir),
+                                             "--out", str(tmp_path / "x.json"), "--llm-url", f"{one}/v1",
+                                             "--llm-url", f"{two}/v1", "--llm-model", "m2"])
+    assert built.exit_code == 0, built.output
+    bank = ProblemBank.model_validate_json(out.read_bytes())
+    assert bank.writers is not None and sorted(bank.writers) == sorted(p.id for p in bank.problems)
+    shares = {name: sum(w == f"model-rewrite/{name}" for w in bank.writers.values()) for name in ("m1", "m2")}
+    assert sum(shares.values()) == 6
+    for name, count in shares.items():
+        assert count == 0 or f"  {count} requests by model-rewrite/{name}" in built.output
+    assert {body["temperature"] for app in (first, second) for body in app.state.requests} == {1.1}
+    assert unpaired.exit_code != 0 and "give one model per URL" in unpaired.output

@@ -10,17 +10,20 @@ from pathlib import Path
 
 import httpx
 from sqlalchemy import Engine
+from structlog.testing import capture_logs
 
 from arena.chain import LocalChain
 from arena.judge import ProblemOutcome
 from arena.race import ManualClock, RaceEngine, RaceEvent, RaceRules, Rejection, SqlEventStore, replay
-from arena.rules_fingerprint import RULES_VERSION, fingerprint_of
+from arena.rules_fingerprint import RULES_VERSION, RulesFingerprint, fingerprint_of
 from arena.settings import ArenaSettings
 from arena.stack import open_validator_stack
 from arena.storage import open_database
 from arena.submissions.store import FileStore
 from arena.suites import FixedSource
+from arena.suites.bank import lexicon_race_warning
 from arena.validator.api import ArenaView, create_app
+from neurons.validator_service import ValidatorSettings, race_warnings
 from shoppingbench.problems.models import Category, Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
@@ -134,7 +137,8 @@ def test_the_stack_serves_its_rules_at_rules_and_in_metrics(tmp_path: Path) -> N
                               sources=FixedSource(KeyedSource()), run_agent=no_runs) as stack, \
             running_server(stack.api) as url, httpx.Client(base_url=url) as http:
         served = http.get("/rules").json()
-        assert served == stack.rules.model_dump(mode="json") and served["version"] == RULES_VERSION
+        assert served == {**stack.rules.model_dump(mode="json"), "warnings": []}
+        assert served["version"] == RULES_VERSION
         assert served["parts"]["generators"] == {"0001-01-01": KeyedSource.key}
         parts = served["parts"]
         assert parts["race_epoch"] == "2026-11-16" and parts["judge_models"] == ["judge-a"]
@@ -143,6 +147,43 @@ def test_the_stack_serves_its_rules_at_rules_and_in_metrics(tmp_path: Path) -> N
         assert (f'arena_rules_info{{fingerprint="{served["fingerprint"]}",version="{RULES_VERSION}"}} 1.0'
                 in http.get("/metrics").text)
     chain.close()
+
+
+def test_a_validator_racing_the_lexicon_writer_on_a_real_network_warns_at_start_and_on_rules(
+        tmp_path: Path) -> None:
+    """The warning is for a real network with no bank pinned (the embedded chain is for demos and tests);
+    the stack logs what it is given at start and serves it on ``/rules``, outside the hashed parts, so
+    peers' fingerprints still compare. A real network cannot be reached from here: the stack runs on the
+    embedded chain with the warning a real network's start computes."""
+    assert lexicon_race_warning(real_network=False, banks_pinned=False) is None
+    assert lexicon_race_warning(real_network=True, banks_pinned=True) is None
+    warning = lexicon_race_warning(real_network=True, banks_pinned=False)
+    assert warning is not None and "0.40" in warning and "about 0.07" in warning
+    assert "`arena bank build`" in warning and "`arena bank install`" in warning
+    clock = ManualClock(T0)
+    chain = LocalChain(tmp_path / "chain.sqlite3", clock=clock)
+    wallet = make_wallet(tmp_path / "wallets", "validator")
+    register(chain, wallet, validator_permit=True)
+    settings = ArenaSettings(home=tmp_path / "home", race_epoch=date(2026, 11, 16), judge_models="judge-a")
+    with capture_logs() as logs, \
+            open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, warnings=[warning],
+                                 sources=FixedSource(KeyedSource()), run_agent=no_runs) as stack, \
+            running_server(stack.api) as url, httpx.Client(base_url=url) as http:
+        served = http.get("/rules").json()
+        assert served["warnings"] == [warning]
+        assert RulesFingerprint.model_validate(served) == stack.rules  # what peers read is unchanged
+    assert {"event": "validator_race_warning", "warning": warning, "log_level": "warning"} in logs
+    chain.close()
+
+
+def test_validator_run_warns_on_a_real_network_without_banks(tmp_path: Path) -> None:
+    """What ``validator run`` hands its stack, from its settings (constructing them connects nowhere)."""
+    home = tmp_path / "home"
+    assert race_warnings(ValidatorSettings(home=home)) == []  # the embedded chain
+    assert race_warnings(ValidatorSettings(home=home, chain="finney")) == [
+        lexicon_race_warning(real_network=True, banks_pinned=False)]
+    pinned = ValidatorSettings(home=home, chain="finney", problem_banks={date(2026, 12, 1): "a" * 64})
+    assert race_warnings(pinned) == []
 
 
 def test_an_api_without_rules_says_so(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from trajectories.store import TrajectoryStore
 class ArenaView:
     """Read-only access to what the validator recorded, and the rules it runs (``rules`` ``None``: not
     given; ``race_rules``: the race's, for what a challenger must beat, the defaults unless given;
-    ``dumps_dir``: the daily dumps the site lists and serves, none unless given)."""
+    ``dumps_dir``: the daily dumps the site lists and serves, none unless given; ``warnings``: what readers
+    of ``/rules`` must know about how this validator races)."""
 
     events: EventStore
     store: TrajectoryStore
@@ -35,6 +36,7 @@ class ArenaView:
     rules: RulesFingerprint | None = None
     race_rules: RaceRules = field(default_factory=RaceRules)
     dumps_dir: Path | None = None
+    warnings: tuple[str, ...] = ()
     _history: HistoryRecorder = field(init=False, repr=False)
     _timelines: Timelines = field(init=False, repr=False)
     _log: FollowedLog = field(init=False, repr=False)
