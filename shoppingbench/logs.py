@@ -101,8 +101,21 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "info", *,
             old.close()  # a reconfiguration must not leave the previous log file open
     root.handlers[:] = handlers
     root.setLevel(level.upper())
-    # httpx logs every request at INFO; one line per tool call drowns the events that matter.
-    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
+    # httpx logs every request at INFO; one line per tool call drowns the events that matter. Alembic logs
+    # each of its plugins at INFO on every database opened (its "Running upgrade" lines stay).
+    for chatty in ("httpx", "alembic.runtime.plugins"):
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
+    migration = logging.getLogger("alembic.runtime.migration")
+    if not any(isinstance(f, _AlembicPreamble) for f in migration.filters):
+        migration.addFilter(_AlembicPreamble())
+
+
+class _AlembicPreamble(logging.Filter):
+    """Drops the two lines Alembic logs each time it opens a database (which dialect, whether DDL is
+    transactional), keeping the upgrades it runs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Context impl ", "Will assume "))
 
 
 def _formatter(fmt: Literal["console", "json"],

@@ -120,24 +120,37 @@ def shown_attempts(explanations: Sequence[AttemptExplanation],
     return sorted(explanations, key=lambda e: e.passed)[:limit]
 
 
-def attempt_table(explanations: Sequence[AttemptExplanation], out: Path,
-                  limit: int = MAX_ATTEMPT_ROWS) -> tuple[Table, str | None]:
+REASONS_WIDTH = 140
+"""Console columns below which the two reason columns are left to the JSONL: at 80 columns eight columns
+wrap one word a line."""
+
+
+def attempt_table(explanations: Sequence[AttemptExplanation], out: Path, limit: int = MAX_ATTEMPT_ROWS, *,
+                  width: int = REASONS_WIDTH) -> tuple[Table, str | None]:
     """One row per attempt shown (:func:`shown_attempts`): problem, category, success, judge quality, the
-    gate failed, the judge's reason, the filter label and its reasons; with a note of the attempts left
-    out and where all of them are, when some are."""
+    gate failed, the filter label and, on a console at least :data:`REASONS_WIDTH` wide, the judge's reason
+    and the filter's reasons; with a note of what was left out (attempts, reasons) and where all of it
+    is."""
     shown = shown_attempts(explanations, limit)
+    reasons_shown = width >= REASONS_WIDTH
     table = Table(title="each attempt: the judge's verdict and the structural filter's label")
-    for column in ("problem", "category", "success", "quality", "gate", "judge reason", "filter",
-                   "filter reasons"):
+    columns = ("problem", "category", "success", "quality", "gate", "judge reason", "filter",
+               "filter reasons")
+    for column in columns if reasons_shown else (c for c in columns if "reason" not in c):
         table.add_column(column, justify="right" if column == "quality" else "left")
     for e in shown:
         quality = "-" if e.verdict is None else f"{e.verdict.quality:.1f}"
         reason = "the inference provider failed it" if e.verdict is None else _short(e.verdict.explanation)
         label, reasons = ("-", "") if e.label is None else (e.label.label, _short("; ".join(e.label.reasons)))
-        table.add_row(e.problem_id, e.category, "yes" if e.success else "no", quality, e.gate, reason, label,
-                      reasons)
+        cells = (e.problem_id, e.category, "yes" if e.success else "no", quality, e.gate, reason, label,
+                 reasons)
+        table.add_row(*(cells if reasons_shown else (c for c, name in zip(cells, columns, strict=True)
+                                                     if "reason" not in name)))
     omitted = len(explanations) - len(shown)
-    note = None if not omitted else (
-        f"{omitted} of {len(explanations)} attempts not shown (those that did not pass are listed first); "
-        f"every attempt's verdict and filter label: {out}")
-    return table, note
+    notes = [f"{omitted} of {len(explanations)} attempts not shown (those that did not pass are listed first)"
+             ] if omitted else []
+    if not reasons_shown:
+        notes.append(f"the judge's and the filter's reasons need a console {REASONS_WIDTH} columns wide")
+    if not notes:
+        return table, None
+    return table, "; ".join(notes) + f"; every attempt's verdict, reasons and filter label: {out}"

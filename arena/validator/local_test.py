@@ -285,11 +285,12 @@ def print_result(console: Console, agent_name: str, result: LocalTestResult, out
     attempts = result.evaluation.attempts
     console.print(results_table(result.evaluation, f"{agent_name} on {len(attempts)} problems"))
     console.print(final_score_table(result.scores, result.scored))
-    table, omitted = attempt_table(result.explanations, out)
+    table, omitted = attempt_table(result.explanations, out, width=console.width)
     console.print(table)
     if omitted is not None:
         console.print(omitted, highlight=False, markup=False)
-    console.print(LEGEND, highlight=False, markup=False)
+    for entry in LEGEND:
+        console.print(entry, highlight=False, markup=False)
     refusal = first_refusal(result.evaluation)
     if refusal is not None:
         console.print(f"[red]first proxy refusal[/red]: {refusal.status} on {refusal.path}: "
@@ -309,26 +310,29 @@ def print_result(console: Console, agent_name: str, result: LocalTestResult, out
         console.print(f"trajectory store: run {result.run_id} ({labels}) in {recorded_in.engine.url!r}")
 
 
-LEGEND = """\
-success: problems whose answer meets every constraint of the query (rule 1, and for shop and voucher one
-  shop or the voucher's budget); in the final score every recommended id must also have been returned to
-  the agent's own tool calls.
-gt: problems where every target's exact ground-truth product was recommended (another product meeting
-  every constraint also succeeds).
-mean rule: how far the recommended products meet the query's constraints, 0 to 1, averaged over problems.
-mean quality: the judge's reasoning quality per attempt (0.1 no LLM reasoning, 0.3 thinking never
-  analyses tool results, 0.5 no specific datum cited, 0.7 no explicit comparison, 0.9 all of them).
-coefficient: 0.3 + quality x 0.7/0.8 below quality 0.8, else 1; final score = success x coefficient.
-scored: problems scored of the row's (attempts the inference provider failed are not scored).
-quality, gate, judge reason (per attempt): the judge's level, the first gate the attempt failed (1 to 4,
-  as under mean quality) or passed, and the judge's explanation (shortened; whole in the JSONL).
-filter, filter reasons: the structural filter's label (agentic: the model emitted the tool calls that
-  ran and the answer; sub_task: code issued them, the LLM only picked or narrated; no_llm: no inference
-  call was answered) and why (shortened; whole in the JSONL).
-JSONL: one line per attempt as it finishes (the attempt record); once the run is judged each line also
-  has verdict {quality, failed_gate (1-4, null: passed), gate, reason, judge, offline} and filter
-  {label, reasons, filter}, null when the attempt was not scored or not labelled."""
-"""What the columns of the tables and the JSONL fields mean, printed under the tables."""
+LEGEND = (
+    'success: problems whose answer meets every constraint of the query (rule 1, and for shop and voucher'
+    " one shop or the voucher's budget); in the final score every recommended id must also have been "
+    "returned to the agent's own tool calls.",
+    "gt: problems where every target's exact ground-truth product was recommended (another product "
+    'meeting every constraint also succeeds).',
+    "mean rule: how far the recommended products meet the query's constraints, 0 to 1, averaged over "
+    'problems.',
+    "mean quality: the judge's reasoning quality per attempt (0.1 no LLM reasoning, 0.3 thinking never "
+    'analyses tool results, 0.5 no specific datum cited, 0.7 no explicit comparison, 0.9 all of them).',
+    'coefficient: 0.3 + quality x 0.7/0.8 below quality 0.8, else 1; final score = success x coefficient.',
+    "scored: problems scored of the row's (attempts the inference provider failed are not scored).",
+    "quality, gate, judge reason (per attempt): the judge's level, the first gate the attempt failed (1 "
+    "to 4, as under mean quality) or passed, and the judge's explanation (shortened; whole in the JSONL).",
+    "filter, filter reasons: the structural filter's label (agentic: the model emitted the tool calls "
+    'that ran and the answer; sub_task: code issued them, the LLM only picked or narrated; no_llm: no '
+    'inference call was answered) and why (shortened; whole in the JSONL).',
+    'JSONL: one line per attempt as it finishes (the attempt record); once the run is judged each line '
+    'also has verdict {quality, failed_gate (1-4, null: passed), gate, reason, judge, offline} and filter'
+    ' {label, reasons, filter}, null when the attempt was not scored or not labelled.',
+)
+"""What the columns of the tables and the JSONL fields mean, printed under the tables: one entry each,
+wrapped to the console's width."""
 
 
 def final_score_table(scores: Mapping[str, FinalScore],

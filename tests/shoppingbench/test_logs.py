@@ -114,3 +114,18 @@ def test_auto_is_the_default_and_the_flag_takes_only_known_formats() -> None:
     refused = CliRunner().invoke(app, ["export", "--day", "2026-12-01", "--out", "x", "--log-format", "yaml"],
                                  env={"COLUMNS": "250"})
     assert refused.exit_code == 2 and "'yaml' is not one of 'auto', 'console', 'json'" in refused.output
+
+
+def test_opening_a_database_logs_its_upgrades_but_not_alembics_preamble(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from trajectories.store import TrajectoryStore
+
+    configure_logging("json")
+    try:
+        with TrajectoryStore.open(f"sqlite:///{tmp_path / 'store.sqlite3'}"):
+            pass
+    finally:
+        configure_logging("console")
+    events = [json.loads(line)["event"] for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    assert any(event.startswith("Running upgrade") for event in events), events
+    assert not [e for e in events if e.startswith(("Context impl", "Will assume", "setup plugin"))], events

@@ -53,6 +53,19 @@ def test_a_long_suite_lists_the_attempts_that_did_not_pass_first_and_says_what_i
     assert note is not None and note.startswith("4 of 34 attempts not shown") and str(out) in note
 
 
+def test_a_narrow_console_leaves_the_reasons_to_the_jsonl(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    explanations = [_explanation("p00"), _explanation("gate3", quality=QUALITY_LEVELS[2])]
+    table, note = attempt_table(explanations, out, width=80)
+    console = Console(record=True, width=80)
+    console.print(table)
+    text = console.export_text()
+    assert "gate3" in text and "3: no specific" in " ".join(text.split())
+    assert "why gate3 got 0.5" not in text and "judge reason" not in text
+    assert note is not None and "140 columns wide" in note and str(out) in note
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
 def _attempt_lines(out: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in out.read_bytes().splitlines()]
 
