@@ -126,6 +126,7 @@ def test_opening_a_database_logs_its_upgrades_but_not_alembics_preamble(
             pass
     finally:
         configure_logging("console")
-    events = [json.loads(line)["event"] for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    lines = capsys.readouterr().err.splitlines()
+    events = [json.loads(line)["event"] for line in lines if line.startswith("{")]
     assert any(event.startswith("Running upgrade") for event in events), events
     assert not [e for e in events if e.startswith(("Context impl", "Will assume", "setup plugin"))], events

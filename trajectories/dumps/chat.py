@@ -24,7 +24,6 @@ recorded dialogue steps (``trajectories.training.data.conversations``): one shap
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -45,8 +44,8 @@ MESSAGES_TYPE: Final = pa.list_(MESSAGE_TYPE)
 
 _ROLES: Final = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
                  "tool": "tool", "function": "tool"}
-_OBS = re.compile(r"<obs>(.*?)</obs>", re.DOTALL)
-_TOOL_RESPONSE = re.compile(r"<tool_response>(.*?)</tool_response>", re.DOTALL)
+_OBS: Final = "obs"
+_TOOL_RESPONSE: Final = "tool_response"
 
 
 def arguments_text(arguments: Any) -> str:
@@ -154,30 +153,61 @@ class _Builder:
 
     def _tool_results(self, text: str) -> bool:
         """``text`` as tool turns answering the pending tagged calls (and what is left as a user turn)."""
-        results = _obs_results(text, self.pending)
-        pattern = _OBS
+        blocks = _tagged_blocks(text, _OBS)
+        results = _obs_results(text, blocks, self.pending)
         if results is None:
-            bodies = _TOOL_RESPONSE.findall(text)
-            results = [body.strip() for body in bodies] if len(bodies) == len(self.pending) else None
-            pattern = _TOOL_RESPONSE
+            blocks = _tagged_blocks(text, _TOOL_RESPONSE)
+            results = ([text[start:end].strip() for _, start, end, _ in blocks]
+                       if len(blocks) == len(self.pending) else None)
         if results is None:
             return False
         for (call_id, name), result in zip(self.pending, results, strict=True):
             self.messages.append(tool_turn(call_id, name, result))
         self.pending = []
-        rest = pattern.sub("", text).strip()
+        rest = _without_blocks(text, blocks).strip()
         if rest:
             self.messages.append({"role": "user", "content": rest})
         return True
 
 
-def _obs_results(text: str, pending: Sequence[tuple[str, str]]) -> list[str] | None:
-    """The results of an ``<obs>`` block, one per pending call, or None when it does not read as that."""
-    blocks = _OBS.findall(text)
+_Block = tuple[int, int, int, int]
+"""Where a ``<tag>body</tag>`` block is in a text: its start, its body's start and end, its end."""
+
+
+def _tagged_blocks(text: str, tag: str) -> list[_Block]:
+    """Every ``<tag>..</tag>`` block, each closed by the first closing tag after it (what the regular
+    expression ``<tag>(.*?)</tag>`` with DOTALL finds, by ``str.find``: tool results are long texts, and
+    the lazy pattern tries the closing tag at every character of them)."""
+    opener, closer = f"<{tag}>", f"</{tag}>"
+    blocks: list[_Block] = []
+    position = 0
+    while (start := text.find(opener, position)) != -1:
+        body = start + len(opener)
+        end = text.find(closer, body)
+        if end == -1:  # no closing tag after this opener, so none after any later one either
+            break
+        position = end + len(closer)
+        blocks.append((start, body, end, position))
+    return blocks
+
+
+def _without_blocks(text: str, blocks: Sequence[_Block]) -> str:
+    kept, position = [], 0
+    for start, _, _, end in blocks:
+        kept.append(text[position:start])
+        position = end
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def _obs_results(text: str, blocks: Sequence[_Block], pending: Sequence[tuple[str, str]]) -> list[str] | None:
+    """The results of the one ``<obs>`` block of ``text`` (``blocks``), one per pending call, or None when
+    it does not read as that."""
     if len(blocks) != 1:
         return None
+    _, start, end, _ = blocks[0]
     try:
-        entries = json.loads(blocks[0])
+        entries = json.loads(text[start:end])
     except (ValueError, RecursionError):
         return None
     if not isinstance(entries, list) or len(entries) != len(pending):
