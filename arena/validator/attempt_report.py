@@ -10,8 +10,6 @@ never half of one.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from rich.table import Table
 from arena.judge import JudgeVerdict
 from arena.judge.verdict import GATES
 from arena.validator.runs import JudgedRun
+from shoppingbench.files import write_file_atomically
 from shoppingbench.problems.models import Problem
 from trajectories.filter import FilterVerdict
 from trajectories.store import AttemptKey, TrajectoryStore
@@ -94,16 +93,7 @@ def rewrite_with_explanations(out: Path, explanations: Sequence[AttemptExplanati
         explanation = by_problem.get(attempt.get("problem_id"))
         lines.append(orjson.dumps(attempt if explanation is None
                                   else {**attempt, **explanation.jsonl_fields()}))
-    fd, staging = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(b"".join(line + b"\n" for line in lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staging, out)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    write_file_atomically(out, b"".join(line + b"\n" for line in lines))
 
 
 def _short(text: str, limit: int = REASON_CHARS) -> str:
@@ -136,16 +126,16 @@ def attempt_table(explanations: Sequence[AttemptExplanation], out: Path, limit: 
     table = Table(title="each attempt: the judge's verdict and the structural filter's label")
     columns = ("problem", "category", "success", "quality", "gate", "judge reason", "filter",
                "filter reasons")
-    for column in columns if reasons_shown else (c for c in columns if "reason" not in c):
-        table.add_column(column, justify="right" if column == "quality" else "left")
+    kept = [i for i, column in enumerate(columns) if reasons_shown or "reason" not in column]
+    for i in kept:
+        table.add_column(columns[i], justify="right" if columns[i] == "quality" else "left")
     for e in shown:
         quality = "-" if e.verdict is None else f"{e.verdict.quality:.1f}"
         reason = "the inference provider failed it" if e.verdict is None else _short(e.verdict.explanation)
         label, reasons = ("-", "") if e.label is None else (e.label.label, _short("; ".join(e.label.reasons)))
         cells = (e.problem_id, e.category, "yes" if e.success else "no", quality, e.gate, reason, label,
                  reasons)
-        table.add_row(*(cells if reasons_shown else (c for c, name in zip(cells, columns, strict=True)
-                                                     if "reason" not in name)))
+        table.add_row(*(cells[i] for i in kept))
     omitted = len(explanations) - len(shown)
     notes = [f"{omitted} of {len(explanations)} attempts not shown (those that did not pass are listed first)"
              ] if omitted else []
