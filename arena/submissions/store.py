@@ -11,8 +11,6 @@ those tables untouched; their rows are copied once into the new tables when a st
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -46,6 +44,7 @@ from arena.storage import Base
 from arena.submissions.copies import CodeEntry, CodeKey
 from arena.submissions.models import Submission
 from arena.submissions.rules import PastVerdict
+from shoppingbench.files import write_file_atomically
 from shoppingbench.submission_check.models import Finding
 from shoppingbench.submission_check.similarity import CodeFingerprint
 
@@ -285,14 +284,5 @@ class FileStore:
         if target.exists():
             return target
         self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".upload-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(source)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_file_atomically(target, source)
         return target
