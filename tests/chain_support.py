@@ -82,14 +82,17 @@ class RunningValidator:
 @contextmanager
 def running_validator(chain: LocalChain, wallet: Wallet, home: Path, clock: Clock | None = None,
                       known_product_ids: frozenset[str] = frozenset(),
-                      clock_skew_s: float = DEFAULT_CLOCK_SKEW_S) -> Iterator[RunningValidator]:
+                      clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
+                      nonce_clock: Clock | None = None) -> Iterator[RunningValidator]:
     """A validator's submissions app on loopback, its axon published on ``chain``; ``home`` keeps its
-    database and files, so a second one on the same ``home`` is the same validator restarted."""
+    database and files, so a second one on the same ``home`` is the same validator restarted.
+    ``nonce_clock`` checks the signed requests' nonces (default: ``clock``)."""
     home.mkdir(parents=True, exist_ok=True)
     engine = open_database(f"sqlite:///{home / 'arena.sqlite3'}")
     gate = SubmissionGate(chain=chain, validator_hotkey=wallet.hotkey.ss58_address, engine=engine,
                           files_dir=home / "agents", rules=RaceRules(), clock=clock,
-                          known_product_ids=lambda: known_product_ids, clock_skew_s=clock_skew_s)
+                          known_product_ids=lambda: known_product_ids, clock_skew_s=clock_skew_s,
+                          nonce_clock=nonce_clock)
     app = FastAPI()
     app.include_router(submissions_router(gate))
     try:

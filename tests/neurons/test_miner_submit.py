@@ -3,6 +3,7 @@ over loopback HTTP to every validator with a permit, one outcome per validator."
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import socket
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from fastapi import FastAPI
 from rich.console import Console
 from typer.testing import CliRunner
 
+import arena.chain
 from arena.chain import AxonInfo, LocalChain
 from arena.race.clock import Clock, ManualClock, SystemClock
 from arena.race.rules import RaceRules
@@ -49,9 +51,14 @@ def _submit(agent: Path, home: Path, wallets: Path, name: str = "miner") -> list
             "--chain", "local"]
 
 
-def test_miner_submit_commits_and_uploads_to_every_permitted_validator(tmp_path: Path) -> None:
+def test_miner_submit_commits_and_uploads_to_every_permitted_validator(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home, wallets = tmp_path / "home", tmp_path / "wallets"
-    chain = LocalChain(home / "local-chain.sqlite3")
+    # One stopped clock for the test's chain, the validator and the CLI's own chain: the retry lands in
+    # the commitment's upload window however long the machine takes.
+    clock = ManualClock(datetime(2026, 11, 16, 9, 0, tzinfo=UTC))
+    monkeypatch.setattr(arena.chain, "open_chain", functools.partial(arena.chain.open_chain, clock=clock))
+    chain = LocalChain(home / "local-chain.sqlite3", clock=clock)
     validator, miner = make_wallet(wallets, "validator"), make_wallet(wallets, "miner")
     register(chain, validator, validator_permit=True)
     register(chain, miner)
@@ -63,7 +70,9 @@ def test_miner_submit_commits_and_uploads_to_every_permitted_validator(tmp_path:
     agent = _variant(tmp_path, "mine", "return [x, x + 1]")
     digest = hashlib.sha256(agent.read_bytes()).hexdigest()
 
-    with running_validator(chain, validator, tmp_path / "validator") as running:
+    # Requests are signed on the real clock (the CLI's nonces), so the validator checks them on it.
+    with running_validator(chain, validator, tmp_path / "validator", clock=clock,
+                           nonce_clock=SystemClock()) as running:
         result = CliRunner().invoke(app, _submit(agent, home, wallets))
         assert result.exit_code == 0, result.output
         assert f"committed sha256 {digest[:16]}" in result.output
