@@ -28,7 +28,8 @@ from arena.suites.public import targets_of
 from shoppingbench.problems.models import Problem
 from trajectories.dumps.splits import LedgerSplits, SplitRule
 
-ExposureKind = Literal["practice", "qualifying", "race", "dump", "published_code"]
+ExposureKind = Literal["practice", "qualifying", "race"]
+"""The suites that make problems public (a dump only carries attempts on problems they already did)."""
 
 
 class Exposure(BaseModel):
@@ -37,7 +38,7 @@ class Exposure(BaseModel):
     problem_id: str
     kind: ExposureKind
     reference: str = ""
-    """What exposed it: a suite version, race id, dump date or submission id."""
+    """What exposed it: the practice week, the qualifying suite's submission id or the race id."""
     at: UtcDatetime
 
 

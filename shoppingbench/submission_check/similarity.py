@@ -131,8 +131,3 @@ class FingerprintIndex:
         if first is None:
             return None
         return first, 1.0 if first == same else float(shares[first])
-
-
-def is_copy(candidate: CodeFingerprint, original: CodeFingerprint) -> bool:
-    """Whether ``candidate`` is ``original`` up to names, literals and formatting, or a near-copy of it."""
-    return FingerprintIndex([original]).first_copied(candidate) is not None

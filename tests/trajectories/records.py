@@ -17,6 +17,8 @@ from shoppingbench.proxy.results import returned_product
 from shoppingbench.records import AttemptFailure, AttemptRecord, ProxyCall, ReturnedProduct
 from shoppingbench.scoring.attempt import AttemptScore
 from shoppingbench.scoring.rules import FieldTally, TargetScore
+from trajectories.store.entries import AttemptWrite
+from trajectories.store.rows import attempt_parts, attempt_row
 
 T0 = 1_790_000_000.0
 
@@ -127,3 +129,8 @@ def failed_record(*, run_id: str = "run-1", agent_hash: str = "b" * 64, problem_
     return AttemptRecord(run_id=run_id, problem_id=problem_id, category="product", query="a kettle",
                          agent_hash=agent_hash, steps=[], proxy_log=log.calls, score=zero, failure=failure,
                          started_at=started_at, finished_at=started_at + 300)
+
+
+def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
+    """The store's row of one attempt, as the store builds it (for tests writing rows by hand)."""
+    return attempt_row(write, attempt_parts(write.record), len(write.record.echoed_calls()))

@@ -2,7 +2,7 @@
 
 An upsert costs the server an executor start per row and the writer a parameter conversion per row;
 ``COPY ... FROM STDIN (FORMAT BINARY)`` streams the rows (psycopg formats them in C): on rows of
-attempts the writer's CPU is 60% less and the server's 30% (``docs/trajectories.md``, ninth session).
+attempts the writer's CPU is 60% less and the server's 30% (``python -m benchmarks.store --pg-server``).
 ``COPY`` cannot update a row, so it takes only the attempts not stored yet: the batch's keys are
 looked up first (one indexed query), the new ones copied and the others upserted, all in the batch's
 transaction. Another writer may store one of the new keys between the look-up and the copy (the

@@ -77,12 +77,6 @@ def echoed_in_json(proxy_log: bytes, query: str) -> int:
         e.get("reasoning_text"), e.get("completion_tool_calls") or []) for e in entries], query))
 
 
-def encode_attempt(write: AttemptWrite) -> dict[str, Any]:
-    """The row of one attempt: projections, the header JSON, the compressed blobs and a content hash."""
-    record = write.record
-    return attempt_row(write, attempt_parts(record), len(record.echoed_calls()))
-
-
 def attempt_row(write: AttemptWrite, parts: AttemptParts, echoed: int) -> dict[str, Any]:
     """The row of one attempt from its JSON (:func:`attempt_parts`) and its echo measure (``echoed``:
     the count of ``shoppingbench.echo.echoed_calls`` on its proxy log and query)."""

@@ -32,7 +32,7 @@ from arena.validator.api.site.errors import html_errors
 from arena.validator.api.site.pages import STATIC_DIR
 from arena.validator.api.views.monitoring import ProviderHealthCollector, StateCollector
 from arena.validator.api.views.view import ArenaView
-from trajectories.store.stamp import attempts_stamp
+from trajectories.store.site_reads import SiteReads
 
 ROUTERS = (health.router, metrics.router, race.router, submissions.router, winner.router, scores.router,
            embargo.router, qualifying.router, code.router, rules.router, leaderboard.router,
@@ -45,7 +45,7 @@ def records_version(view: ArenaView) -> Hashable:
     log's length, the newest attempt's id and the dump folder's modification time (a day exported)."""
     dumps = view.dumps_dir
     exported = dumps.stat().st_mtime_ns if dumps is not None and dumps.is_dir() else None
-    return view.state().events, attempts_stamp(view.store), exported
+    return view.state().events, SiteReads(view.store).latest_attempt_id(), exported
 
 
 def create_app(view: ArenaView, *, gate: SubmissionGate | None = None,

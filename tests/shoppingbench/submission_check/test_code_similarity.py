@@ -15,12 +15,19 @@ import pytest
 from shoppingbench.submission_check import check_agent
 from shoppingbench.submission_check.similarity import (
     COPY_SIMILARITY,
+    CodeFingerprint,
+    FingerprintIndex,
     fingerprint,
-    is_copy,
     normalised_tokens,
     similarity,
 )
 from tests.copy_variants import DISTINCT_AGENTS, disguised, extended, reformatted, renamed
+
+
+def is_copy(candidate: CodeFingerprint, original: CodeFingerprint) -> bool:
+    """Whether the index the gate keeps, holding only ``original``, finds ``candidate`` a copy of it."""
+    return FingerprintIndex([original]).first_copied(candidate) is not None
+
 
 EXACT_DISGUISES: list[Callable[[str], str]] = [renamed, reformatted]
 """Changes the normalisation undoes entirely: the normalised code is equal."""

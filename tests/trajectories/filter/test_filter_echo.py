@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import insert, select
 
 from shoppingbench.records import AttemptRecord
-from tests.trajectories.records import Log, react_record, score, step, tool_call_text
+from tests.trajectories.records import Log, encode_attempt, react_record, score, step, tool_call_text
 from trajectories.doubles.synthetic import make_attempt, make_problems
 from trajectories.dumps.export import DumpWindow, ExportOptions, export_dump
 from trajectories.dumps.splits import SplitRule
@@ -22,7 +22,6 @@ from trajectories.store import AttemptKey, ProblemEntry, TrajectoryStore
 from trajectories.store.engine import make_engine
 from trajectories.store.entries import AttemptWrite
 from trajectories.store.migrate import upgrade
-from trajectories.store.rows import encode_attempt
 from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
 
 QUERY = "A steel water bottle under 500 pesos with free shipping."

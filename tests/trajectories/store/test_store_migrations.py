@@ -14,12 +14,12 @@ from sqlalchemy import insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from shoppingbench.records import AttemptRecord
-from tests.trajectories.records import failed_record, react_record
+from tests.trajectories.records import encode_attempt, failed_record, react_record
 from trajectories.store import AttemptKey, JudgeVerdict, StoreError, TrajectoryStore, blobs
 from trajectories.store.engine import make_engine
 from trajectories.store.entries import AttemptWrite
 from trajectories.store.migrate import SchemaError, current_revision, downgrade, head_revision, upgrade
-from trajectories.store.rows import DERIVED_COLUMNS, encode_attempt
+from trajectories.store.rows import DERIVED_COLUMNS
 from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS, Base
 
 VERIFIED_ANSWER_COLUMNS = ("answer_verified", "reference_success")

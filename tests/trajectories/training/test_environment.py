@@ -3,7 +3,6 @@ them, pages, filters, the fields returned, unknown ids, hostile input, and the e
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,13 @@ from shoppingbench.search.base import PAGE_SIZE, FindProductQuery, SearchHit
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.tools.semantics import MAX_VIEW_IDS
+from tests.trajectories.training.tools_support import trl_tools
 from trajectories.training.data.tools import TOOL_SCHEMAS
 from trajectories.training.stages.environment import (
     ShoppingContext,
     ShoppingEnvironment,
     ToolError,
     environment_factory,
-    tool_methods,
 )
 from trajectories.training.stages.rewards import EpisodeCall
 
@@ -53,12 +52,10 @@ def _hits(text: str) -> list[dict[str, Any]]:
 
 def test_the_tools_trl_discovers_render_the_sft_schemas(env: ShoppingEnvironment,
                                                         tiny_model_dir: Path) -> None:
-    # TRL exposes every public function of the class but reset (and get_reward) as a tool
-    public = [name for name, _ in inspect.getmembers(ShoppingEnvironment, inspect.isfunction)
-              if not name.startswith("_") and name != "reset"]
-    assert public == [tool.__name__ for tool in tool_methods(env)] and set(public) == set(TOOLS)
+    # TRL exposes every public function of the class but reset as a tool: exactly the four tools
+    assert sorted(tool.__name__ for tool in trl_tools(env)) == sorted(TOOLS)
     expected = {tool["function"]["name"]: tool["function"] for tool in TOOL_SCHEMAS}
-    rendered = [get_json_schema(tool) for tool in tool_methods(env)]
+    rendered = [get_json_schema(tool) for tool in trl_tools(env)]
     for schema in rendered:
         function, reference = schema["function"], expected[schema["function"]["name"]]
         assert function["description"] == reference["description"]
@@ -74,7 +71,7 @@ def test_the_tools_trl_discovers_render_the_sft_schemas(env: ShoppingEnvironment
     # what the model reads: the chat template writes each schema into the system turn's <tools> block
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}],
-                                         tools=list(tool_methods(env)), tokenize=False)
+                                         tools=list(trl_tools(env)), tokenize=False)
     assert isinstance(text, str)
     tools_block = text.split("<tools>\n")[1].split("\n</tools>")[0]
     assert [json.loads(line) for line in tools_block.splitlines()] == rendered

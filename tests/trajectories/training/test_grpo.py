@@ -28,11 +28,12 @@ from shoppingbench.problems.models import Problem
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
+from tests.trajectories.training.tools_support import trl_tools
 from trajectories.training.data.conversations import Conversation
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tokens import IGNORE_INDEX, tokenize_conversation
 from trajectories.training.data.tools import SYSTEM_PROMPT
-from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment, tool_methods
+from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment
 from trajectories.training.stages.grpo import (
     ShoppingGRPOTrainer,
     grpo_dataset,
@@ -273,7 +274,7 @@ def test_grpo_prompts_are_the_sft_prompts(tiny_model_dir: Path, train_problems: 
     assert ids == prompt_token_ids(tokenizer, prompt(problem)) == sft.input_ids[:len(ids)]
     assert str(tokenizer.decode(ids)).endswith("<|im_start|>assistant\n")
     assert all(label == IGNORE_INDEX for label in sft.labels[:len(ids)])  # the prompt is never trained on
-    methods = tokenizer.apply_chat_template(prompt(problem), tools=list(tool_methods(environment)),
+    methods = tokenizer.apply_chat_template(prompt(problem), tools=list(trl_tools(environment)),
                                             add_generation_prompt=True, tokenize=True, return_dict=False)
     assert methods != ids  # what TRL alone would have rendered
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from trajectories.training.evaluation.passk import mean_pass_at_k, pass_at_k
+from trajectories.training.evaluation.passk import pass_at_k
 
 
 def _enumerated(n: int, c: int, k: int) -> Fraction:
@@ -29,15 +29,9 @@ def test_known_values() -> None:
     assert pass_at_k(8, 8 - 7, 8) == 1.0                          # k = n with one success
     assert pass_at_k(200, 0, 100) == 0.0
     assert pass_at_k(1000, 1, 500) == pytest.approx(0.5)          # big binomials stay exact
-    assert mean_pass_at_k([(4, 1), (4, 0), (4, 4)], 2) == pytest.approx((0.5 + 0 + 1) / 3)
 
 
 @pytest.mark.parametrize(("n", "c", "k"), [(5, 6, 1), (5, -1, 1), (5, 2, 0), (5, 2, 6)])
 def test_impossible_inputs_are_refused(n: int, c: int, k: int) -> None:
     with pytest.raises(ValueError):
         pass_at_k(n, c, k)
-
-
-def test_an_empty_average_is_refused() -> None:
-    with pytest.raises(ValueError, match="no problems"):
-        mean_pass_at_k([], 1)

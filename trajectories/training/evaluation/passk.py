@@ -19,10 +19,3 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def mean_pass_at_k(results: list[tuple[int, int]], k: int) -> float:
-    """Mean pass@k over problems given as ``(n, c)`` pairs (attempts, successes)."""
-    if not results:
-        raise ValueError("no problems to average over")
-    return sum(pass_at_k(n, c, k) for n, c in results) / len(results)

@@ -162,11 +162,6 @@ class ShoppingEnvironment:
         return f"The dialogue has ended with status: {status}"
 
 
-def tool_methods(environment: ShoppingEnvironment) -> list[Callable[..., str]]:
-    """The environment's tools as TRL renders them into the prompt: ``inspect.getmembers`` order, by name."""
-    return [getattr(environment, name) for name in sorted(_SCHEMAS)]
-
-
 def environment_factory(context: ShoppingContext) -> Callable[[], ShoppingEnvironment]:
     """The zero-argument factory ``GRPOTrainer(environment_factory=...)`` calls once per rollout slot."""
     return functools.partial(ShoppingEnvironment, context)
