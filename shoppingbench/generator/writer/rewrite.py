@@ -12,18 +12,25 @@ prompt words each fact, orders them and which style it asks for are drawn per re
 seed (:mod:`~shoppingbench.generator.writer.prompt_style`), and so is which of several sources writes it.
 A rewrite is kept only if it cannot have dropped a requirement, pasted the product or copied the prompt:
 every number of the stated values and price bounds is still there (not a key's, a title's or a list's
-item numbers: they are not requirements), no run of :data:`TITLE_REPEAT_WORDS` title words, no run of
+item numbers: they are not requirements), no run of :data:`TITLE_REPEAT_WORDS` title words (of
+:data:`SINGLE_TITLE_REPEAT_WORDS` in a one-product request), no run of
 the prompt's own fact wording that real requests never use
 (:func:`~shoppingbench.generator.writer.prompt_style.copied_wording`), and it is not more than twice as
 long as the draft. A rewrite that fails is asked for once more with the reason; then the draft stands,
 and the report counts it. A voucher's rules, which follow the request as a fixed block in ShoppingBench's
 problems, are the draft's.
 
-Shorter runs of title words are not refused: GPT-4.1's own requests repeat three title words for a fifth
-to a third of their items (the validity benchmark measures the share against its bound, <= 0.30), and
-refusing them refused 43% of its shop requests and 52% of its voucher requests taken as rewrites of
-their drafts, against 5% and 11% without (``python -m benchmarks.validity --replay-real``,
-docs/validity.md): those drafts would have stayed in a bank.
+A one-product request is held to a shorter run: it names one product, so a model that keeps the listing's
+words (Claude calls a "Sliding Gate Roller ..." a sliding gate roller) hands the search its title, and
+recorded passes of one prompt put the share of product requests with three title words in a row at
+0.22-0.34 against GPT-4.1's 0.17 (docs/validity.md).
+
+Shorter runs of title words are not refused in requests for several products: GPT-4.1's own requests
+repeat three title words for a fifth to a third of their items (the validity benchmark measures the share
+against its bound, <= 0.30), and refusing them refused 43% of its shop requests and 52% of its voucher
+requests taken as rewrites of their drafts, against 5% and 11% without
+(``python -m benchmarks.validity --replay-real``, docs/validity.md): those drafts would have stayed in a
+bank.
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ _STYLE_SEEDS: Final = 2**62
 DEFAULT_TEMPERATURE: Final = 0.7
 TITLE_REPEAT_WORDS: Final = 6
 """A run of this many title words in a row repeats the product's title (1-2% of GPT-4.1's items have one)."""
+SINGLE_TITLE_REPEAT_WORDS: Final = 4
+"""The run that repeats the title of a one-product request's product."""
 _SYSTEM: Final = ("You write the requests that shoppers type when they look for products in an online shop. "
                   "Answer with one JSON object and nothing else: {\"query\": \"...\"}.")
 _NOTES: Final = (
@@ -147,8 +156,9 @@ def rewrite_refusal(task: RewriteTask, rewrite: str) -> str | None:
     lost = lost_numbers(stated_numbers_text(task.items), rewrite)
     if lost:
         return f"loses the numbers {', '.join(lost)}"
-    if any(longest_title_run(rewrite, item.product.title) >= TITLE_REPEAT_WORDS for item in task.items):
-        return f"repeats {TITLE_REPEAT_WORDS} or more words of a product's title in a row"
+    longest = TITLE_REPEAT_WORDS if len(task.items) > 1 else SINGLE_TITLE_REPEAT_WORDS
+    if any(longest_title_run(rewrite, item.product.title) >= longest for item in task.items):
+        return f"repeats {longest} or more words of a product's title in a row"
     copied = copied_wording(task.plan(), rewrite)
     if copied:
         return f"repeats the prompt's wording \"{copied[0]}\""

@@ -396,9 +396,14 @@ def test_a_rewrite_must_keep_the_stated_numbers_and_not_repeat_the_title() -> No
     task = _sun_hat_task()
     assert rewrite_refusal(task, "Looking for a beige sun hat (57 cm) below 300 PHP please.") is None
     assert rewrite_refusal(task, "A beige sun hat, cheap, 57cm.") == "loses the numbers 300"
-    # A key's digits ("variation3") and list numbers are not requirements; a few title words are words.
-    assert rewrite_refusal(task, "1. A wide brim straw sun hat in beige, 57 cm, under 300.") is None
-    assert rewrite_refusal(task, "A wide brim straw sun hat beach in beige, 57 cm, under 300.") == \
+    # A key's digits ("variation3") and list numbers are not requirements; three title words are words.
+    assert rewrite_refusal(task, "1. A straw sun hat in beige, 57 cm, under 300.") is None
+    # One product: four title words in a row name it by its listing; several products: six.
+    assert rewrite_refusal(task, "1. A wide brim straw sun hat in beige, 57 cm, under 300.") == \
+        "repeats 4 or more words of a product's title in a row"
+    pair = _sun_hat_task(items=2)
+    assert rewrite_refusal(pair, "Two wide brim straw sun hats in beige, 57 cm, under 300.") is None
+    assert rewrite_refusal(pair, "A wide brim straw sun hat beach in beige, 57 cm, under 300.") == \
         "repeats 6 or more words of a product's title in a row"
     assert rewrite_refusal(task, " ") == "empty"
     assert rewrite_refusal(task, "beige hat 57 cm 300 " * 10) == "more than twice as long as the draft"
