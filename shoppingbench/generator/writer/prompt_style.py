@@ -51,7 +51,7 @@ class PromptPools(BaseModel):
     title_facts: list[str] = Field(min_length=1)
     keyed_facts: list[str] = Field(min_length=1)
     forms: dict[str, list[str]]
-    counts: dict[str, list[str]]
+    counts: list[str] = Field(min_length=1)
     shop_mentions: list[str] = Field(min_length=1)
     voucher_mentions: list[str] = Field(min_length=1)
     openings: list[str] = Field(min_length=1)
@@ -149,7 +149,7 @@ def _style(category: Category, items: int, pools: PromptPools, rng: HashDraws) -
     form = "prose" if items == 1 else rng.choice(sorted(pools.forms))
     lines = [rng.choice(pools.forms[form])]
     if items > 1:
-        lines.append(rng.choice(pools.counts[rng.choice(sorted(pools.counts))]))
+        lines.append(rng.choice(pools.counts))
     if category == "shop":
         lines.append(rng.choice(pools.shop_mentions))
     if category == "voucher":

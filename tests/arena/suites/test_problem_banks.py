@@ -440,7 +440,9 @@ def test_the_prompt_is_drawn_from_the_seed_in_shoppers_words() -> None:
     assert len(prices) >= 5 and any(p.startswith(("under", "below", "up to")) for p in prices)
     assert any("pesos" in p for p in prices) and any("PHP" in p or "php" in p for p in prices)
     texts = list(prompts.values())
-    for style in ("as a short list", "not a list", "Mention the number of items", "Do not count the items",
+    # Lists as real requests write them (inline numbers, ordinals), never a line per product.
+    assert not any("one line" in t for t in texts)
+    for style in ("Number the products inline", "not a list", "Say how many products", "Do not say how many",
                   "from one shop", "Begin with something like"):
         assert any(style in t for t in texts) and not all(style in t for t in texts), style
     asks = {t.split("\n", 1)[0] for t in texts}
