@@ -28,6 +28,7 @@ standalone agent file: the standard library and the agent SDK only.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -354,7 +355,11 @@ def parse_budget(block: str) -> Budget | None:
     return Budget(numbers[0], numbers[1], None, numbers[2], numbers[3] if len(numbers) > 3 else 0.0)
 
 
-def parse_query(query: str) -> tuple[list[Item], Budget | None]:
+Parsed = tuple[list[Item], Budget | None]
+"""A query's items and its voucher block (``None`` without one)."""
+
+
+def parse_query(query: str) -> Parsed:
     """The items a query asks for and its voucher block (``None`` without one)."""
     wish, _, voucher = query.partition("My budget")
     phrases, shared = split_items(wish.strip())
@@ -498,13 +503,14 @@ def one_shop(dialogue: _Dialogue, items: list[Item], per_item: list[Scored]) -> 
     return best[1]
 
 
-def agent_main(problem: dict[str, Any], client: ProxyClient | None = None) -> list[dict[str, Any]]:
-    """Solve one problem from its ``query`` alone."""
+def agent_main(problem: dict[str, Any], client: ProxyClient | None = None,
+               parse: Callable[[str], Parsed] = parse_query) -> list[dict[str, Any]]:
+    """Solve one problem from its ``query`` alone, read by ``parse`` (a tuned parser passes its own)."""
     query = str(problem.get("query", ""))
     proxy = client or ProxyClient()
     try:
         dialogue = _Dialogue(query, proxy)
-        items, budget = parse_query(query)
+        items, budget = parse(query)
         per_item = [candidates(dialogue, item) for item in items]
         chosen: list[str] = []
         if len(items) > 1 and budget is None:
