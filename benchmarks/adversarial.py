@@ -51,6 +51,9 @@ fails, errors or is skipped is *not held* and named. Families, by the issue's it
   qualifying gets the problems of its first commitment, never a new draw (another file gets its own);
   committing, reading the next block and recommitting a changed file without uploading gets no draw
   known at the upload (the draw follows the upload window), and an upload after its window is refused;
+- ``bank_style`` (issue 40): over 200 drawn bank prompts per category, none gives the catalog's service
+  strings or asks for a line per product, few ask to count the items or name the voucher, every shop
+  prompt asks for a shop, and an answer copying the prompt's fact wording is refused;
 - ``bank_timing`` (issue 43, 7): at a tempo of 100 blocks, a bank sealed to a round before its race slot
   is refused, and no commitment made once the bank's round is emitted enters its race;
 - ``sandbox_host_paths`` (issue 43, 7): no bind mount of the namespace sandbox shows a host temporary
