@@ -61,35 +61,23 @@ def generator_keys(settings: ArenaSettings, sources: SourceSchedule) -> dict[str
 
 
 def rules_parts(settings: ArenaSettings, *, plan: SuitePlan, generators: Mapping[str, str]) -> dict[str, Any]:
-    """Every input that changes suites, scores or weights, by name, as JSON values."""
+    """Every input that changes suites, scores or weights, by name, as JSON values: each rule model of the
+    settings whole (``ArenaSettings.RULE_MODELS``, so a field added to one is hashed), the suites' plan and
+    generators, and the judge's fixed prompt and gates."""
     return {
+        **{name: getattr(settings, name).model_dump(mode="json") for name in settings.RULE_MODELS},
         "generators": dict(generators),
         "problem_banks": {day.isoformat(): sha256 for day, sha256 in sorted(settings.problem_banks.items())},
         "race_epoch": plan.first_day.isoformat(),
-        "race_slot_utc": plan.race_time.isoformat(),
         "suite_sizes": {"race": dict(plan.race_per_category),
                         "qualifying": dict(plan.qualifying_per_category)},
         "burn_days": plan.burn_days,
-        "leak_clusters": plan.leak.model_dump(mode="json"),
-        "race_rules": settings.race_rules().model_dump(mode="json", exclude={"race_time"}),  # the slot above
         "scoring_profile": settings.scoring_profile,
         "judge_models": list(settings.judge_models),
-        "judge_max_tokens": settings.judge_max_tokens,
         "judge_prompt": text_digest(SYSTEM_PROMPT),
         "judge_gates": {"gates": list(GATES), "quality_levels": list(QUALITY_LEVELS),
                         "min_reasoning_tokens": MIN_REASONING_TOKENS,
                         "full_credit_quality": FULL_CREDIT_QUALITY},
-        "weight_rules": settings.weight_rules().model_dump(mode="json"),
-        "sandbox_limits": {"timeout_s": settings.sandbox_timeout_s, "cpu_s": settings.sandbox_cpu_s,
-                           "memory_mb": settings.sandbox_memory_mb, "processes": settings.sandbox_processes,
-                           "output_kb": settings.sandbox_output_kb, "result_mb": settings.sandbox_result_mb,
-                           "tmp_mb": settings.sandbox_tmp_mb},
-        "inference_limits": {"models": settings.allowed_models(), "max_tokens": settings.inference_max_tokens,
-                             "attempt_calls": settings.inference_attempt_calls,
-                             "attempt_tokens": settings.inference_attempt_tokens,
-                             "attempt_in_flight": settings.inference_attempt_in_flight,
-                             "run_calls": settings.inference_run_calls,
-                             "run_tokens": settings.inference_run_tokens},
     }
 
 

@@ -1,22 +1,25 @@
 """Arena configuration: the judge, suites, race and weights (``ARENA_*``) over the harness and the store.
 
 ``ArenaSettings`` composes the arena's own settings with the harness section (which declares ``home``)
-and the trajectory store section, flat, so every ``ARENA_*`` name reads as it always has. As everywhere:
-CLI flags override environment variables, which override a ``.env`` file, which overrides these
-defaults. Each ``*_rules``/``*_config`` method hands the pure modules their rules.
+and the trajectory store section. As everywhere: CLI flags override environment variables, which override
+a ``.env`` file, which overrides these defaults. The rules of the pure modules are nested in it as their
+own models (``leak_clusters``, ``race_rules``, ``judge_rules``, ``weight_rules``, with the harness's
+``sandbox_limits`` and ``inference_limits``: ``RULE_MODELS``), which declare every default and bound; their
+fields keep the flat ``ARENA_*`` names of ``FLAT_NAMES`` (``ARENA_COOLDOWN_HOURS`` ->
+``race_rules.cooldown_hours``).
 """
 
 from __future__ import annotations
 
-from datetime import date, time, timedelta
+from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
 from arena.chain.drand import DEFAULT_RELAYS, DrandBeacon
-from arena.judge import FallbackJudge, Judge, JudgeCallConfig, JudgeModel, LLMJudge, OfflineJudge
+from arena.judge import FallbackJudge, Judge, JudgeCallConfig, JudgeModel, JudgeRules, LLMJudge, OfflineJudge
 from arena.race.calendar import MarginCurve
 from arena.race.rules import RaceRules
 from arena.suites.bank import QUICKNET_CHAIN_HASH
@@ -28,23 +31,34 @@ from arena.suites.schedule import SHA256_PATTERN, GeneratorSchedule, GeneratorSp
 from arena.weights import WeightRules
 from shoppingbench.generator import DEFAULT_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
-from shoppingbench.settings import HarnessSettings
+from shoppingbench.settings import FlatNames, HarnessSettings
 from trajectories.dumps.splits import SplitRule
 from trajectories.settings import StoreSettings
 
 
 class ArenaSettings(HarnessSettings, StoreSettings):
+    RULE_MODELS: ClassVar[tuple[str, ...]] = (
+        *HarnessSettings.RULE_MODELS, "leak_clusters", "race_rules", "judge_rules", "weight_rules")
+    FLAT_NAMES: ClassVar[FlatNames] = {
+        **HarnessSettings.FLAT_NAMES,
+        **{f"leak_{name}": ("leak_clusters", name) for name in LeakConfig.model_fields},
+        **{name: ("race_rules", name)
+           for name in RaceRules.model_fields if name not in ("race_time", "margin")},
+        "race_time_utc": ("race_rules", "race_time"),
+        **{f"margin_{name}": ("race_rules", "margin", name) for name in MarginCurve.model_fields},
+        "judge_max_tokens": ("judge_rules", "max_tokens"),
+        **{f"judge_{name}": ("judge_call", name) for name in JudgeCallConfig.model_fields},
+        **{name: ("weight_rules", name) for name in WeightRules.model_fields},
+    }
+
     # judge
     judge_base_url: str | None = Field(default=None, description="OpenAI-compatible judge endpoint; "
                                                                  "unset: the offline rules judge")
     judge_models: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Judge models in preference order, comma-separated")
     judge_api_key: SecretStr = SecretStr("not-needed")
-    judge_timeout_s: float = Field(default=60.0, gt=0)
-    judge_max_rounds: int = Field(default=3, ge=1)
-    judge_backoff_base_s: float = Field(default=1.0, ge=0)
-    judge_backoff_cap_s: float = Field(default=30.0, ge=0)
-    judge_max_tokens: int = Field(default=2048, ge=16)
+    judge_rules: JudgeRules = JudgeRules()
+    judge_call: JudgeCallConfig = JudgeCallConfig()
     judge_concurrency: int = Field(default=8, ge=1, description=(
         "Verdicts asked of the judge at once (a remote model: a serial judge caps the attempts per hour)"))
     concurrent_runs: int = Field(default=2, ge=1, description=(
@@ -66,11 +80,7 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     race_retry_deadline_hours: float = Field(default=6.0, ge=0, description=(
         "Hours after a race starts during which its runs wait for those retries"))
     # leak clusters and suites
-    leak_same_reward_jaccard: float = Field(default=0.85, gt=0, le=1)
-    leak_any_reward_jaccard: float = Field(default=0.95, gt=0, le=1)
-    leak_lsh_threshold: float = Field(default=0.6, gt=0, le=1)
-    leak_num_perm: int = Field(default=128, ge=16, le=1024)
-    leak_min_shared_targets: int = Field(default=1, ge=1)
+    leak_clusters: LeakConfig = LeakConfig()
     catalog_dir: Path | None = Field(default=None, description="The catalog races are generated over and "
                                                                "agents search (`arena catalog import`); "
                                                                "default: the bundled sample world")
@@ -101,25 +111,12 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         "Share of new public leak clusters the exposure ledger holds out of the dumps' train split (by hash "
         "of the cluster id); a cluster's side, once decided, never changes"))
     # race
-    race_time_utc: time = Field(default=time(16, 0), description="Daily race slot, HH:MM UTC")
-    cooldown_hours: float = Field(default=12.0, gt=0)
-    security_rejection_cooldown_hours: float = Field(default=1.0, ge=0)
+    race_rules: RaceRules = RaceRules()
     submission_clock_skew_s: float = Field(
         default=30.0, gt=0, le=600, description="How far a signed upload's nonce may be from the validator's "
                                                 "clock, ahead or behind (miners' clocks are seconds apart)")
-    qualify_ratio: float = Field(default=0.95, gt=0, le=1)
-    qualify_min_score: float = Field(default=0.01, ge=0, le=1)
-    margin_initial: float = Field(default=0.05, ge=0, le=1)
-    margin_floor: float = Field(default=0.01, ge=0, le=1)
-    margin_half_life_days: float = Field(default=7.0, gt=0)
-    promotion_resamples: int = Field(default=2000, ge=100, description="Paired bootstrap resamples of the "
-                                                                       "promotion test")
-    promotion_confidence: float = Field(default=0.95, gt=0.5, lt=1,
-                                        description="One-sided confidence that a promoted lead is real")
     # weights
-    winner_share: float = Field(default=0.6, ge=0, le=1)
-    taper_share: float = Field(default=0.2, ge=0, le=1)
-    burn_uid: int = Field(default=0, ge=0, le=65_535)
+    weight_rules: WeightRules = WeightRules()
     database_url: str | None = Field(default=None, description="SQLAlchemy URL of the race log and exposure "
                                                                "ledger; default: SQLite under ARENA_HOME")
     # agreement with the other validators (docs/validator.md)
@@ -149,16 +146,7 @@ class ArenaSettings(HarnessSettings, StoreSettings):
             return OfflineJudge()
         models = [JudgeModel(name=m, base_url=self.judge_base_url, api_key=self.judge_api_key)
                   for m in self.judge_models]
-        return FallbackJudge(LLMJudge(models, JudgeCallConfig(
-            timeout_s=self.judge_timeout_s, max_rounds=self.judge_max_rounds,
-            backoff_base_s=self.judge_backoff_base_s, backoff_cap_s=self.judge_backoff_cap_s,
-            max_tokens=self.judge_max_tokens)))
-
-    def leak_config(self) -> LeakConfig:
-        return LeakConfig(same_reward_jaccard=self.leak_same_reward_jaccard,
-                          any_reward_jaccard=self.leak_any_reward_jaccard,
-                          lsh_threshold=self.leak_lsh_threshold, num_perm=self.leak_num_perm,
-                          min_shared_targets=self.leak_min_shared_targets)
+        return FallbackJudge(LLMJudge(models, self.judge_call, rules=self.judge_rules))
 
     def dump_split_rule(self) -> SplitRule:
         """The side of a cluster a public problem starts in the exposure ledger."""
@@ -166,7 +154,7 @@ class ArenaSettings(HarnessSettings, StoreSettings):
 
     def exposure_ledger(self) -> SqlExposureLedger:
         """The exposure ledger in the arena database."""
-        return SqlExposureLedger.open(self.arena_database_url(), self.leak_config(), self.dump_split_rule())
+        return SqlExposureLedger.open(self.arena_database_url(), self.leak_clusters, self.dump_split_rule())
 
     def race_suite_sizes(self) -> dict[Category, int]:
         return dict.fromkeys(CATEGORIES, self.race_suite_per_category)
@@ -176,8 +164,9 @@ class ArenaSettings(HarnessSettings, StoreSettings):
 
     def suite_plan(self, first_day: date) -> SuitePlan:
         return SuitePlan(race_per_category=self.race_suite_sizes(),
-                         qualifying_per_category=self.qualifying_suite_sizes(), race_time=self.race_time_utc,
-                         first_day=first_day, burn_days=self.race_burn_days, leak=self.leak_config())
+                         qualifying_per_category=self.qualifying_suite_sizes(),
+                         race_time=self.race_rules.race_time, first_day=first_day,
+                         burn_days=self.race_burn_days, leak=self.leak_clusters)
 
     def schedule(self) -> GeneratorSchedule:
         """The generator schedule: the configured entries, else the current version for every day."""
@@ -189,22 +178,8 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         """The pinned problem banks with a drand client for their rounds, or ``None`` when none is pinned."""
         if not self.problem_banks:
             return None
-        return BankPins(pins=dict(self.problem_banks), race_time=self.race_time_utc,
+        return BankPins(pins=dict(self.problem_banks), race_time=self.race_rules.race_time,
                         signatures=DrandBeacon(QUICKNET_CHAIN_HASH, self.drand_relays))
-
-    def race_rules(self) -> RaceRules:
-        return RaceRules(cooldown=timedelta(hours=self.cooldown_hours),
-                         security_rejection_cooldown=timedelta(hours=self.security_rejection_cooldown_hours),
-                         qualify_ratio=self.qualify_ratio, qualify_min_score=self.qualify_min_score,
-                         race_time=self.race_time_utc,
-                         margin=MarginCurve(initial=self.margin_initial, floor=self.margin_floor,
-                                            half_life_days=self.margin_half_life_days),
-                         promotion_resamples=self.promotion_resamples,
-                         promotion_confidence=self.promotion_confidence)
-
-    def weight_rules(self) -> WeightRules:
-        return WeightRules(winner_share=self.winner_share, taper_share=self.taper_share,
-                           burn_uid=self.burn_uid)
 
     def arena_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.root / 'arena.sqlite3'}"

@@ -64,13 +64,13 @@ def open_validator_stack(settings: ArenaSettings, *, chain: Chain, wallet: Walle
                                    sources=sources, run_agent=run_agent, store=store)
         stack.callback(validator.arena_db.dispose)
         gate = SubmissionGate(chain=chain, validator_hotkey=hotkey, engine=validator.arena_db,
-                              files_dir=agent_files_dir(settings), rules=settings.race_rules(), clock=clock,
+                              files_dir=agent_files_dir(settings), rules=settings.race_rules, clock=clock,
                               known_product_ids=validator.known_answers,
                               clock_skew_s=settings.submission_clock_skew_s, nonce_clock=nonce_clock)
         registry = CollectorRegistry()
         rules = validator_rules(settings, plan=validator.suites.plan, sources=sources)
         view = ArenaView(events=validator.race.store, store=store, files=validator.files, clock=clock,
-                         rules=rules, race_rules=settings.race_rules(),
+                         rules=rules, race_rules=settings.race_rules,
                          dumps_dir=settings.dumps_root(), warnings=tuple(warnings))
         api = create_app(view, gate=gate, registry=registry)
         peers = PeerWatch(chain=chain, hotkey=hotkey, rules=rules, tolerance=settings.peer_weight_tolerance,

@@ -156,7 +156,7 @@ def run(options: argparse.Namespace, planned: dict[str, Any], out: Path) -> dict
                                "cpu_count": os.cpu_count(), "day_model": phases.DAY_MODEL}
     settings = ArenaSettings(workers=planned["workers"])
     # --attempt-calls budgets the evaluated model's attempts, never the day's agents
-    held_out_settings = (settings.model_copy(update={"inference_attempt_calls": options.attempt_calls})
+    held_out_settings = (settings.with_changes(inference_attempt_calls=options.attempt_calls)
                          if options.attempt_calls else settings)
     world = (ensure_sample_world(options.world_dir, products=options.world_products, seed=0, progress=False)
              if options.world_dir is not None else configured_sample_world(settings, progress=False))

@@ -161,7 +161,8 @@ def bank_seal(
 
     race_day: date = day.date()
     try:
-        slot = race_slot(race_day, race_time.time() if race_time is not None else _settings().race_time_utc)
+        at = race_time.time() if race_time is not None else _settings().race_rules.race_time
+        slot = race_slot(race_day, at)
         reveal_round = reveal_round or round_at(slot)
         check_reveal(reveal_round, slot)
         sealed = seal(read_bank(bank.read_bytes()), race_day, reveal_round).to_bytes()
@@ -233,7 +234,8 @@ def bank_install(
     installed: list[tuple[date, str]] = []
     try:
         for path in sealed_files:
-            day, sha256 = install_sealed(catalog_dir, path.read_bytes(), settings.race_time_utc, str(path))
+            day, sha256 = install_sealed(catalog_dir, path.read_bytes(), settings.race_rules.race_time,
+                                         str(path))
             installed.append((day, sha256))
             typer.echo(f"{day}  {sha256}  {path}", err=True)
         pins = add_pins(settings.problem_banks, installed)

@@ -114,7 +114,8 @@ def network_demo(
 
     if (catalog_dir is None) != (problems_dir is None):
         raise typer.BadParameter("--catalog-dir and --problems-dir go together")
-    if vary is not None and ("=" not in vary or vary.split("=", 1)[0] not in ArenaSettings.model_fields):
+    if vary is not None and ("=" not in vary or vary.split("=", 1)[0] not in {
+            *ArenaSettings.model_fields, *ArenaSettings.FLAT_NAMES}):
         raise typer.BadParameter("SETTING=VALUE with a setting of the arena, e.g. judge_models=judge-b",
                                  param_hint="--vary")
     begin = None if start is None else _instant(start, "--start")

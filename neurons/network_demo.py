@@ -144,7 +144,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         chain.register(wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address,
                        validator_permit=name in validator_names)
     console.print(f"demo clock starts at {clock.now():%Y-%m-%d %H:%M} UTC (race slot "
-                  f"{settings.race_time_utc:%H:%M} UTC)")
+                  f"{settings.race_rules.race_time:%H:%M} UTC)")
     console.print(f"local chain {chain.path}: {len(wallets)} neurons registered ({OWNER} uid 0 is the burn "
                   f"uid; validators {', '.join(validator_names)}; miners {', '.join(miner_names)})")
 
@@ -164,7 +164,7 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})
             if vary and name == validator_names[-1]:
-                own = type(own)(**{**own.model_dump(), **vary})
+                own = own.with_changes(**vary)
                 console.print(f"{name} runs with {', '.join(f'{k}={v}' for k, v in vary.items())}",
                               markup=False)
             validator_stack = stack.enter_context(open_validator_stack(
@@ -185,10 +185,10 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
             exit_codes[name] = _submit(sources / f"{name}.py", wallets[name], chain, console,
                                        ask_first=name in (PARSER, REACT))
 
-        race_tick = demo_race_tick(start_time, settings.race_rules(),
+        race_tick = demo_race_tick(start_time, settings.race_rules,
                                    block=timedelta(seconds=chain.block_seconds()))
         # Qualifying problems come from the first final block after each commitment's upload window.
-        window = settings.race_rules().upload_window_blocks
+        window = settings.race_rules.upload_window_blocks
         clock.advance(timedelta(seconds=chain.block_seconds()) * (window + 1))
         _tick(opened, "ingest the uploads, qualifying runs", chain, console)
         clock.advance(race_tick - clock.now())

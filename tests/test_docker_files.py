@@ -120,7 +120,7 @@ def test_the_namespace_overlay_grants_what_bubblewrap_needs() -> None:
 
 @pytest.mark.parametrize("name", COMPOSE_FILES)
 def test_every_arena_variable_in_compose_is_a_real_setting(name: str) -> None:
-    known = set(ValidatorSettings.model_fields) | set(StoreSettings.model_fields)
+    known = {*ValidatorSettings.model_fields, *ValidatorSettings.FLAT_NAMES, *StoreSettings.model_fields}
     for service_name, service in _load(name)["services"].items():
         for key in service.get("environment", {}):
             if key.startswith("ARENA_"):

@@ -2,7 +2,14 @@
 
 from arena.judge.evidence import JudgeInput
 from arena.judge.fallback import FallbackJudge
-from arena.judge.llm import JudgeAuthError, JudgeCallConfig, JudgeModel, JudgeUnavailable, LLMJudge
+from arena.judge.llm import (
+    JudgeAuthError,
+    JudgeCallConfig,
+    JudgeModel,
+    JudgeRules,
+    JudgeUnavailable,
+    LLMJudge,
+)
 from arena.judge.offline import OfflineJudge, judge_offline
 from arena.judge.score import FinalScore, ProblemOutcome, final_score, quality_coefficient, suite_score
 from arena.judge.verdict import OFFLINE_JUDGE, QUALITY_LEVELS, Judge, JudgeVerdict
@@ -17,6 +24,7 @@ __all__ = [
     "JudgeCallConfig",
     "JudgeInput",
     "JudgeModel",
+    "JudgeRules",
     "JudgeUnavailable",
     "JudgeVerdict",
     "LLMJudge",

@@ -62,14 +62,23 @@ class JudgeModel(BaseModel):
     api_key: SecretStr = SecretStr("not-needed")
 
 
+class JudgeRules(BaseModel):
+    """What a judge model may answer: every validator must ask the same (it changes verdicts)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_tokens: int = Field(default=2048, ge=16, description="Cap on the tokens of one verdict")
+
+
 class JudgeCallConfig(BaseModel):
+    """How the judge endpoint is called: timeouts and retries, tuned to one's provider."""
+
     model_config = ConfigDict(frozen=True)
 
     timeout_s: float = Field(default=60.0, gt=0)
     max_rounds: int = Field(default=3, ge=1, description="Passes over all usable models per verdict")
     backoff_base_s: float = Field(default=1.0, ge=0)
     backoff_cap_s: float = Field(default=30.0, ge=0)
-    max_tokens: int = Field(default=2048, ge=16)
     bench_s: float = Field(default=300.0, ge=0, description=(
         "Seconds a model that answered without exactly one verdict is asked after the others (0: never)"))
 
@@ -113,12 +122,13 @@ def _content(response: object) -> str | None:
 
 class LLMJudge:
     def __init__(self, models: Sequence[JudgeModel], config: JudgeCallConfig | None = None, *,
-                 sleep: Callable[[float], None] = time.sleep,
+                 rules: JudgeRules | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not models:
             raise ValueError("the LLM judge needs at least one judge model")
         self.models = list(models)
         self.config = config = config or JudgeCallConfig()
+        self.rules = rules or JudgeRules()
         self._sleep = sleep
         self._clock = clock
         self._bench: dict[str, float] = {}  # model name -> until when (on ``clock``)
@@ -194,7 +204,7 @@ class LLMJudge:
         try:
             response = self._clients[model.name].chat.completions.create(
                 model=model.name, messages=messages,  # type: ignore[arg-type]
-                temperature=0, max_tokens=self.config.max_tokens)
+                temperature=0, max_tokens=self.rules.max_tokens)
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             observed("http_4xx")
             raise JudgeAuthError(f"judge endpoint {model.base_url} refused the API key for {model.name} "

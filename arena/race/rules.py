@@ -25,10 +25,9 @@ from arena.weights import seeded_tie_break
 class RaceRules(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    cooldown: timedelta = Field(default=timedelta(hours=12),
-                                description="Between two submissions of a hotkey")
-    security_rejection_cooldown: timedelta = Field(
-        default=timedelta(hours=1), description="After a security rejection (an honest mistake, fixed fast)")
+    cooldown_hours: float = Field(default=12.0, gt=0, description="Between two submissions of a hotkey")
+    security_rejection_cooldown_hours: float = Field(
+        default=1.0, ge=0, description="After a security rejection (an honest mistake, fixed fast)")
     upload_window_blocks: int = Field(
         default=10, ge=1, description="Blocks after its commitment's during which a file's upload is "
                                       "accepted; its qualifying draw is the first final block after them")
@@ -44,6 +43,14 @@ class RaceRules(BaseModel):
                                      description="Bootstrap resamples of the promotion test")
     promotion_confidence: float = Field(default=0.95, gt=0.5, lt=1,
                                         description="One-sided confidence that a promoted lead is real")
+
+    @property
+    def cooldown(self) -> timedelta:
+        return timedelta(hours=self.cooldown_hours)
+
+    @property
+    def security_rejection_cooldown(self) -> timedelta:
+        return timedelta(hours=self.security_rejection_cooldown_hours)
 
 
 def qualifying_threshold(winner_score: float | None, rules: RaceRules) -> float:

@@ -70,7 +70,7 @@ def first_race_day(settings: ArenaSettings, genesis: datetime) -> date:
     if settings.race_epoch is not None:
         return settings.race_epoch
     day = genesis.date()
-    return day if race_slot(day, settings.race_time_utc) > genesis else day + timedelta(days=1)
+    return day if race_slot(day, settings.race_rules.race_time) > genesis else day + timedelta(days=1)
 
 
 def sandbox_runner(engine: SearchEngine, grader: Grader, *, inference: InferenceConfig,
@@ -131,11 +131,11 @@ from ``chain``'s race seeds."""
     seeds = ChainSeeds(chain)
     plan = settings.suite_plan(first_race_day(settings, seeds.genesis_time()))
     suites = PublicSuites(sources, plan=plan, seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
-    race = RaceEngine(SqlEventStore(arena_db), settings.race_rules(), clock)
+    race = RaceEngine(SqlEventStore(arena_db), settings.race_rules, clock)
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
-                    validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_config(),
+                    validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_clusters,
                     infra_retries=settings.infra_retries, judge_concurrency=settings.judge_concurrency)
-    ledger = SqlExposureLedger(arena_db, settings.leak_config(), settings.dump_split_rule())
+    ledger = SqlExposureLedger(arena_db, settings.leak_clusters, settings.dump_split_rule())
     # Only an operator who names the dumps folder has the validator export: the default folder is for
     # `dump export` by hand.
     dumps = (DailyDumps(store=store, splits=ledger.splits, root=settings.dumps_dir.expanduser())
@@ -144,7 +144,7 @@ from ``chain``'s race seeds."""
                      arena_db=arena_db, files=FileStore(agent_files_dir(settings)), runs=runs, suites=suites,
                      seed_after=seeds.after_block,
                      config=ValidatorConfig(
-                         weight_rules=settings.weight_rules(),
+                         weight_rules=settings.weight_rules,
                          race_retry_deadline=timedelta(hours=settings.race_retry_deadline_hours),
                          concurrent_runs=settings.concurrent_runs),
                      dumps=dumps)

@@ -60,7 +60,7 @@ def create_held_out(settings: ArenaSettings, generator: SuiteSource, *, name: st
     try:
         suite = generate_held_out(generator, name=name, version=version, private_seed=private_seed(settings),
                                   per_category=per_category, burnt=targets_of(ledger.public_problems()),
-                                  source_key=generator.key, at=at, leak_config=settings.leak_config())
+                                  source_key=generator.key, at=at, leak_config=settings.leak_clusters)
         # Saved with the ledger's cluster ids: the ones the dumps split by.
         clusters = ledger.hold_out(suite.problems, f"held-out/{name}/{version}", at)
     finally:
@@ -75,4 +75,4 @@ def check_held_out(settings: ArenaSettings, name: str) -> tuple[Path, list[str]]
     latest = latest_held_out(held_out_dir(settings), name)
     if latest is None:
         return None
-    return latest, compromised(HeldOutSuite.load(latest), public_problems(settings), settings.leak_config())
+    return latest, compromised(HeldOutSuite.load(latest), public_problems(settings), settings.leak_clusters)

@@ -49,7 +49,7 @@ class SandboxLimits(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: HarnessSettings) -> SandboxLimits:
-        return cls(timeout_s=settings.sandbox_timeout_s, cpu_s=settings.sandbox_cpu_s,
-                   memory_bytes=settings.sandbox_memory_mb * MiB, processes=settings.sandbox_processes,
-                   output_bytes=settings.sandbox_output_kb * 1024,
-                   result_bytes=settings.sandbox_result_mb * MiB, tmp_bytes=settings.sandbox_tmp_mb * MiB)
+        rules = settings.sandbox_limits
+        return cls(timeout_s=rules.timeout_s, cpu_s=rules.cpu_s, memory_bytes=rules.memory_mb * MiB,
+                   processes=rules.processes, output_bytes=rules.output_kb * 1024,
+                   result_bytes=rules.result_mb * MiB, tmp_bytes=rules.tmp_mb * MiB)

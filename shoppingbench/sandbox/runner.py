@@ -41,7 +41,6 @@ from shoppingbench.evaluation import EvaluationResult, OnAttempt, collect, new_r
 from shoppingbench.grading.grader import Grader
 from shoppingbench.grading.outages import rule_outage
 from shoppingbench.problems.models import Problem
-from shoppingbench.proxy.budgets import InferenceBudgets
 from shoppingbench.proxy.inference import InferenceConfig
 from shoppingbench.proxy.server import ProxyServer
 from shoppingbench.records import AttemptRecord
@@ -90,14 +89,9 @@ def configured_inference(settings: HarnessSettings) -> Iterator[InferenceConfig]
 
 
 def inference_config(settings: HarnessSettings) -> InferenceConfig:
-    return InferenceConfig(
-        base_url=settings.inference_base_url, api_key=settings.inference_api_key,
-        models=settings.allowed_models(), max_tokens=settings.inference_max_tokens,
-        budgets=InferenceBudgets(attempt_calls=settings.inference_attempt_calls,
-                                 attempt_tokens=settings.inference_attempt_tokens,
-                                 attempt_in_flight=settings.inference_attempt_in_flight,
-                                 run_calls=settings.inference_run_calls,
-                                 run_tokens=settings.inference_run_tokens))
+    limits = settings.inference_limits
+    return InferenceConfig(base_url=settings.inference_base_url, api_key=settings.inference_api_key,
+                           models=list(limits.models), max_tokens=limits.max_tokens, budgets=limits.budgets)
 
 
 @dataclass(frozen=True)

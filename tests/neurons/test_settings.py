@@ -58,7 +58,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_TOOLS_PORT": ("8123", 8123),
     "ARENA_INFERENCE_BASE_URL": ("http://vllm:8000/v1", "http://vllm:8000/v1"),
     "ARENA_INFERENCE_API_KEY": ("inference-key", SecretStr("inference-key")),
-    "ARENA_INFERENCE_MODELS": ("model-a,model-b", "model-a,model-b"),
+    "ARENA_INFERENCE_MODELS": ("model-a,model-b", ["model-a", "model-b"]),
     "ARENA_INFERENCE_MAX_TOKENS": ("512", 512),
     "ARENA_INFERENCE_ATTEMPT_CALLS": ("7", 7),
     "ARENA_INFERENCE_ATTEMPT_TOKENS": ("9000", 9000),
@@ -81,6 +81,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_JUDGE_BACKOFF_BASE_S": ("0.5", 0.5),
     "ARENA_JUDGE_BACKOFF_CAP_S": ("10", 10.0),
     "ARENA_JUDGE_MAX_TOKENS": ("1024", 1024),
+    "ARENA_JUDGE_BENCH_S": ("0", 0.0),
     "ARENA_JUDGE_CONCURRENCY": ("3", 3),
     "ARENA_CONCURRENT_RUNS": ("3", 3),
     "ARENA_INFRA_RETRIES": ("3", 3),
@@ -103,6 +104,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "ARENA_RACE_TIME_UTC": ("09:30", time(9, 30)),
     "ARENA_COOLDOWN_HOURS": ("6", 6.0),
     "ARENA_SECURITY_REJECTION_COOLDOWN_HOURS": ("2", 2.0),
+    "ARENA_UPLOAD_WINDOW_BLOCKS": ("20", 20),
     "ARENA_SUBMISSION_CLOCK_SKEW_S": ("60", 60.0),
     "ARENA_QUALIFY_RATIO": ("0.9", 0.9),
     "ARENA_QUALIFY_MIN_SCORE": ("0.02", 0.02),
@@ -135,7 +137,20 @@ def documented_names() -> set[str]:
 
 
 def field(name: str) -> str:
+    """The setting an ``ARENA_*`` name sets: a field of the root, or the flat name of a nested one."""
     return name.removeprefix("ARENA_").lower()
+
+
+def names(root: type[HarnessSettings]) -> set[str]:
+    return {*root.model_fields, *root.FLAT_NAMES}
+
+
+def read(settings: HarnessSettings, name: str) -> Any:
+    """The value of the setting ``name``, down its nested path when it is a flat name."""
+    value: Any = settings
+    for key in type(settings).FLAT_NAMES.get(name, (name,)):
+        value = getattr(value, key)
+    return value
 
 
 @pytest.fixture
@@ -151,10 +166,8 @@ def clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_every_documented_name_is_a_setting_of_an_entry_point() -> None:
     documented = documented_names() - NOT_SETTINGS
     assert documented and documented <= set(SAMPLES), sorted(documented - set(SAMPLES))
-    fields = set().union(*(root.model_fields for root in ROOTS))
-    assert {field(name) for name in SAMPLES} <= fields
-    defaults = {name: ValidatorSettings.model_fields[field(name)].get_default(call_default_factory=True)
-                for name in SAMPLES}
+    assert {field(name) for name in SAMPLES} <= set().union(*(names(root) for root in ROOTS))
+    defaults = {name: read(ValidatorSettings.model_construct(), field(name)) for name in SAMPLES}
     assert all(defaults[name] != value for name, (_, value) in SAMPLES.items())
 
 
@@ -164,8 +177,8 @@ def test_each_root_reads_the_documented_names_of_its_sections(root: type[Harness
     for name, (text, _) in SAMPLES.items():
         monkeypatch.setenv(name, text)
     settings = root()
-    read = {name: value for name, (_, value) in SAMPLES.items() if field(name) in root.model_fields}
-    assert read and {name: getattr(settings, field(name)) for name in read} == read
+    mine = {name: value for name, (_, value) in SAMPLES.items() if field(name) in names(root)}
+    assert mine and {name: read(settings, field(name)) for name in mine} == mine
     assert settings.home == Path("/srv/arena")
 
 
@@ -177,8 +190,8 @@ def test_a_dotenv_in_the_working_directory_is_read_below_the_environment_and_fla
     expected = {"home": Path("/from/dotenv"), "workers": 3, "store_url": "sqlite:///dotenv", "netuid": 9,
                 "race_time_utc": time(8, 15), "wallet_name": "dotenv"}
     settings = root()
-    mine = {key: value for key, value in expected.items() if key in root.model_fields}
-    assert {key: getattr(settings, key) for key in mine} == mine
+    mine = {key: value for key, value in expected.items() if key in names(root)}
+    assert {key: read(settings, key) for key in mine} == mine
     monkeypatch.setenv("ARENA_WORKERS", "5")
     assert root().workers == 5
     assert root(workers=6).workers == 6

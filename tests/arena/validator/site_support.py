@@ -180,7 +180,7 @@ def open_site_view(site: DemoSite, clock: ManualClock) -> Iterator[ArenaView]:
             store=store,
             files=FileStore(agent_files_dir(site.settings)),
             clock=clock,
-            race_rules=site.settings.race_rules(),
+            race_rules=site.settings.race_rules,
             dumps_dir=site.dumps,
         )
 
