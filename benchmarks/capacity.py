@@ -83,7 +83,7 @@ from shoppingbench.sandbox.budget import SlotBudget
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.search.base import SearchEngine
 from shoppingbench.settings import HarnessSettings
-from trajectories.store import AttemptKey, StoredAttempt, TrajectoryStore
+from trajectories.store import AttemptKey, RunEntry, StoredAttempt, TrajectoryStore
 
 BUSY_DAY_QUALIFYING_RUNS = 200
 BUSY_DAY_QUALIFYING_PROBLEMS = 60
@@ -163,7 +163,7 @@ def measure(bench: Bench, slots: int, shape: Shape,
     run_agent = sandbox_runner(bench.engine, bench.grader, inference=inference_config(bench.settings),
                                sandbox=sandbox, workers=slots, budget=SlotBudget(slots))
     runs = SuiteRun(store=bench.store, run_agent=run_agent, judge=bench.settings.judge(),
-                    validator="capacity-benchmark", leak_config=bench.settings.leak_config(),
+                    validator="capacity-benchmark", leak_config=bench.settings.leak_clusters,
                     judge_concurrency=bench.settings.judge_concurrency)
     cores = os.cpu_count() or 1
     busy0, total0 = machine_busy()
@@ -174,7 +174,7 @@ def measure(bench: Bench, slots: int, shape: Shape,
     with MemorySampler(exclude=bench.exclude, container_prefix=prefix) as memory, \
             RunPool(shape.concurrent) as pool:
         pending = [pool.submit(run_id, functools.partial(
-            runs.judged, kind="race", run_id=run_id, suite_name=f"capacity-{label}", agent=bench.agent,
+            runs.judged, RunEntry(id=run_id, kind="race", suite=f"capacity-{label}"), agent=bench.agent,
             hotkey=None, submitted_at=None, suite=suite)) for run_id in run_ids]
         judged = [p.result() for p in pending]  # taken in order, as the validator records them
     wall, ended_epoch = time.perf_counter() - started, time.time()

@@ -29,7 +29,7 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sample_world import SampleWorld
 from shoppingbench.sandbox.runner import AgentFile
 from trajectories.dumps import DumpWindow, ExportOptions, export_dump
-from trajectories.store import TrajectoryStore
+from trajectories.store import RunEntry, TrajectoryStore
 
 DAY_MODEL = "scripted double"
 """What the day's reference agents talk to: no hosted LLM here, so the scripted shopping policy
@@ -75,8 +75,9 @@ def build_day(world: SampleWorld, settings: ArenaSettings, agents: Sequence[str]
         with TrajectoryStore.open(f"sqlite:///{out / 'trajectories.sqlite3'}") as store:
             with local_suite_run(settings, engine, store, inference=scripted_inference) as runs:
                 for name in agents:
-                    judged = runs.judged(kind="race", run_id=run_id_for("race", f"{SUITE_NAME}-{name}", ids),
-                                         suite_name=SUITE_NAME, agent=agent_file(name), hotkey=None,
+                    run = RunEntry(id=run_id_for("race", f"{SUITE_NAME}-{name}", ids), kind="race",
+                                   suite=SUITE_NAME)
+                    judged = runs.judged(run, agent=agent_file(name), hotkey=None,
                                          submitted_at=None, suite=problems, final=True)
                     labels.update(judged.labels)
                     successes[name] = sum(judged.successes)
@@ -106,8 +107,8 @@ def draw_held_out(world: SampleWorld, settings: ArenaSettings, day: Sequence[Pro
         suite = generate_held_out(generator, name=HELD_OUT_NAME, version=1, private_seed=seed,
                                   per_category=dict.fromkeys(CATEGORIES, 2 * per_category),
                                   burnt=targets_of(day), source_key=generator.key, at=datetime.now(UTC),
-                                  leak_config=settings.leak_config())
-    shared = set(compromised(suite, day, settings.leak_config()))
+                                  leak_config=settings.leak_clusters)
+    shared = set(compromised(suite, day, settings.leak_clusters))
     kept = [p for category in CATEGORIES
             for p in [q for q in suite.problems
                       if q.category == category and q.id not in shared][:per_category]]

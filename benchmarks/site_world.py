@@ -38,7 +38,13 @@ from arena.race.events import (
     SubmissionRejected,
 )
 from arena.race.state import submission_id
-from arena.validator.runs import defender_run_id, qualifying_suite_name, run_id_for, stored_verdict
+from arena.validator.runs import (
+    defender_run_id,
+    qualifying_suite_name,
+    race_suite_name,
+    run_id_for,
+    stored_verdict,
+)
 from shoppingbench.records import AttemptRecord
 from shoppingbench.submission_check.models import Finding
 from trajectories.doubles.synthetic import STYLES, SyntheticAgent, SyntheticDay, make_problems
@@ -181,6 +187,8 @@ class Day:
             RunEntry(
                 id=self.qualifying_run(e),
                 kind="qualifying",
+                submission_id=e.submission_id,
+                role="defender" if e.defender else "challenger",
                 validator=VALIDATOR,
                 suite=qualifying_suite_name(e.submission_id),
                 started_at=self.start.timestamp(),
@@ -193,8 +201,11 @@ class Day:
                 RunEntry(
                     id=self.race_run(entrant),
                     kind="race",
+                    submission_id=entrant.submission_id,
+                    race_id=self.race_id,
+                    role="entrant",
                     validator=VALIDATOR,
-                    suite=f"race-{self.race_id}",
+                    suite=race_suite_name(self.race_id),
                     started_at=(self.start + timedelta(hours=12)).timestamp(),
                 )
             )

@@ -26,7 +26,6 @@ from trajectories.store import (
     AttemptWrite,
     ProblemEntry,
     RunEntry,
-    RunKind,
     TrajectoryStore,
 )
 
@@ -36,24 +35,24 @@ log = structlog.get_logger(__name__)
 class RunRecorder:
     """Writes one run's attempts to ``store``; safe to call from the runner's worker threads."""
 
-    def __init__(self, store: TrajectoryStore, *, run_id: str, kind: RunKind, agent: AgentEntry,
-                 problems: Sequence[Problem], suite: str | None = None, validator: str | None = None,
-                 leak_clusters: Mapping[str, str] | None = None,
+    def __init__(self, store: TrajectoryStore, run: RunEntry, *, agent: AgentEntry,
+                 problems: Sequence[Problem], leak_clusters: Mapping[str, str] | None = None,
                  filter_config: FilterConfig | None = None) -> None:
-        """``leak_clusters`` maps problem ids to the cluster ids the arena computed (the store only keeps
-        them: dumps split by them)."""
+        """``run``: the run as its creator knows it (its problems are registered under its suite; it
+        starts now unless it says when). ``leak_clusters`` maps problem ids to the cluster ids the arena
+        computed (the store only keeps them: dumps split by them)."""
         self.store = store
-        self.run_id = run_id
+        self.run_id = run.id
         self.labels: Counter[str] = Counter()
         self._label_of: dict[str, str] = {}
         self._filter = filter_config or FilterConfig()
         self._lock = threading.Lock()
         store.register_agent(agent)
         clusters = leak_clusters or {}
-        store.register_problems(ProblemEntry.of(p, suite=suite, leak_cluster=clusters.get(p.id))
+        store.register_problems(ProblemEntry.of(p, suite=run.suite, leak_cluster=clusters.get(p.id))
                                 for p in problems)
-        store.register_run(RunEntry(id=run_id, kind=kind, validator=validator, suite=suite,
-                                    started_at=time.time()))
+        started = run.started_at if run.started_at is not None else time.time()
+        store.register_run(run.model_copy(update={"started_at": started}))
 
     def record(self, attempt: AttemptRecord) -> None:
         """Store ``attempt`` the moment it finished, labelled with what is known of it alone (the run's

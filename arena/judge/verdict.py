@@ -74,8 +74,13 @@ class JudgeVerdict(BaseModel):
     @property
     def failed_gate(self) -> int | None:
         """The first gate the attempt failed (1..4), or ``None`` when it passed them all."""
-        index = QUALITY_LEVELS.index(self.quality)
-        return index + 1 if index < len(GATES) else None
+        passed = self.gates_passed
+        return passed + 1 if passed < len(GATES) else None
+
+    @property
+    def gates_passed(self) -> int:
+        """How many gates the attempt passed (0..4): the rule that maps a quality level to its gate."""
+        return QUALITY_LEVELS.index(self.quality)
 
 
 class Judge(Protocol):

@@ -29,10 +29,10 @@ from arena.race.state import Submission
 from arena.submissions.behaviour import behaviour_copy, behaviour_suspects
 from arena.submissions.copies import ProblemTrace, bundled_agents, file_features, public_union, trace_of
 from arena.submissions.store import FileStore, VerdictStore
-from arena.validator.runs import SuiteRun, qualifying_suite_name, run_id_for
+from arena.validator.runs import SuiteRun, challenger_run, qualifying_suite_name
 from shoppingbench.problems.models import Problem
 from shoppingbench.sandbox.runner import AgentFile
-from trajectories.store import AttemptKey
+from trajectories.store import AttemptKey, RunEntry
 
 log = structlog.get_logger(__name__)
 
@@ -60,7 +60,7 @@ class BehaviourCheck:
         suspects = self.suspects(race, challenger)
         if not suspects:
             return None
-        run_id = run_id_for("qualifying", challenger.submission_id, [p.id for p in suite])
+        run_id = challenger_run(challenger.submission_id, [p.id for p in suite]).id
         later = self._traces(run_id, challenger.code_hash, suite)
         originals = [(CopyOf(hotkey=s.hotkey, code_hash=s.code_hash, commitment_block=s.commitment_block or 0,
                              similarity=0.0, basis="behaviour", submission_id=s.submission_id),
@@ -84,12 +84,11 @@ class BehaviourCheck:
                         suite: Sequence[Problem]) -> list[ProblemTrace]:
         """``original``'s traces on ``challenger``'s qualifying problems ``suite``, running those it has no
         attempt of; ``RetriesPending`` while attempts the provider failed await their retries."""
-        run_id = behaviour_run_id(original)
-        self.runs.judged(kind="qualifying", run_id=run_id,
-                         suite_name=qualifying_suite_name(challenger.submission_id),
-                         agent=AgentFile.read(self.files.path(original.code_hash)), hotkey=original.hotkey,
-                         submitted_at=original.submitted_at.timestamp(), suite=suite)
-        return self._traces(run_id, original.code_hash, suite)
+        run = RunEntry(id=behaviour_run_id(original), kind="qualifying", submission_id=original.submission_id,
+                       role="original", suite=qualifying_suite_name(challenger.submission_id))
+        self.runs.judged(run, agent=AgentFile.read(self.files.path(original.code_hash)),
+                         hotkey=original.hotkey, submitted_at=original.submitted_at.timestamp(), suite=suite)
+        return self._traces(run.id, original.code_hash, suite)
 
     def _traces(self, run_id: str, code_hash: str, suite: Sequence[Problem]) -> list[ProblemTrace]:
         """The stored attempts' traces, those the provider failed left out (they show no behaviour)."""

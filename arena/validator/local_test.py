@@ -49,7 +49,7 @@ from shoppingbench.results import first_refusal, results_table
 from shoppingbench.sample_world import configured_sample_world
 from shoppingbench.sandbox.runner import AgentFile, InferenceProvider
 from shoppingbench.search.base import SearchEngine
-from trajectories.store import TrajectoryStore
+from trajectories.store import RunEntry, TrajectoryStore
 
 LOCAL_TEST_SUITE = "miner-test"
 """The trajectory store's suite name of a local test's problems."""
@@ -175,7 +175,7 @@ def local_suite_run(settings: ArenaSettings, engine: SearchEngine, store: Trajec
     settings' judge, for no validator, calling the endpoint ``inference`` opens."""
     with catalog_agent_runner(settings, engine, inference=inference) as run_agent:
         yield SuiteRun(store=store, run_agent=run_agent, judge=settings.judge(), validator=None,
-                       leak_config=settings.leak_config(), judge_concurrency=settings.judge_concurrency)
+                       leak_config=settings.leak_clusters, judge_concurrency=settings.judge_concurrency)
 
 
 def _observed(run_agent: RunAgent, on_attempt: Callable[[AttemptRecord], None], progress: bool) -> RunAgent:
@@ -207,7 +207,7 @@ def run_local_test(runs: SuiteRun, agent: AgentFile, chosen: ChosenSuite, *, out
             attempts.append(record)
 
         observed = replace(runs, run_agent=_observed(runs.run_agent, keep, progress))
-        judged = observed.judged(kind="local_test", run_id=run_id, suite_name=LOCAL_TEST_SUITE, agent=agent,
+        judged = observed.judged(RunEntry(id=run_id, kind="local_test", suite=LOCAL_TEST_SUITE), agent=agent,
                                  hotkey=None, submitted_at=None, suite=chosen.problems, final=True)
     explanations = explain_attempts(judged, chosen.problems, runs.store, run_id=run_id,
                                     agent_hash=agent.sha256)

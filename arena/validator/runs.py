@@ -1,9 +1,12 @@
 """Run one agent over one suite, resumably: record every attempt, then label and judge them against the
 run's static text (who decided: ``trajectories.filter.decided``), then score the run.
 
-The run id is a function of the submission and the suite, so a restarted validator finds the attempts
-it already stored (the trajectory store keys attempts by run, agent and problem), runs only the
-problems still missing, judges only attempts still without a verdict, and scores the whole suite.
+Each run is registered with what it is (``trajectories.store.RunEntry``: its kind, submission, race and
+role), built here once (:func:`challenger_run`, :func:`defender_run`, :func:`entrant_run`); readers use
+those fields, never the id. The run id is a function of the submission and the suite, so a restarted
+validator finds the attempts it already stored (the trajectory store keys attempts by run, agent and
+problem), runs only the problems still missing, judges only attempts still without a verdict, and
+scores the whole suite.
 
 An attempt the inference provider failed (``AttemptRecord.infra_failed``, decided by
 ``shoppingbench.grading.outages``) is re-run up to ``infra_retries`` times; still failed after them, it
@@ -27,7 +30,7 @@ from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile
 from trajectories.filter.decided import carry_run_steering
 from trajectories.recorder import RunRecorder
-from trajectories.store import AgentEntry, AttemptKey, RunKind, StoredAttempt, TrajectoryStore
+from trajectories.store import AgentEntry, AttemptKey, RunEntry, RunKind, StoredAttempt, TrajectoryStore
 from trajectories.store import JudgeVerdict as StoredVerdict
 
 log = structlog.get_logger(__name__)
@@ -55,11 +58,36 @@ def defender_run_id(code_hash: str) -> str:
     return f"qualifying-defender-{code_hash[:32]}"
 
 
+def race_suite_name(race_id: str) -> str:
+    """The trajectory store's suite name of a race's problems."""
+    return f"race-{race_id}"
+
+
+def challenger_run(submission_id: str, suite_ids: Sequence[str]) -> RunEntry:
+    """A submission's run on its own qualifying problems ``suite_ids``."""
+    return RunEntry(id=run_id_for("qualifying", submission_id, suite_ids), kind="qualifying",
+                    submission_id=submission_id, role="challenger",
+                    suite=qualifying_suite_name(submission_id))
+
+
+def defender_run(winner_id: str, code_hash: str, challenger_id: str) -> RunEntry:
+    """The reigning winner's (``winner_id``, code ``code_hash``) run on challenger ``challenger_id``'s
+    qualifying problems: :func:`defender_run_id`, one run for all the challengers it meets."""
+    return RunEntry(id=defender_run_id(code_hash), kind="qualifying", submission_id=winner_id,
+                    role="defender", suite=qualifying_suite_name(challenger_id))
+
+
+def entrant_run(submission_id: str, race_id: str, suite_ids: Sequence[str]) -> RunEntry:
+    """A submission's run in race ``race_id`` over its problems ``suite_ids``."""
+    return RunEntry(id=run_id_for("race", submission_id, suite_ids), kind="race", submission_id=submission_id,
+                    race_id=race_id, role="entrant", suite=race_suite_name(race_id))
+
+
 def stored_verdict(verdict: JudgeVerdict, *, judge_retries: int = 0) -> StoredVerdict:
     """A judge's verdict as the trajectory store keeps it beside its attempt (``judge_retries``: how many
     times the attempt was judged again because the judge failed for most of its run)."""
     return StoredVerdict(model=verdict.judge, quality=verdict.quality, offline=verdict.offline,
-                         explanation=verdict.explanation,
+                         explanation=verdict.explanation, gates_passed=verdict.gates_passed,
                          details={"attempts": verdict.attempts, "models_tried": list(verdict.models_tried),
                                   "echoed_completions": verdict.echoed_completions,
                                   "steered_completions": verdict.steered_completions,
@@ -150,29 +178,30 @@ class SuiteRun:
     infra_retries: int = 2
     judge_concurrency: int = 8
 
-    def score(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
-              submitted_at: float | None, suite: Sequence[Problem], final: bool = False) -> FinalScore:
-        """Run what is missing of ``suite``, judge what is unjudged, and score the whole suite (with each
-        problem's outcome, in suite order). Raises :class:`RetriesPending` while retries are owed, unless
-        ``final`` (a deadline passed): then it scores what it has and says loudly what is missing."""
-        judged = self.judged(kind=kind, run_id=run_id, suite_name=suite_name, agent=agent, hotkey=hotkey,
-                             submitted_at=submitted_at, suite=suite, final=final)
+    def score(self, run: RunEntry, *, agent: AgentFile, hotkey: str | None, submitted_at: float | None,
+              suite: Sequence[Problem], final: bool = False) -> FinalScore:
+        """Run what is missing of ``suite`` under ``run`` (whose suite names the problems), judge what is
+        unjudged, and score the whole suite (with each problem's outcome, in suite order). Raises
+        :class:`RetriesPending` while retries are owed, unless ``final`` (a deadline passed): then it
+        scores what it has and says loudly what is missing."""
+        judged = self.judged(run, agent=agent, hotkey=hotkey, submitted_at=submitted_at, suite=suite,
+                             final=final)
         result = judged.score()
-        log.info("suite_run_scored", run_id=run_id, kind=kind, success_rate=result.success_rate,
+        log.info("suite_run_scored", run_id=run.id, kind=run.kind, success_rate=result.success_rate,
                  mean_quality=result.mean_quality, score=result.score, judges=result.judge_label,
                  missing=len(judged.missing))
         return result
 
-    def judged(self, *, kind: RunKind, run_id: str, suite_name: str, agent: AgentFile, hotkey: str | None,
-               submitted_at: float | None, suite: Sequence[Problem], final: bool = False) -> JudgedRun:
+    def judged(self, run: RunEntry, *, agent: AgentFile, hotkey: str | None, submitted_at: float | None,
+               suite: Sequence[Problem], final: bool = False) -> JudgedRun:
         """Run what is missing of ``suite`` (and re-run attempts the provider failed, retries allowing) and
         judge what is unjudged: every scored problem's success and verdict, in suite order."""
         try:
             code: str | None = agent.source.decode("utf-8")
         except UnicodeDecodeError:  # the store keeps only the hash of a file that is not UTF-8 text
             code = None
-        recorder = RunRecorder(self.store, run_id=run_id, kind=kind, suite=suite_name,
-                               validator=self.validator,
+        run_id, kind = run.id, run.kind
+        recorder = RunRecorder(self.store, run.model_copy(update={"validator": self.validator}),
                                agent=AgentEntry(code_hash=agent.sha256, hotkey=hotkey, code=code,
                                                 submitted_at=submitted_at),
                                problems=suite,

@@ -38,14 +38,14 @@ from arena.validator.ingest import fed_submissions, ingest_uploads, upload_verdi
 from arena.validator.runs import (
     RetriesPending,
     SuiteRun,
-    defender_run_id,
-    qualifying_suite_name,
-    run_id_for,
+    challenger_run,
+    defender_run,
+    entrant_run,
 )
 from arena.weights import WeightRules, WeightVector, compute_weights
 from shoppingbench.problems.models import Problem
 from shoppingbench.sandbox.runner import AgentFile
-from trajectories.store import RunKind
+from trajectories.store import RunEntry
 
 log = structlog.get_logger(__name__)
 
@@ -144,9 +144,8 @@ class Validator:
         recorded: list[str] = []
         with RunPool(self.config.concurrent_runs) as pool:
             owed = [(submission_id, self._submit(
-                        pool, self.race.state.submissions[submission_id], "race",
-                        run_id_for("race", submission_id, running.suite_ids), f"race-{running.race_id}",
-                        suite, final=final))
+                        pool, self.race.state.submissions[submission_id],
+                        entrant_run(submission_id, running.race_id, running.suite_ids), suite, final=final))
                     for submission_id in self.race.pending_race_runs()]
             # Recorded in the race engine's order, whatever finished first.
             for submission_id, pending in owed:
@@ -230,15 +229,13 @@ class Validator:
         sid = submission.submission_id
         ids = [p.id for p in suite]
         self.ledger.expose(suite, "qualifying", sid, self.race.clock.now())
-        name = qualifying_suite_name(sid)
-        challenger = self._submit(pool, submission, "qualifying", run_id_for("qualifying", sid, ids), name,
-                                  suite)
+        challenger = self._submit(pool, submission, challenger_run(sid, ids), suite)
         reign = self.race.state.reign
         if reign is None:
             return challenger, None, suite
         winner = self.race.state.submissions[reign.submission_id]
-        return challenger, self._submit(pool, winner, "qualifying", defender_run_id(winner.code_hash), name,
-                                        suite, after=challenger), suite
+        defending = defender_run(winner.submission_id, winner.code_hash, sid)
+        return challenger, self._submit(pool, winner, defending, suite, after=challenger), suite
 
     def _record_qualifying(self, submission: Submission, challenger: Pending[FinalScore],
                            defender: Pending[FinalScore] | None,
@@ -322,21 +319,19 @@ class Validator:
         # Also on resume: a crash between the race's start and this write must not leave its clusters unburnt.
         self.ledger.expose(suite, "race", race_id, self.race.clock.now())
 
-    def _submit(self, pool: RunPool, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
-                suite: Sequence[Problem], *, final: bool = False,
-                after: Pending[FinalScore] | None = None) -> Pending[FinalScore]:
-        return pool.submit(run_id, lambda: self._score(submission, kind, run_id, suite_name, suite,
-                                                       final=final), after=after)
+    def _submit(self, pool: RunPool, submission: Submission, run: RunEntry, suite: Sequence[Problem], *,
+                final: bool = False, after: Pending[FinalScore] | None = None) -> Pending[FinalScore]:
+        return pool.submit(run.id, lambda: self._score(submission, run, suite, final=final), after=after)
 
-    def _score(self, submission: Submission, kind: RunKind, run_id: str, suite_name: str,
-               suite: Sequence[Problem], *, final: bool = False) -> FinalScore:
+    def _score(self, submission: Submission, run: RunEntry, suite: Sequence[Problem], *,
+               final: bool = False) -> FinalScore:
         path = self.files.path(submission.code_hash)
         if not path.exists():
             # Our gate stores every accepted file before recording it; a missing one is lost storage.
             log.error("agent_file_missing", submission_id=submission.submission_id, path=str(path))
             return final_score(0.0, [])
         return self.runs.score(
-            kind=kind, run_id=run_id, suite_name=suite_name, agent=AgentFile.read(path),
+            run, agent=AgentFile.read(path),
             hotkey=submission.hotkey, submitted_at=submission.submitted_at.timestamp(), suite=suite,
             final=final)
 

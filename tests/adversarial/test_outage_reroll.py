@@ -38,7 +38,7 @@ from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.tools.serving import running_server
 from tests.adversarial.support import MODEL, react_with
 from tests.sandbox_support import UID_BASE, fake_grader
-from trajectories.store import AttemptKey, TrajectoryStore
+from trajectories.store import AttemptKey, RunEntry, TrajectoryStore
 
 SLOW = "Think about this for a long while."
 SLOW_S = 3.0
@@ -47,6 +47,7 @@ CAPACITY = 3
 BREAK = "BREAK-THE-SERVER " * 8
 """An input that crashes the provider: it fails it, and the provider is down for the next request."""
 RETRIES = 2
+RUN = RunEntry(id="race-reroll", kind="race", suite="race-day")
 
 AFTER_ANSWERING = f'''
 import threading as _threading
@@ -172,12 +173,10 @@ def scored(store: TrajectoryStore, run_agent: RunAgent, agent: AgentFile, suite:
                     leak_config=LeakConfig(), infra_retries=RETRIES)
     for _ in range(RETRIES):
         try:
-            return runs.score(kind="race", run_id="race-reroll", suite_name="race-day", agent=agent,
-                              hotkey="5Mallory", submitted_at=0.0, suite=suite)
+            return runs.score(RUN, agent=agent, hotkey="5Mallory", submitted_at=0.0, suite=suite)
         except RetriesPending:
             continue
-    return runs.score(kind="race", run_id="race-reroll", suite_name="race-day", agent=agent,
-                      hotkey="5Mallory", submitted_at=0.0, suite=suite)
+    return runs.score(RUN, agent=agent, hotkey="5Mallory", submitted_at=0.0, suite=suite)
 
 
 def records(store: TrajectoryStore, agent: AgentFile, suite: Sequence[Problem]) -> list[AttemptRecord]:

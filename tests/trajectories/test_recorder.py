@@ -10,7 +10,7 @@ from shoppingbench.records import AttemptRecord
 from tests.trajectories.records import Log, score, step, tool_call_text
 from trajectories.labelling import label_stored
 from trajectories.recorder import RunRecorder
-from trajectories.store import AgentEntry, AttemptKey, TrajectoryStore
+from trajectories.store import AgentEntry, AttemptKey, RunEntry, TrajectoryStore
 
 QUERY = ("I am looking for a stainless steel insulated water bottle of one litre that keeps drinks cold "
          "for a whole day, with a leak proof lid and a carrying loop, under five hundred pesos and with "
@@ -34,7 +34,7 @@ def test_the_recorder_labels_as_dump_label_does(tmp_path: Path) -> None:
     record = restating_record()
     problem = Problem(id="p1", category="product", query=QUERY, targets=[RewardTarget(product_id="1001")])
     with TrajectoryStore.open(f"sqlite:///{tmp_path / 's.sqlite3'}") as store:
-        with RunRecorder(store, run_id="run-q", kind="race", agent=AgentEntry(code_hash="c" * 64),
+        with RunRecorder(store, RunEntry(id="run-q", kind="race"), agent=AgentEntry(code_hash="c" * 64),
                          problems=[problem]) as recorder:
             recorder.record(record)
         recorded = store.get_attempt(AttemptKey.of(record))

@@ -13,6 +13,7 @@ from trajectories.store.entries import (
     ProblemEntry,
     RunEntry,
     RunKind,
+    RunRole,
     StoredAttempt,
 )
 from trajectories.store.repository import StoreError, TrajectoryStore
@@ -26,6 +27,7 @@ __all__ = [
     "ProblemEntry",
     "RunEntry",
     "RunKind",
+    "RunRole",
     "StoreError",
     "StoredAttempt",
     "TrajectoryStore",

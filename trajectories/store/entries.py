@@ -12,6 +12,11 @@ from shoppingbench.records import AttemptRecord
 from trajectories.filter import FilterVerdict
 
 RunKind = Literal["qualifying", "race", "local_test", "held_out"]
+RunRole = Literal["challenger", "defender", "original", "entrant"]
+"""The part a run's agent plays in the arena: a submission on its own qualifying problems (``challenger``),
+the reigning winner's code on a challenger's (``defender``), a suspected original re-run on a challenger's
+to compare behaviour (``original``), a submission in a race (``entrant``). Runs outside the contest (a
+miner's local test) have none."""
 
 
 class AttemptKey(NamedTuple):
@@ -71,10 +76,16 @@ class AgentEntry(BaseModel):
 
 
 class RunEntry(BaseModel):
+    """One run as its creator knows it: what it is is said by its fields, never read out of its id."""
+
     model_config = ConfigDict(frozen=True)
 
     id: str = Field(min_length=1, max_length=128)
     kind: RunKind
+    submission_id: str | None = Field(default=None, max_length=64,
+                                      description="The submission whose agent the run runs")
+    race_id: str | None = Field(default=None, max_length=32, description="The race of a race run")
+    role: RunRole | None = None
     validator: str | None = Field(default=None, max_length=64, description="Hotkey of the validator")
     suite: str | None = Field(default=None, max_length=128)
     started_at: float | None = None
@@ -88,6 +99,8 @@ class JudgeVerdict(BaseModel):
 
     model: str = Field(min_length=1, max_length=128, description="Judge model, or the offline judge's name")
     quality: float = Field(ge=0, le=1)
+    gates_passed: int | None = Field(default=None, ge=0, le=4, description=(
+        "How many of the four gates the attempt passed, as the judge decided (4: all; None: not said)"))
     offline: bool = Field(default=False, description="Decided by offline rules, not by a judge model")
     explanation: str = ""
     details: dict[str, Any] = Field(default_factory=dict, description="Anything else the judge reports")

@@ -67,7 +67,7 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_BATCH = 200
 ROWS_PER_STATEMENT = 250
-"""Attempts per multi-row upsert (SQLite): 36 columns each stays far below SQLite's 32,766 parameters a
+"""Attempts per multi-row upsert (SQLite): 37 columns each stays far below SQLite's 32,766 parameters a
 statement."""
 UPSERTS_KEPT = 8
 """Compiled upsert statements kept, by row count and columns (a bulk write on SQLite uses two: full
@@ -80,7 +80,8 @@ CONTEXT_ATTEMPT_COLUMNS = [ATTEMPTS.c[name] for name in (
     "id", "run_id", "agent_hash", "problem_id", "started_at", "finished_at", "success", "answer_verified",
     "reference_success", "gt", "rule",
     "format", "length", "failure_kind", "n_steps", "n_proxy_calls", "n_inference_calls", "completion_tokens",
-    "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_json",
+    "header", "payload", "steps_size", "proxy_log_size", "judge_model", "judge_quality", "judge_gates_passed",
+    "judge_json",
     "filter_label", "filter_json", "echoed_completions", "infra_failed")]
 """The attempt columns :meth:`TrajectoryStore.attempts_in_context` reads: all but ``content_hash``."""
 CONTEXT_COLUMNS = [

@@ -17,13 +17,15 @@ from trajectories.store.entries import AttemptWrite, JudgeVerdict, StoredAttempt
 
 LARGE_FIELDS = frozenset({"steps", "proxy_log"})
 INT32_MAX = 2**31 - 1
-DERIVED_COLUMNS = ("judge_model", "judge_quality", "judge_json", "filter_label", "filter_json")
+DERIVED_COLUMNS = ("judge_model", "judge_quality", "judge_gates_passed", "judge_json", "filter_label",
+                   "filter_json")
 
 
 def judge_columns(verdict: JudgeVerdict | None) -> dict[str, Any]:
     if verdict is None:
-        return {"judge_model": None, "judge_quality": None, "judge_json": None}
+        return {"judge_model": None, "judge_quality": None, "judge_gates_passed": None, "judge_json": None}
     return {"judge_model": verdict.model, "judge_quality": verdict.quality,
+            "judge_gates_passed": verdict.gates_passed,
             "judge_json": blobs.dumps(verdict.model_dump(mode="json")).decode()}
 
 
@@ -132,5 +134,13 @@ def decode_attempt(row: Row[Any] | Any) -> StoredAttempt:
     fields["proxy_log"] = blobs.expand_proxy_log(blobs.loads(proxy_log))
     return StoredAttempt(
         id=row.id, record=AttemptRecord.model_validate(fields),
-        judge=JudgeVerdict.model_validate(blobs.loads(row.judge_json)) if row.judge_json else None,
+        judge=_verdict(row),
         label=FilterVerdict.model_validate(blobs.loads(row.filter_json)) if row.filter_json else None)
+
+
+def _verdict(row: Row[Any] | Any) -> JudgeVerdict | None:
+    """The stored verdict; its gates from their column, which migration 0007 filled in for verdicts whose
+    JSON was written before the judge's gate was stored."""
+    if not row.judge_json:
+        return None
+    return JudgeVerdict.model_validate(blobs.loads(row.judge_json) | {"gates_passed": row.judge_gates_passed})

@@ -76,6 +76,10 @@ class RunRow(Base):
 
     id: Mapped[str] = mapped_column(String(128), primary_key=True)
     kind: Mapped[str | None] = mapped_column(String(16))
+    # Who and what the run is for (migration 0007): the creator says so; never parsed out of the id.
+    submission_id: Mapped[str | None] = mapped_column(String(64))
+    race_id: Mapped[str | None] = mapped_column(String(32))
+    role: Mapped[str | None] = mapped_column(String(16))
     validator: Mapped[str | None] = mapped_column(String(64))
     suite: Mapped[str | None] = mapped_column(String(128))
     started_at: Mapped[float | None] = mapped_column(Double)
@@ -121,6 +125,8 @@ class AttemptRow(Base):
     judge_model: Mapped[str | None] = mapped_column(String(128))
     judge_quality: Mapped[float | None] = mapped_column(Double)
     judge_json: Mapped[str | None] = mapped_column(Text)
+    # The gates the judge's verdict passed (0..4, migration 0007), stored with it, not re-derived.
+    judge_gates_passed: Mapped[int | None] = mapped_column(Integer)
     filter_label: Mapped[str | None] = mapped_column(String(16), index=True)
     filter_json: Mapped[str | None] = mapped_column(Text)
     # Completions that only repeated their request (``shoppingbench.echo``, migration 0004): measured

@@ -9,7 +9,8 @@ never a scan:
 - :meth:`SiteReads.latest_attempt_id`: the primary key's last entry.
 
 Which attempts may be shown is the caller's rule (the arena's: public problems only); this module only
-applies it, as a :class:`Scope`: run kinds, suite-name prefixes, and suites still hidden.
+applies it, as a :class:`Scope`: run kinds and the suites whose problems are public. What a run is for
+is read from its columns (submission, race, role), never from its id.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 
-from trajectories.store.entries import StoredAttempt
+from trajectories.store.entries import RunRole, StoredAttempt
 from trajectories.store.repository import TrajectoryStore
 from trajectories.store.rows import decode_attempt
 from trajectories.store.schema import AGENTS, ATTEMPTS, PROBLEMS, RUNS
@@ -33,31 +34,17 @@ MAX_PAGE = 200
 
 @dataclass(frozen=True)
 class Scope:
-    """The attempts a reader may see: a run of one of ``kinds`` on a problem whose suite starts with one of
-    ``prefixes`` and is not one of ``hidden``."""
+    """The attempts a reader may see: a run of one of ``kinds`` on a problem of one of ``suites``."""
 
     kinds: tuple[str, ...]
-    prefixes: tuple[str, ...]
-    hidden: frozenset[str] = field(default_factory=frozenset)
+    suites: frozenset[str] = field(default_factory=frozenset)
 
     def admits(self, kind: str | None, suite: str | None) -> bool:
-        return (
-            kind in self.kinds
-            and suite is not None
-            and suite.startswith(self.prefixes)
-            and suite not in self.hidden
-        )
+        return kind in self.kinds and suite in self.suites
 
     def clause(self) -> ColumnElement[bool]:
         """The same rule in SQL, over ``runs`` and ``problems`` joined to ``attempts``."""
-        suite = PROBLEMS.c.suite
-        conditions = [
-            RUNS.c.kind.in_(self.kinds),
-            or_(*(suite.startswith(p, autoescape=True) for p in self.prefixes)),
-        ]
-        if self.hidden:
-            conditions.append(suite.not_in(sorted(self.hidden)))
-        return and_(*conditions)
+        return and_(RUNS.c.kind.in_(self.kinds), PROBLEMS.c.suite.in_(sorted(self.suites)))
 
 
 class AttemptInContext(BaseModel):
@@ -68,6 +55,9 @@ class AttemptInContext(BaseModel):
     attempt: StoredAttempt
     run_kind: str | None
     run_suite: str | None
+    run_submission_id: str | None
+    run_race_id: str | None
+    run_role: str | None
     validator: str | None
     problem_suite: str | None
     hotkey: str | None
@@ -103,11 +93,14 @@ class AttemptCount(BaseModel):
 
     run_id: str
     run_kind: str | None
+    run_race_id: str | None
+    run_role: str | None
     problem_suite: str | None
     category: str
     success: bool
     answer_verified: bool | None
     judge_quality: float | None
+    judge_gates_passed: int | None
     filter_label: str | None
     attempts: int
 
@@ -133,21 +126,27 @@ _SUMMARY_COLUMNS = (
 _COUNT_NAMES = (
     "run_id",
     "run_kind",
+    "run_race_id",
+    "run_role",
     "problem_suite",
     "category",
     "success",
     "answer_verified",
     "judge_quality",
+    "judge_gates_passed",
     "filter_label",
 )
 _COUNT_KEYS = (
     ATTEMPTS.c.run_id,
     RUNS.c.kind,
+    RUNS.c.race_id,
+    RUNS.c.role,
     PROBLEMS.c.suite,
     PROBLEMS.c.category,
     ATTEMPTS.c.success,
     ATTEMPTS.c.answer_verified,
     ATTEMPTS.c.judge_quality,
+    ATTEMPTS.c.judge_gates_passed,
     ATTEMPTS.c.filter_label,
 )
 
@@ -166,12 +165,24 @@ def _joined(query: Select[Any]) -> Select[Any]:
     )
 
 
-def _agent_clause(agent_hash: str, scope: Scope, runs: Sequence[str]) -> tuple[ColumnElement[bool], ...]:
-    return (
-        ATTEMPTS.c.agent_hash == agent_hash,
-        scope.clause(),
-        or_(*(ATTEMPTS.c.run_id.startswith(prefix, autoescape=True) for prefix in runs)),
-    )
+@dataclass(frozen=True)
+class AgentRuns:
+    """Which runs of an agent a read covers: those of submission ``submission_id`` in one of ``roles``, and
+    those of the agent's code in one of ``code_roles`` whichever submission registered them (a run named
+    by its code only, as a defender's)."""
+
+    submission_id: str
+    roles: tuple[RunRole, ...]
+    code_roles: tuple[RunRole, ...] = ()
+
+    def clause(self) -> ColumnElement[bool]:
+        """The rule in SQL, over ``runs`` joined to the agent's ``attempts``."""
+        own = and_(RUNS.c.submission_id == self.submission_id, RUNS.c.role.in_(self.roles))
+        return or_(own, RUNS.c.role.in_(self.code_roles)) if self.code_roles else own
+
+
+def _agent_clause(agent_hash: str, scope: Scope, runs: AgentRuns) -> tuple[ColumnElement[bool], ...]:
+    return ATTEMPTS.c.agent_hash == agent_hash, scope.clause(), runs.clause()
 
 
 class SiteReads:
@@ -188,6 +199,9 @@ class SiteReads:
                     ATTEMPTS,
                     RUNS.c.kind.label("run_kind"),
                     RUNS.c.suite.label("run_suite"),
+                    RUNS.c.submission_id.label("run_submission_id"),
+                    RUNS.c.race_id.label("run_race_id"),
+                    RUNS.c.role.label("run_role"),
                     RUNS.c.validator,
                     PROBLEMS.c.suite.label("problem_suite"),
                     AGENTS.c.hotkey,
@@ -204,6 +218,9 @@ class SiteReads:
             attempt=decode_attempt(row),
             run_kind=row.run_kind,
             run_suite=row.run_suite,
+            run_submission_id=row.run_submission_id,
+            run_race_id=row.run_race_id,
+            run_role=row.run_role,
             validator=row.validator,
             problem_suite=row.problem_suite,
             hotkey=row.hotkey,
@@ -219,9 +236,9 @@ class SiteReads:
             found = {row.id: row for row in connection.execute(query)}
         return [AttemptSummary.model_validate(found[i]._asdict()) for i in wanted if i in found]
 
-    def agent_index(self, agent_hash: str, scope: Scope, *, runs: Sequence[str]) -> AgentIndex:
-        """The agent's attempts in ``scope`` in runs whose id starts with one of ``runs``: their ids, oldest
-        first, and their counts by run, category, success and verdicts (one pass over the agent's rows)."""
+    def agent_index(self, agent_hash: str, scope: Scope, *, runs: AgentRuns) -> AgentIndex:
+        """The agent's attempts in ``scope`` in ``runs``: their ids, oldest first, and their counts by run,
+        category, success and verdicts (one pass over the agent's rows)."""
         query = (
             _joined(select(ATTEMPTS.c.id, *_COUNT_KEYS))
             .where(*_agent_clause(agent_hash, scope, runs))

@@ -24,12 +24,12 @@ from arena.race.state import submission_id
 from arena.storage import open_database
 from arena.submissions.store import FileStore
 from arena.validator.api import ArenaView
-from arena.validator.runs import qualifying_suite_name, run_id_for
+from arena.validator.runs import challenger_run, entrant_run
 from shoppingbench.records import AttemptRecord, ReturnedProduct
 from shoppingbench.submission_check import check_agent
 from trajectories.doubles.synthetic import make_attempt, make_problems
 from trajectories.filter import label_attempt
-from trajectories.store import AttemptKey, AttemptWrite, JudgeVerdict, RunEntry, RunKind, TrajectoryStore
+from trajectories.store import AttemptKey, AttemptWrite, JudgeVerdict, RunEntry, TrajectoryStore
 
 T0 = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
 RACE_DAY = "2026-11-18"
@@ -83,18 +83,17 @@ def write_run(
     store: TrajectoryStore,
     rng: random.Random,
     *,
-    run_id: str,
-    kind: RunKind,
-    suite: str,
+    run: RunEntry,
     agent: str,
     count: int,
     xss: bool = False,
 ) -> list[int]:
-    """``count`` synthetic attempts of ``agent`` on fresh problems of ``suite`` in run ``run_id``, judged
-    and labelled; their ids."""
-    problems = make_problems(rng, count, suite=suite)
+    """``count`` synthetic attempts of ``agent`` on fresh problems of the suite of ``run``, judged and
+    labelled; their ids."""
+    problems = make_problems(rng, count, suite=run.suite)
     store.register_problems(problems)
-    store.register_run(RunEntry(id=run_id, kind=kind, suite=suite, started_at=T0.timestamp()))
+    store.register_run(run.model_copy(update={"started_at": T0.timestamp()}))
+    run_id = run.id
     writes = []
     for n, problem in enumerate(problems):
         record = make_attempt(
@@ -110,6 +109,7 @@ def write_run(
                     model="offline-rules",
                     offline=True,
                     quality=(0.1, 0.5, 0.9)[n % 3],
+                    gates_passed=(0, 2, 4)[n % 3],
                     explanation=f"level {n}",
                 ),
             )
@@ -146,9 +146,7 @@ def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
     scenario.attempts["qualifying"] = write_run(
         store,
         rng,
-        run_id=run_id_for("qualifying", alice, ["q"]),
-        kind="qualifying",
-        suite=qualifying_suite_name(alice),
+        run=challenger_run(alice, ["q"]),
         agent=alice_hash,
         count=6,
     )
@@ -156,31 +154,28 @@ def build_scenario(tmp_path: Path, *, finish_race: bool = True) -> Scenario:
     scenario.attempts["bob"] = write_run(
         store,
         rng,
-        run_id=run_id_for("qualifying", bob, ["q"]),
-        kind="qualifying",
-        suite=qualifying_suite_name(bob),
+        run=challenger_run(bob, ["q"]),
         agent="b" * 64,
         count=2,
     )
     scenario.attempts["held_out"] = write_run(
-        store, rng, run_id="held-out-alice", kind="held_out", suite="held-out-v1", agent=alice_hash, count=2
+        store, rng, run=RunEntry(id="held-out-alice", kind="held_out", suite="held-out-v1"), agent=alice_hash,
+        count=2
     )
     clock.advance(datetime.combine(T0.date(), time(16), tzinfo=UTC) - clock.now())
     started = writer.start_race("0xseed", ["p1", "p2"])
     assert started.type == "race_started"
-    race_run = run_id_for("race", alice, ["p1", "p2"])
+    race_run = entrant_run(alice, RACE_DAY, ["p1", "p2"])
     scenario.attempts["xss"] = write_run(
         store,
         rng,
-        run_id=race_run,
-        kind="race",
-        suite=f"race-{RACE_DAY}",
+        run=race_run,
         agent=alice_hash,
         count=1,
         xss=True,
     )
     scenario.attempts["race"] = write_run(
-        store, rng, run_id=race_run, kind="race", suite=f"race-{RACE_DAY}", agent=alice_hash, count=6
+        store, rng, run=race_run, agent=alice_hash, count=6
     )
     if finish_race:
         finish_the_race(scenario)

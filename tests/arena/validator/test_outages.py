@@ -60,7 +60,7 @@ from tests.arena.validator.test_validator import REACT, START, accept_upload, ra
 from tests.chain_support import CountingChain, make_wallet, register
 from tests.sandbox_support import UID_BASE, fake_grader
 from trajectories.filter.decided import carry_run_steering
-from trajectories.store import AttemptKey, TrajectoryStore
+from trajectories.store import AttemptKey, RunEntry, TrajectoryStore
 
 MODEL = "stub-shopper"
 AGENT = AgentFile.read(Path(react_llm.__file__))
@@ -137,7 +137,7 @@ def suite_run(store: TrajectoryStore, run_agent: RunAgent, **fields: Any) -> Sui
 
 
 def run_args(suite: Sequence[Problem], run_id: str = "race-outage") -> dict[str, Any]:
-    return {"kind": "race", "run_id": run_id, "suite_name": "race-day", "agent": AGENT, "hotkey": "5Alice",
+    return {"run": RunEntry(id=run_id, kind="race", suite="race-day"), "agent": AGENT, "hotkey": "5Alice",
             "submitted_at": 0.0, "suite": suite}
 
 

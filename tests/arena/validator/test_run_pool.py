@@ -17,6 +17,7 @@ from arena.validator.concurrent import RunPool
 from arena.validator.runs import defender_run_id
 from arena.validator.service import Validator
 from tests.sandbox_support import problem
+from trajectories.store import RunEntry
 
 
 def test_size_one_computes_each_run_when_its_outcome_is_taken() -> None:
@@ -144,8 +145,10 @@ def test_the_winners_re_run_on_a_challengers_problems_never_runs_beside_the_chal
     events: list[str] = []
     winner_started = threading.Event()
 
-    def score(submission: Submission, kind: str, run_id: str, suite_name: str, suite: Any, *,
-              final: bool = False) -> FinalScore:
+    asked: list[RunEntry] = []
+
+    def score(submission: Submission, run: RunEntry, suite: Any, *, final: bool = False) -> FinalScore:
+        asked.append(run)
         events.append(f"{submission.submission_id} started")
         if submission is challenger:
             # Beside it, the winner's run would start meanwhile; after it, it cannot.
@@ -168,3 +171,8 @@ def test_the_winners_re_run_on_a_challengers_problems_never_runs_beside_the_chal
         assert runs[0].result().success_rate == runs[1].result().success_rate == 0.5
     assert events == ["challenger started", "challenger over", "winner started", "winner over"]
     assert defender_run_id(winner.code_hash).startswith("qualifying-defender-")
+    # Each run says whose it is and in what role; the winner's is on the challenger's problems.
+    assert [(r.submission_id, r.role, r.suite) for r in asked] == [
+        ("challenger", "challenger", "qualifying-challenger"),
+        ("winner", "defender", "qualifying-challenger"),
+    ]

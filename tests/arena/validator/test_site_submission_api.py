@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
+from arena.judge.verdict import GATES
+from arena.race import RaceState
+from arena.race.state import Submission
 from arena.validator.api import create_app
+from arena.validator.api.routes.attempts import _owner
+from arena.validator.runs import challenger_run, defender_run_id, entrant_run
+from shoppingbench.records import AttemptRecord
 from tests.arena.validator.site_scenario import (
     INVENTED,
     RACE_DAY,
@@ -23,6 +29,9 @@ from tests.arena.validator.site_scenario import (
     write_run,
 )
 from tests.servers import running_server
+from tests.trajectories.records import react_record
+from trajectories.store import AttemptKey, JudgeVerdict, RunEntry, StoredAttempt
+from trajectories.store.site_reads import AttemptInContext
 
 
 @pytest.fixture
@@ -213,9 +222,7 @@ def test_the_kept_public_attempts_follow_the_store_as_it_grows(
     (added,) = write_run(
         scenario.view.store,
         random.Random(5),
-        run_id=race.run_id,
-        kind="race",
-        suite=f"race-{RACE_DAY}",
+        run=entrant_run(scenario.alice, RACE_DAY, ["p1", "p2"]),
         agent=race.agent_hash,
         count=1,
     )
@@ -231,3 +238,42 @@ def test_the_page_lists_its_attempts_a_page_at_a_time(scenario: Scenario, http: 
     assert '<a href="?page=3&amp;page_size=5">next</a>' in page
     public = sorted(scenario.attempts["qualifying"] + scenario.attempts["xss"] + scenario.attempts["race"])
     assert [f'href="/attempts/{i}"' in page for i in public] == [5 <= n < 10 for n in range(13)]
+
+
+def _in_run(run: RunEntry, record: AttemptRecord) -> AttemptInContext:
+    return AttemptInContext(attempt=StoredAttempt(id=1, record=record.model_copy(update={"run_id": run.id})),
+                            run_kind=run.kind, run_suite=run.suite, run_submission_id=run.submission_id,
+                            run_race_id=run.race_id, run_role=run.role, validator=None,
+                            problem_suite=run.suite, hotkey=None)
+
+
+def test_an_attempt_belongs_to_the_submission_its_run_registered_whatever_its_id_holds() -> None:
+    """Submissions "1" and "1-1" of one code: the id of "1-1"'s run holds "-1-" as well, which the old
+    substring rule took for "1"'s; the run's column says "1-1". A run that names no submission (a defender's
+    stored before runs named theirs) goes to the oldest submission of its code."""
+    record = react_record()
+    at = datetime(2026, 11, 18, tzinfo=UTC)
+    state = RaceState(submissions={
+        sid: Submission(submission_id=sid, hotkey="5Miner", code_hash=record.agent_hash,
+                        submitted_at=at + timedelta(minutes=n))
+        for n, sid in enumerate(("1", "1-1"))})
+    later = challenger_run("1-1", ["q"])
+    assert "-1-" in later.id
+    assert _owner(state, _in_run(later, record)) == "1-1"
+    assert _owner(state, _in_run(challenger_run("1", ["q"]), record)) == "1"
+    assert _owner(state, _in_run(RunEntry(id=defender_run_id(record.agent_hash), kind="qualifying",
+                                          role="defender"), record)) == "1"
+
+
+def test_the_site_shows_the_gate_stored_with_the_verdict(scenario: Scenario, http: httpx.Client) -> None:
+    """The gate is the judge's, stored with its verdict: the site does not derive it from the quality (the
+    scenario's verdicts are 0.1, 0.5 and 0.9: none stopped at gate 2 until this one)."""
+    attempt_id = scenario.attempts["race"][0]
+    stored = scenario.view.store.load([attempt_id])[0]
+    verdict = JudgeVerdict(model="offline-rules", offline=True, quality=0.9, gates_passed=1)
+    assert scenario.view.store.set_judge_verdict(AttemptKey.of(stored.record), verdict)
+    judge = http.get(f"/api/attempts/{attempt_id}").json()["judge"]
+    assert (judge["quality"], judge["stopped_at_gate"], judge["gate"]) == (0.9, 2, GATES[1])
+    gates = {g["stopped_at_gate"]: g["attempts"] for g in
+             http.get(f"/api/submissions/{scenario.alice}").json()["gates"] if g["quality"] is not None}
+    assert gates[2] == 1 and sum(gates.values()) == 13

@@ -83,6 +83,7 @@ from tests.fake_substrate import BLOCK_MS, FakeSubstrate
 from tests.sandbox_support import UID_BASE, fake_grader
 from trajectories.doubles.synthetic import make_attempt
 from trajectories.store import AttemptKey, ProblemEntry, RunKind, StoredAttempt, TrajectoryStore
+from trajectories.store.site_reads import SiteReads
 
 MODEL = "stub-shopper"
 START = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)  # a Thursday: the race at 16:00, embargo until Friday
@@ -215,6 +216,10 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
                 key = AttemptKey(run_id, submission.code_hash, problem_id)
                 attempt = validator.runs.store.get_attempt(key)
                 assert attempt is not None and attempt.judge is not None and attempt.label is not None
+                assert attempt.judge.gates_passed is not None  # the judge's gate, stored with its verdict
+                found = SiteReads(validator.runs.store).attempt(attempt.id)
+                assert found is not None and (found.run_submission_id, found.run_role) == (
+                    submission_id, "challenger" if kind == "qualifying" else "entrant")
     # Each agent ran its own qualifying problems (no winner reigned, so nobody else ran them) and the race.
     alice_problems, bob_problems = qualifying.values()
     assert alice_problems != bob_problems and len(alice_problems) == len(bob_problems)
@@ -242,6 +247,9 @@ def test_weights_burn_before_the_first_race_then_follow_the_race(
     defended = [validator.runs.store.get_attempt(AttemptKey(defender_run_id(winner_code), winner_code, p.id))
                 for p in bob_again]
     assert all(a is not None and a.judge is not None for a in defended)  # the winner ran Bob's problems
+    found = SiteReads(validator.runs.store).attempt(defended[0].id) if defended[0] else None
+    assert found is not None
+    assert (found.run_submission_id, found.run_role) == (winner.submission_id, "defender")
     assert validator.runs.store.count_attempts() == (2 * len(alice_problems) + 2 * len(race_suite)
                                                      + 2 * len(bob_again))
     arena.clock.advance(timedelta(hours=7))

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from shoppingbench.problems.models import Problem, RewardTarget
 from tests.trajectories.records import react_record
 from trajectories.recorder import RunRecorder
-from trajectories.store import AgentEntry, AttemptKey, JudgeVerdict, TrajectoryStore
+from trajectories.store import AgentEntry, AttemptKey, JudgeVerdict, RunEntry, TrajectoryStore
 
 RUNS = 3
 PROBLEMS = 8
@@ -28,7 +28,7 @@ def test_runs_recorded_and_judged_from_many_threads_store_every_attempt_once(sto
 
     def one_run(run: int) -> None:
         # Every run registers the same problems at once (a challenger's and the winner's run share them).
-        recorder = RunRecorder(store, run_id=f"run-{run}", kind="qualifying", suite="qualifying-x",
+        recorder = RunRecorder(store, RunEntry(id=f"run-{run}", kind="qualifying", suite="qualifying-x"),
                                agent=AgentEntry(code_hash=agents[run][:64]), problems=suite)
         with ThreadPoolExecutor(max_workers=THREADS // RUNS) as judging:
             for problem in suite:

@@ -28,7 +28,9 @@ ECHO_COLUMNS = ("echoed_completions",)
 """Added by migration 0004."""
 INFRA_COLUMNS = ("infra_failed",)
 """Added by migration 0005."""
-HEAD = "0006"
+GATE_COLUMNS = ("judge_gates_passed",)
+"""Added by migration 0007 (with the runs' ``submission_id``, ``race_id`` and ``role``)."""
+HEAD = "0007"
 
 
 def test_an_empty_database_migrates_to_exactly_the_models(store_url: str) -> None:
@@ -130,7 +132,7 @@ def _row_written_before_0003(record: AttemptRecord) -> dict[str, Any]:
     """The row a 0002-era writer stored: no verified-answer columns, and neither the record's header nor
     its proxy log knows the fields added with them (reference score, answer check, tool results)."""
     row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items()
-           if k not in (*VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS, *INFRA_COLUMNS)}
+           if k not in (*VERIFIED_ANSWER_COLUMNS, *ECHO_COLUMNS, *INFRA_COLUMNS, *GATE_COLUMNS)}
     header = blobs.loads(row["header"])
     for name in ("reference_score", "answer_verified"):
         del header[name]
@@ -178,7 +180,8 @@ def test_0005_upgrades_a_0004_database_and_summaries_leave_out_provider_failures
     record = react_record()
     try:
         upgrade(engine, "0004")
-        row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items() if k not in INFRA_COLUMNS}
+        row = {k: v for k, v in encode_attempt(AttemptWrite(record=record)).items()
+               if k not in (*INFRA_COLUMNS, *GATE_COLUMNS)}
         header = blobs.loads(row["header"])
         for name in ("infra_failed", "infra_retries"):
             del header[name]
@@ -200,6 +203,59 @@ def test_0005_upgrades_a_0004_database_and_summaries_leave_out_provider_failures
         assert before.attempts == 1
         store.write_attempt(record.model_copy(update={"infra_failed": True}))
         assert store.category_scores(["race"]) == []
+
+
+OLD_RUNS = (
+    # (id, kind, suite) as the arena wrote them before 0007, and what the upgrade reads off them
+    ("qualifying-1f2e3d4c5b6a7988-0123456789ab", "qualifying", "qualifying-1f2e3d4c5b6a7988",
+     ("1f2e3d4c5b6a7988", None, "challenger")),
+    ("qualifying-defender-" + "c" * 32, "qualifying", "qualifying-1f2e3d4c5b6a7988",
+     (None, None, "defender")),
+    ("behaviour-00aa11bb22cc33dd", "qualifying", "qualifying-1f2e3d4c5b6a7988",
+     ("00aa11bb22cc33dd", None, "original")),
+    ("race-1f2e3d4c5b6a7988-ba9876543210", "race", "race-2026-11-18",
+     ("1f2e3d4c5b6a7988", "2026-11-18", "entrant")),
+    ("9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e", "local_test", "local-test", (None, None, None)),
+    ("race-of-an-unregistered-run", None, None, (None, None, None)),
+)
+OLD_QUALITIES = (0.1, 0.3, 0.5, 0.7, 0.9, 0.2)
+"""One old verdict a run: the five levels back-fill 0..4 gates passed; a quality off the levels, none."""
+
+
+def test_0007_back_fills_runs_identity_and_verdicts_gates_from_the_old_formats(store_url: str) -> None:
+    engine = make_engine(store_url)
+    records = [react_record(run_id=run_id, problem_id=f"p{n}") for n, (run_id, *_) in enumerate(OLD_RUNS)]
+    unjudged = react_record(run_id=OLD_RUNS[0][0], problem_id="p-unjudged")
+    try:
+        upgrade(engine, "0006")
+        with engine.begin() as connection:
+            for record in [*records, unjudged]:
+                connection.execute(insert(PROBLEMS).values(id=record.problem_id, version=1,
+                                                           category=record.category, query="q"))
+            connection.execute(insert(AGENTS).values(code_hash=records[0].agent_hash))
+            for run_id, kind, suite, _ in OLD_RUNS:
+                connection.execute(insert(RUNS).values(id=run_id, kind=kind, suite=suite))
+            writes = [AttemptWrite(record=r, judge=JudgeVerdict(model="m", quality=q))
+                      for r, q in zip(records, OLD_QUALITIES, strict=True)] + [AttemptWrite(record=unjudged)]
+            connection.execute(insert(ATTEMPTS).values(
+                [{k: v for k, v in encode_attempt(w).items() if k not in GATE_COLUMNS} for w in writes]))
+        upgrade(engine)
+        with engine.connect() as connection:
+            identities = {row.id: (row.submission_id, row.race_id, row.role) for row in connection.execute(
+                select(RUNS.c.id, RUNS.c.submission_id, RUNS.c.race_id, RUNS.c.role))}
+    finally:
+        engine.dispose()
+    assert identities == {run_id: identity for run_id, _, _, identity in OLD_RUNS}
+    with TrajectoryStore.open(store_url) as store:
+        gates = [store.get_attempt(AttemptKey.of(r)) for r in records]
+        assert [g.judge.gates_passed if g and g.judge else "?" for g in gates] == [0, 1, 2, 3, 4, None]
+        stored = store.get_attempt(AttemptKey.of(unjudged))
+        assert stored is not None and stored.judge is None
+        # A verdict stored after the upgrade keeps the gate it was given, whatever its quality says.
+        assert store.set_judge_verdict(AttemptKey.of(records[5]), JudgeVerdict(model="m", quality=0.2,
+                                                                              gates_passed=1))
+        again = store.get_attempt(AttemptKey.of(records[5]))
+        assert again is not None and again.judge is not None and again.judge.gates_passed == 1
 
 
 def test_0006_stores_the_payload_out_of_line_without_compressing_it_again(store_url: str) -> None:

@@ -22,11 +22,14 @@ router = APIRouter()
 
 
 def _owner(state: RaceState, found: AttemptInContext) -> str | None:
-    """The submission whose run holds the attempt (its own runs name it; a defender's run names its code)."""
+    """The submission whose run holds the attempt, as its run says; for a run that does not say (a
+    defender's run stored before runs named their submission), the oldest submission of its code."""
     record = found.attempt.record
+    registered = state.submissions.get(found.run_submission_id or "")
+    if registered is not None and registered.code_hash == record.agent_hash:
+        return registered.submission_id
     same_code = [s for s in state.submissions.values() if s.code_hash == record.agent_hash]
-    named = [s for s in same_code if f"-{s.submission_id}-" in record.run_id]
-    chosen = named or sorted(same_code, key=lambda s: (s.submitted_at, s.submission_id))
+    chosen = sorted(same_code, key=lambda s: (s.submitted_at, s.submission_id))
     return chosen[0].submission_id if chosen else None
 
 

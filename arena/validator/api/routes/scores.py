@@ -2,7 +2,7 @@
 page of runs at a time (newest first): a validator's store grows by tens of thousands of attempts a day,
 so a page sums only its own runs' attempts (through the attempts' run index).
 
-A run's figures are served once its suite is public (``views/submission_view.is_public``): a race run's
+A run's figures are served once its suite is public (``views/submission_view.public_scope``): a race run's
 when the race has finished, a qualifying run's when its submission's qualifying run is scored. Until
 then the run is listed (it counts in ``total``) under ``withheld``, with no rows: a running race's
 per-submission, per-category success is not shown while the race runs."""
@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from arena.validator.api.site.paging import MAX_PAGE, MAX_PAGE_SIZE, PageDep
-from arena.validator.api.views.submission_view import is_public
+from arena.validator.api.views.submission_view import public_scope
 from arena.validator.api.views.view import ViewDep
 from trajectories.store import CategoryScore, RunKind
 
@@ -40,7 +40,8 @@ def scores(view: ViewDep, params: PageDep) -> RunScoresPage:
     state = view.state()
     run_ids, total = view.store.scored_runs(SCORED_RUNS, offset=params.offset, limit=params.limit)
     rows = view.store.category_scores(SCORED_RUNS, run_ids=run_ids) if run_ids else []
-    hidden = {row.run_id for row in rows if not is_public(state, row.kind, row.suite)}
+    scope = public_scope(state)
+    hidden = {row.run_id for row in rows if not scope.admits(row.kind, row.suite)}
     return RunScoresPage(items=[row for row in rows if row.run_id not in hidden], page=params.page,
                          page_size=params.page_size, total=total,
                          withheld=[run_id for run_id in run_ids if run_id in hidden])

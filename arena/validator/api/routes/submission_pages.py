@@ -100,7 +100,7 @@ def submission_detail(
     detail = SubmissionDetail(
         submission=submission,
         timeline=timeline,
-        runs=run_summaries(rows, submission.code_hash),
+        runs=run_summaries(rows),
         gates=gate_counts(rows),
         labels=label_counts(rows),
         verified=verified_counts(rows),

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from arena.judge.verdict import GATES, QUALITY_LEVELS, allowed_quality
+from arena.judge.verdict import GATES
 from shoppingbench.records import ProxyCall, ReturnedProduct
 from shoppingbench.scoring.rules import TargetScore
 from trajectories.filter.calls import executed_call, matches, signature
@@ -226,14 +226,15 @@ def _judge(found: AttemptInContext) -> JudgeView | None:
     verdict = found.attempt.judge
     if verdict is None:
         return None
-    level = allowed_quality(verdict.quality)
-    gate = QUALITY_LEVELS.index(level) + 1 if level is not None and level < QUALITY_LEVELS[-1] else None
+    passed = verdict.gates_passed
+    gate = passed + 1 if passed is not None and passed < len(GATES) else None
+    asked = GATES[gate - 1] if gate else "passed all four gates" if passed is not None else "not recorded"
     return JudgeView(
         model=verdict.model,
         offline=verdict.offline,
         quality=verdict.quality,
         stopped_at_gate=gate,
-        gate=GATES[gate - 1] if gate else "passed all four gates",
+        gate=asked,
         explanation=cut(verdict.explanation),
     )
 

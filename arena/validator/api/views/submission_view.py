@@ -17,30 +17,15 @@ from arena.judge.verdict import GATES, QUALITY_LEVELS
 from arena.race import RaceState
 from arena.race.state import Submission
 from arena.validator.api.views.timeline import TimelineEntry
-from arena.validator.runs import defender_run_id, qualifying_suite_name
-from trajectories.store.site_reads import AttemptCount, Scope
+from arena.validator.runs import qualifying_suite_name, race_suite_name
+from trajectories.store import RunRole
+from trajectories.store.site_reads import AgentRuns, AttemptCount, Scope
 
 PUBLIC_KINDS = ("qualifying", "race")
-QUALIFYING_PREFIX = qualifying_suite_name("")
-RACE_PREFIX = "race-"
-"""The trajectory store's suite name of a race's problems: ``race-<race id>``."""
-
-
-def race_suite_name(race_id: str) -> str:
-    return f"{RACE_PREFIX}{race_id}"
-
-
-def public_scope(state: RaceState) -> Scope:
-    """The attempts the site may show under ``state``: runs of the validator's own kinds on qualifying and
-    race problems, less the suites not public yet (a qualifying run not scored, the running race)."""
-    hidden = {
-        qualifying_suite_name(s.submission_id)
-        for s in state.submissions.values()
-        if s.qualifying_score is None and s.status != "rejected"
-    }
-    if state.running is not None:
-        hidden.add(race_suite_name(state.running.race_id))
-    return Scope(kinds=PUBLIC_KINDS, prefixes=(QUALIFYING_PREFIX, RACE_PREFIX), hidden=frozenset(hidden))
+SUBMISSION_ROLES: tuple[RunRole, ...] = ("challenger", "entrant")
+"""The runs a submission page shows: its own qualifying run and its race runs, and (``CODE_ROLES``) the
+runs of its code as the defender on challengers' qualifying problems."""
+CODE_ROLES: tuple[RunRole, ...] = ("defender",)
 
 
 def _finished_race(state: RaceState, race_id: str) -> bool:
@@ -52,23 +37,25 @@ def _finished_race(state: RaceState, race_id: str) -> bool:
     return not running and state.last_settled_day is not None and day <= state.last_settled_day
 
 
+def public_scope(state: RaceState) -> Scope:
+    """The attempts the site may show under ``state``: runs of the validator's own kinds on the problems
+    of a submission of this log whose qualifying is scored, or of a race that finished (every race with
+    an entrant is in its entrants' ``races``)."""
+    qualifying = {qualifying_suite_name(s.submission_id) for s in state.submissions.values()
+                  if s.qualifying_score is not None}
+    races = {race for s in state.submissions.values() for race in s.races}
+    finished = {race_suite_name(race) for race in races if _finished_race(state, race)}
+    return Scope(kinds=PUBLIC_KINDS, suites=frozenset(qualifying | finished))
+
+
 def is_public(state: RaceState, kind: str | None, suite: str | None) -> bool:
-    """Whether an attempt of a run of ``kind`` on a problem of ``suite`` may be shown: the scope's rule,
-    and the suite names a submission of this log whose qualifying is scored or a race that finished."""
-    if not public_scope(state).admits(kind, suite):
-        return False
-    assert suite is not None
-    if suite.startswith(QUALIFYING_PREFIX):
-        owner = state.submissions.get(suite.removeprefix(QUALIFYING_PREFIX))
-        return owner is not None and owner.qualifying_score is not None
-    return _finished_race(state, suite.removeprefix(RACE_PREFIX))
+    """Whether an attempt of a run of ``kind`` on a problem of ``suite`` may be shown."""
+    return public_scope(state).admits(kind, suite)
 
 
-def submission_runs(submission: Submission) -> tuple[str, ...]:
-    """Prefixes of the run ids holding a submission's attempts: its qualifying run, its race runs, and the
-    runs of its code as a defender on challengers' qualifying problems (``arena.validator.runs``)."""
-    sid = submission.submission_id
-    return (f"qualifying-{sid}-", f"race-{sid}-", defender_run_id(submission.code_hash))
+def submission_runs(submission: Submission) -> AgentRuns:
+    """The runs holding a submission's attempts that its page shows (``arena.validator.runs``)."""
+    return AgentRuns(submission_id=submission.submission_id, roles=SUBMISSION_ROLES, code_roles=CODE_ROLES)
 
 
 class CategoryLine(BaseModel):
@@ -130,7 +117,7 @@ def _category_lines(rows: Sequence[AttemptCount]) -> list[CategoryLine]:
     return lines
 
 
-def run_summaries(rows: Sequence[AttemptCount], code_hash: str) -> list[RunSummary]:
+def run_summaries(rows: Sequence[AttemptCount]) -> list[RunSummary]:
     """Per run, oldest run id first: its public attempts by category, success and judged quality."""
     summaries = []
     for run_id in sorted({r.run_id for r in rows}):
@@ -139,13 +126,12 @@ def run_summaries(rows: Sequence[AttemptCount], code_hash: str) -> list[RunSumma
         rate = sum(r.attempts for r in mine if r.success) / attempts
         quality = _mean([(r.judge_quality, r.attempts) for r in mine if r.judge_quality is not None])
         coefficient = None if quality is None else quality_coefficient(min(1.0, max(0.0, quality)))
-        suite = mine[0].problem_suite or ""
         summaries.append(
             RunSummary(
                 run_id=run_id,
                 kind=mine[0].run_kind,
-                race_id=suite.removeprefix(RACE_PREFIX) if suite.startswith(RACE_PREFIX) else None,
-                defending=run_id == defender_run_id(code_hash),
+                race_id=mine[0].run_race_id,
+                defending=mine[0].run_role == "defender",
                 attempts=attempts,
                 success_rate=rate,
                 mean_quality=quality,
@@ -158,12 +144,11 @@ def run_summaries(rows: Sequence[AttemptCount], code_hash: str) -> list[RunSumma
 
 
 def gate_counts(rows: Sequence[AttemptCount]) -> list[GateCount]:
-    """How many attempts stopped at each judge gate (and passed all, and were not judged)."""
+    """How many attempts stopped at each judge gate (and passed all, and were not judged), by the gates
+    their stored verdicts passed."""
     counts = []
     for index, level in enumerate(QUALITY_LEVELS):
-        n = sum(
-            r.attempts for r in rows if r.judge_quality is not None and abs(r.judge_quality - level) < 1e-9
-        )
+        n = sum(r.attempts for r in rows if r.judge_gates_passed == index)
         gate = index + 1 if index < len(GATES) else None
         counts.append(
             GateCount(
