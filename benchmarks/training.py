@@ -161,7 +161,7 @@ def _time_stages(chosen: list[str], args: argparse.Namespace, catalog: Path, dum
             if name == "grpo" and "teacher" in produced:
                 updates["teacher_attempts"] = [produced["teacher"]]
             config = config.model_copy(update=updates)
-            stage_settings = (settings.model_copy(update={"inference_attempt_calls": 40})
+            stage_settings = (settings.with_changes(inference_attempt_calls=40)
                               if name == "teacher" else settings)
             wall = time.perf_counter()
             figures: dict[str, Any] = {}
@@ -193,7 +193,7 @@ def _evaluate_stages(model: Path, root: Path, dump: Path, catalog: Path, setting
         run = evaluate_checkpoint(str(directory), problems, catalog=catalog, out=root / "eval" / stage, k=2,
                                   settings=settings, stage=stage, data_manifest=dump, max_tokens=16,
                                   progress=False)
-        rows.append(evaluated_row(stage, str(directory), {**run.summary(), "problems_source": str(dump)}))
+        rows.append(evaluated_row(stage, str(directory), run.outcome(problems_source=str(dump))))
     table = write_table(rows, root / "eval")
     seconds = round(time.perf_counter() - wall, 2)
     return {"rows": len(rows), "problems": len(problems), "k": 2, "eval_s": seconds,

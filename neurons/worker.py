@@ -13,7 +13,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import orjson
 import typer
@@ -23,9 +23,11 @@ from neurons.worker_import import import_sft
 from shoppingbench.logs import configure_logging
 from shoppingbench.problems.held_out import HELD_OUT_DIR, latest_held_out
 from shoppingbench.settings import HarnessSettings, LogFormat
+from trajectories.training.serving.defaults import MAX_TOKENS, SAMPLES_PER_PROBLEM, TEMPERATURE, WORKERS
 
 if TYPE_CHECKING:
     from neurons.settings import ResearchSettings
+    from trajectories.training.stages.outcome import StageOutcome
     from trajectories.training.stages.stage import StageConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
@@ -183,7 +185,7 @@ def train(
     with _stage_config(config, stage=stage, catalog=catalog, scripted_teacher=scripted_teacher,
                        settings=settings) as adjusted:
         result = run_stage(adjusted, dump, out, resume=resume, settings=settings)
-    typer.echo(orjson.dumps(result.summary()).decode())
+    typer.echo(result.outcome().model_dump_json())
 
 
 @app.command()
@@ -214,59 +216,35 @@ def rollouts(
     typer.echo(sampled.summary.model_dump_json())
 
 
-def _evaluator(dumps: list[Path], catalog: Path, settings: HarnessSettings, k: int, max_problems: int | None,
-               temperature: float, max_tokens: int) -> Any:
-    """The pipeline's evaluation step: the newest held-out suite under ``$ARENA_HOME`` (`validator
-    held-out`), else the dumps' held-out problems; k samples; the registry."""
-    import structlog
-
-    from shoppingbench.problems.loaders import load_problems
-    from trajectories.training.data.problems import dump_problems
-    from trajectories.training.evaluation.held_out import evaluate_checkpoint
-
-    suite = latest_held_out(settings.root / HELD_OUT_DIR)
-
-    def evaluate(model: Path, stage: str, out: Path) -> dict[str, Any]:
-        source = str(suite) if suite is not None else "held_out split of " + ", ".join(str(d) for d in dumps)
-        if suite is not None:
-            problems, reason = load_problems(suite)[:max_problems], f"{suite} holds no problem"
-        else:
-            try:
-                problems = dump_problems(dumps, "held_out").problems[:max_problems]
-            except FileNotFoundError as exc:
-                problems, reason = [], str(exc)
-            else:
-                reason = "the dumps' held_out split has no problem with a reward"
-        if not problems:
-            structlog.get_logger(__name__).warning("training.evaluation_skipped", reason=reason)
-            return {"skipped": reason}
-        run = evaluate_checkpoint(str(model), problems, catalog=catalog, out=out, k=k, settings=settings,
-                                  stage=stage, data_manifest=dumps[-1], temperature=temperature,
-                                  max_tokens=max_tokens)
-        return {**run.summary(), "problems_source": source}
-
-    return evaluate
-
-
 def _run_pipeline(config: Path, dumps: list[Path], out: Path, *, catalog: Path | None, scripted_teacher: bool,
-                  resume: bool, evaluate: bool, settings: HarnessSettings) -> list[dict[str, Any]]:
+                  resume: bool, evaluate: bool, settings: HarnessSettings) -> list[StageOutcome]:
+    """The pipeline in ``config`` on its catalog (``catalog``, else the config's, else the bundled sample
+    world when a stage needs one), resolved and opened once for every stage and the evaluation (which
+    without any takes the bundled one)."""
+    from trajectories.training.data.catalog import opened_catalog
+    from trajectories.training.evaluation.evaluator import HeldOutEvaluator
     from trajectories.training.pipeline import PipelineConfig, load_stage_config, needs_catalog, run_pipeline
 
     pipeline = PipelineConfig.load(config)
+    evaluation = pipeline.evaluation
+    evaluating = evaluate and evaluation.after != "none"
     chosen = catalog or pipeline.catalog
-    if chosen is None and any(needs_catalog(load_stage_config(p)) for p in pipeline.stages):
+    if chosen is None and any(needs_catalog(load_stage_config(path)) for path in pipeline.stages):
         chosen = _bundled_catalog(settings)
     pipeline = pipeline.model_copy(update={"catalog": chosen})
-    evaluation = pipeline.evaluation
-    evaluator = (_evaluator(dumps, chosen or _bundled_catalog(settings), settings, evaluation.k,
-                            evaluation.max_problems, evaluation.temperature, evaluation.max_tokens)
-                 if evaluate and evaluation.after != "none" else None)
-    with _scripted_teacher(scripted_teacher, settings) as teacher_url:
+    run_catalog = chosen or (_bundled_catalog(settings) if evaluating else None)
+    with (opened_catalog(run_catalog) if run_catalog is not None else nullcontext(None) as engine,
+          _scripted_teacher(scripted_teacher, settings) as teacher_url):
+        evaluator = (HeldOutEvaluator(dumps=dumps, catalog=engine, settings=settings, k=evaluation.k,
+                                      max_problems=evaluation.max_problems,
+                                      temperature=evaluation.temperature, max_tokens=evaluation.max_tokens)
+                     if evaluating and engine is not None else None)
+
         def adjust(stage_config: StageConfig) -> StageConfig:
             return _adjusted(stage_config, catalog=None, teacher_url=teacher_url, settings=settings)
 
         return run_pipeline(pipeline, dumps, out, resume=resume, settings=settings, evaluate=evaluator,
-                            adjust=adjust)
+                            adjust=adjust, catalog=engine if chosen is not None else None)
 
 
 @app.command()
@@ -293,11 +271,11 @@ def pipeline(
 
     settings = _settings(home)
     with _stage_errors():
-        summaries = _run_pipeline(config, dump, out, catalog=catalog, scripted_teacher=scripted_teacher,
-                                  resume=resume, evaluate=evaluate, settings=settings)
+        outcomes = _run_pipeline(config, dump, out, catalog=catalog, scripted_teacher=scripted_teacher,
+                                 resume=resume, evaluate=evaluate, settings=settings)
     if (out / TABLE_MARKDOWN).exists():
         typer.echo((out / TABLE_MARKDOWN).read_text(encoding="utf-8"))
-    typer.echo(orjson.dumps(summaries, default=str).decode())
+    typer.echo(orjson.dumps([outcome.model_dump(mode="json") for outcome in outcomes]).decode())
 
 
 @app.command()
@@ -465,23 +443,24 @@ def evaluate(
         "$ARENA_HOME/held-out, made by `validator held-out`)"))] = None,
     dump: Annotated[Path | None, typer.Option("--dump", exists=True, file_okay=False, help=(
         "Or: a `dump export` directory; the problems of its held_out split are used"))] = None,
-    k: Annotated[int, typer.Option("-k", "--samples", min=1, help="Attempts per problem (pass@k)")] = 4,
+    k: Annotated[int, typer.Option("-k", "--samples", min=1, help="Attempts per problem (pass@k)")
+                 ] = SAMPLES_PER_PROBLEM,
     agent: Annotated[Path | None, typer.Option("--agent", exists=True, dir_okay=False, help=(
         "Agent file (default: the tool-calling reference agent)"))] = None,
     inference_url: Annotated[str | None, typer.Option("--inference-url", help=(
         "OpenAI-compatible base URL serving --model (default: serve the --model directory locally)"))] = None,
     temperature: Annotated[float, typer.Option(min=0, help=(
         "Sampling temperature forced on every call (agents usually ask for 0, which would make the k "
-        "samples identical)"))] = 1.0,
+        "samples identical)"))] = TEMPERATURE,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help=(
-        "Cap on tokens per completion"))] = 4096,
+        "Cap on tokens per completion"))] = MAX_TOKENS,
     stage: Annotated[str, typer.Option(help="Training stage of the checkpoint, for the registry")] = "base",
     data_manifest: Annotated[Path | None, typer.Option("--data-manifest", exists=True, file_okay=False, help=(
         "Dump the checkpoint was trained on; its manifest.json sha256 goes to the registry "
         "(default: --dump)"))] = None,
     registry: Annotated[Path | None, typer.Option("--registry", dir_okay=False, help=(
         "Model registry SQLite file (default $ARENA_HOME/models/registry.sqlite3)"))] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Problems run at once")] = 2,
+    workers: Annotated[int, typer.Option(min=1, help="Problems run at once")] = WORKERS,
     serving: Annotated[Serving, typer.Option("--serving", help=(
         "How a --model directory is served: vllm (`vllm serve`, GPU; `pip install .[gpu]`), hf "
         "(transformers on loopback, CPU), or auto: vllm where CUDA and vllm are present, else hf"))
@@ -526,7 +505,7 @@ def evaluate(
                                   max_tokens=max_tokens, workers=workers,
                                   serving=serving.backend)
     Console().print(evaluation.results_table(run.report))
-    typer.echo(orjson.dumps(run.summary()).decode())
+    typer.echo(run.outcome().model_dump_json(exclude_none=True))
 
 
 if __name__ == "__main__":

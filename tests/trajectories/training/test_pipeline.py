@@ -19,6 +19,7 @@ from tests.sandbox_support import UID_BASE
 from trajectories.doubles.synthetic import synthetic_day
 from trajectories.dumps import ExportOptions, SplitRule
 from trajectories.store import TrajectoryStore
+from trajectories.training.evaluation.outcome import EvaluationOutcome
 from trajectories.training.pipeline import (
     PipelineConfig,
     chain_stage,
@@ -30,6 +31,7 @@ from trajectories.training.pipeline import (
 )
 from trajectories.training.stages.dpo import DPOStageConfig
 from trajectories.training.stages.grpo_config import GRPOStageConfig
+from trajectories.training.stages.outcome import StageOutcome
 from trajectories.training.stages.sampling_config import SamplingStageConfig
 from trajectories.training.stages.stage import NothingToTrain
 from trajectories.training.watch import STATE_FILE, Watcher, WatchState, export_new_days
@@ -97,26 +99,31 @@ def test_stages_chain_resume_and_pass_an_empty_stage_through(
                                inference_attempt_calls=2)
     evaluated: list[tuple[Path, str]] = []
 
-    def evaluate(model: Path, stage: str, out: Path) -> dict[str, object]:
+    def evaluate(model: Path, stage: str, out: Path) -> EvaluationOutcome:
         evaluated.append((model, stage))
-        return {"evaluated": str(model)}
+        return EvaluationOutcome(problems_source=str(model), registry_id=len(evaluated))
 
     out = tmp_path / "run"
     first, rejection, second = run_pipeline(pipeline, [world_dump], out, settings=settings, evaluate=evaluate)
-    assert first["final"] == str(out / "01-sft" / "final") and first["global_step"] == 4
-    assert "nothing to fine-tune on" in rejection["skipped"] and rejection["final"] == first["final"]
-    assert rejection["attempts_file"] == str(out / "02-rejection" / "rollouts" / "attempts.jsonl")
+    assert first.final == out / "01-sft" / "final" and first.global_step == 4
+    assert first.tokens_trained and first.minutes is not None and first.examples
+    assert rejection.skipped and "nothing to fine-tune on" in rejection.skipped
+    assert rejection.final == first.final
+    assert rejection.attempts_file == out / "02-rejection" / "rollouts" / "attempts.jsonl"
     rolled = load_stage_config(out.parent / "recipe" / "1-rejection_tiny.yaml")
     assert rolled.model == "tiny"  # the file is untouched: the pipeline chained a copy
-    assert second["final"] == str(out / "03-sft" / "final")
+    assert second.final == out / "03-sft" / "final"
     assert (out / "03-sft" / "base").exists() is False  # started from stage 1's model, not a fresh tiny one
-    assert evaluated == [(out / "03-sft" / "final", "sft")] and second["evaluation"]["evaluated"]
-    assert json.loads((out / "pipeline.json").read_text(encoding="utf-8"))[2]["final"] == second["final"]
+    assert evaluated == [(out / "03-sft" / "final", "sft")]
+    assert second.evaluation == EvaluationOutcome(problems_source=str(second.final), registry_id=1)
+    written = json.loads((out / "pipeline.json").read_text(encoding="utf-8"))
+    assert written[2]["final"] == str(second.final) and written[1]["skipped"] == rejection.skipped
+    assert written[0]["dropped"] == first.details["dropped"]  # a stage's own counts stay top-level keys
+    assert [StageOutcome.model_validate(entry) for entry in written] == [first, rejection, second]
 
     again = run_pipeline(pipeline, [world_dump], out, settings=settings, evaluate=evaluate)
-    assert [s["final"] for s in again] == [first["final"], rejection["final"], second["final"]]
+    assert again == [first, rejection, second]  # read back from each result.json and evaluation.json
     assert len(evaluated) == 1  # nothing retrained (every stage had its result.json) nor re-evaluated
-    assert again[2]["evaluation"] == second["evaluation"]  # read back from 03-sft/evaluation.json
 
     strict = pipeline.model_copy(update={"skip_empty_stages": False})
     with pytest.raises(NothingToTrain):

@@ -71,7 +71,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> HarnessSettings:
 @pytest.fixture(scope="module")
 def teacher_settings(settings: HarnessSettings) -> HarnessSettings:
     """The scripted teacher needs a dozen completions or so per problem."""
-    return settings.model_copy(update={"inference_attempt_calls": 40})
+    return settings.with_changes(inference_attempt_calls=40)
 
 
 def _config(name: str, **rollouts: object) -> SamplingStageConfig:

@@ -18,6 +18,7 @@ import yaml
 from matplotlib.image import imread
 
 from trajectories.training.evaluation.evaluate import ALL, CategoryResult, EvaluationReport
+from trajectories.training.evaluation.outcome import EvaluationOutcome
 from trajectories.training.evaluation.stage_table import (
     BEST_CRITERION,
     TABLE_JSON,
@@ -58,16 +59,20 @@ def _report(model: str, product: float, shop: float, pass_at_k: float,
                                         _category(ALL, (product + shop) / 2, pass_at_k, hallucination)])
 
 
-def _evaluation(directory: Path, report: EvaluationReport, registry_id: int) -> dict[str, Any]:
+def _evaluation(directory: Path, report: EvaluationReport, registry_id: int) -> EvaluationOutcome:
+    """The outcome of an evaluation as a finished run's evaluation.json holds it: the report in its file."""
     directory.mkdir(parents=True, exist_ok=True)
     results = directory / "results.json"
     results.write_text(report.model_dump_json(), encoding="utf-8")
-    return {"results": str(results), "registry_id": registry_id, "problems_source": "study-v1.jsonl"}
+    return EvaluationOutcome(results=results, registry_id=registry_id, problems_source="study-v1.jsonl")
 
 
 def test_a_row_holds_pass_at_1_per_category_pass_at_k_and_the_hallucination_rates(tmp_path: Path) -> None:
     evaluation = _evaluation(tmp_path, _report("m", 0.5, 0.25, 0.75, 0.1), registry_id=7)
     row = evaluated_row("sft", "runs/01-sft/final", evaluation, directory="01-sft")
+    held = evaluation.model_copy(update={"report": _report("m", 0.5, 0.25, 0.75, 0.1), "results": None})
+    assert evaluated_row("sft", "runs/01-sft/final", held, directory="01-sft") == row.model_copy(
+        update={"results": None})  # the report a run holds in memory: no file read
     assert row.status == "evaluated" and row.registry_id == 7 and row.k == 2 and row.problems == 2
     assert row.pass_at_1 == {"product": 0.5, "shop": 0.25, ALL: 0.375}
     assert row.pass_at_k == 0.75 and row.step_hallucination_rate == 0.1
@@ -76,7 +81,7 @@ def test_a_row_holds_pass_at_1_per_category_pass_at_k_and_the_hallucination_rate
     assert skipped.status == "skipped" and skipped.carried_from == "sft" and skipped.note
     assert skipped.pass_at_1 == row.pass_at_1 and skipped.registry_id == 7  # the same checkpoint's row
     assert carried_row("dpo", skipped, "no pairs").carried_from == "sft"  # carried twice: still sft's
-    missing = evaluated_row("base", "m", {"skipped": "no held-out problem"})
+    missing = evaluated_row("base", "m", EvaluationOutcome(skipped="no held-out problem"))
     assert missing.status == "not_evaluated" and missing.note == "no held-out problem"
     assert not missing.measured
 
@@ -151,7 +156,7 @@ def test_the_pipeline_evaluates_base_and_each_stage_once_and_names_the_best(
     figures = {"base": (0.0, 0.0, 0.0, 0.4), "sft": (0.5, 0.5, 0.75, 0.2)}
     evaluated: list[tuple[Path, str]] = []
 
-    def evaluate(model: Path, stage: str, eval_out: Path) -> dict[str, Any]:
+    def evaluate(model: Path, stage: str, eval_out: Path) -> EvaluationOutcome:
         evaluated.append((model, stage))
         if len(evaluated) == 3 and crash[0]:
             raise RuntimeError("preempted")
@@ -167,7 +172,8 @@ def test_the_pipeline_evaluates_base_and_each_stage_once_and_names_the_best(
     crash[0] = False
     summaries = run_pipeline(pipeline, [world_dump], out, evaluate=evaluate)
     assert [model for model, _ in evaluated] == [tiny_model_dir, first, second, second]  # the missing one
-    assert "evaluation" not in summaries[1] and summaries[2]["evaluation"]["registry_id"] == 4
+    assert summaries[1].evaluation is None and summaries[2].evaluation is not None
+    assert summaries[2].evaluation.registry_id == 4
     table = StageTable.model_validate_json((out / TABLE_JSON).read_text(encoding="utf-8"))
     assert [(r.stage, r.status, r.carried_from) for r in table.rows] == [
         ("base", "evaluated", None), ("sft", "evaluated", None), ("dpo", "skipped", "sft"),
@@ -193,16 +199,17 @@ def test_an_evaluation_skipped_for_want_of_problems_is_tried_again_on_the_next_r
     _finished_stage(out / "01-sft", {"stage": "sft", "final": str(out / "01-sft" / "final")})
     suites: list[str] = []
 
-    def evaluate(model: Path, stage: str, eval_out: Path) -> dict[str, Any]:
+    def evaluate(model: Path, stage: str, eval_out: Path) -> EvaluationOutcome:
         if not suites:
-            return {"skipped": "no held-out problem yet"}
+            return EvaluationOutcome(skipped="no held-out problem yet")
         return _evaluation(eval_out, _report(str(model), 0.5, 0.5, 0.5, 0.0), registry_id=1)
 
     (summary,) = run_pipeline(pipeline, [world_dump], out, evaluate=evaluate)
-    assert summary["evaluation"] == {"skipped": "no held-out problem yet"}
+    assert summary.evaluation == EvaluationOutcome(skipped="no held-out problem yet")
     assert not (out / "01-sft" / EVALUATION_FILE).exists() and not (out / TABLE_JSON).exists()
     suites.append("study-v1")  # `validator held-out` made one since
     (summary,) = run_pipeline(pipeline, [world_dump], out, evaluate=evaluate)
-    assert summary["evaluation"]["registry_id"] == 1 and (out / "01-sft" / EVALUATION_FILE).exists()
+    assert summary.evaluation is not None and summary.evaluation.registry_id == 1
+    assert (out / "01-sft" / EVALUATION_FILE).exists()
     table = StageTable.model_validate_json((out / TABLE_JSON).read_text(encoding="utf-8"))
     assert [(r.stage, r.status) for r in table.rows] == [("sft", "evaluated")]

@@ -6,11 +6,14 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from neurons.worker import app
+from shoppingbench.catalog.store import ProductStore
 from shoppingbench.sample_world import SampleWorld
+from shoppingbench.search.engine import BM25SearchEngine
 from tests.sandbox_support import UID_BASE
 from tests.trajectories.training.test_sft import TINY_CONFIG
 
@@ -90,6 +93,34 @@ def test_watch_once_trains_the_newest_day_of_a_dumps_root(tiny_dump: Path, tmp_p
         "2026-11-21": str(out / "2026-11-21")}
     assert CliRunner().invoke(app, arguments).exit_code == 0  # nothing new: nothing trained again
     assert len(list(out.glob("*/01-sft/checkpoint-*"))) == 1
+
+
+def test_pipeline_opens_its_catalog_once_for_the_rollouts_and_the_evaluation(
+        small_world: SampleWorld, world_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rejection sampling then the base model's held-out evaluation, on one search engine."""
+    opened: list[Path] = []
+    real_init = BM25SearchEngine.__init__
+
+    def counting_init(engine: BM25SearchEngine, index_dir: Path, store: ProductStore) -> None:
+        opened.append(Path(index_dir))
+        real_init(engine, index_dir, store)
+
+    monkeypatch.setattr(BM25SearchEngine, "__init__", counting_init)
+    shutil.copy(CONFIGS / "rejection_tiny.yaml", tmp_path / "rejection.yaml")
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(yaml.safe_dump({"stages": ["rejection.yaml"], "evaluation": {
+        "base": True, "after": "every", "k": 1, "max_problems": 1, "max_tokens": 16}}), encoding="utf-8")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "pipeline", "--config", str(pipeline), "--dump", str(world_dump), "--out", str(out), "--catalog",
+        str(small_world.catalog_dir), "--home", str(tmp_path / "home")],
+        env={"ARENA_SANDBOX_UID_BASE": str(UID_BASE), "ARENA_SANDBOX_TIMEOUT_S": "90",
+             "ARENA_INFERENCE_ATTEMPT_CALLS": "2"})
+    assert result.exit_code == 0, result.output
+    (rejection,) = orjson.loads(result.output.strip().splitlines()[-1])
+    assert "nothing to fine-tune on" in rejection["skipped"] and rejection["attempts_file"]
+    assert (out / "00-base" / "evaluation.json").exists()  # the base model was evaluated
+    assert opened == [small_world.catalog_dir / "index"]
 
 
 def test_help_names_the_commands() -> None:

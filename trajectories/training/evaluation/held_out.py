@@ -12,13 +12,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
+from trajectories.training.data.catalog import Catalog, opened_catalog
 from trajectories.training.evaluation import evaluate as evaluation
+from trajectories.training.evaluation.outcome import EvaluationOutcome
 from trajectories.training.evaluation.plots import (
     find_log_history,
     history_series,
@@ -27,6 +28,7 @@ from trajectories.training.evaluation.plots import (
 )
 from trajectories.training.evaluation.registry import CheckpointEntry, ModelRegistry, manifest_sha256
 from trajectories.training.serving.backends import served_checkpoint
+from trajectories.training.serving.defaults import MAX_TOKENS, TEMPERATURE, WORKERS
 from trajectories.training.serving.vllm_server import ServingBackend
 
 
@@ -37,24 +39,27 @@ class HeldOutRun:
     plot: Path
     registry_id: int
 
-    def summary(self) -> dict[str, object]:
+    def outcome(self, problems_source: str | None = None) -> EvaluationOutcome:
+        """The run's record, its report held in memory (``worker evaluate`` prints it as JSON)."""
         overall = self.report.category(evaluation.ALL)
-        return {"results": str(self.results), "plot": str(self.plot), "registry_id": self.registry_id,
-                "pass_at_1": overall.pass_at_1, f"pass_at_{self.report.k}": overall.pass_at_k,
-                "step_hallucination_rate": overall.step_hallucination_rate}
+        return EvaluationOutcome(results=self.results, plot=self.plot, registry_id=self.registry_id,
+                                 problems_source=problems_source, k=self.report.k,
+                                 pass_at_1=overall.pass_at_1, pass_at_k=overall.pass_at_k,
+                                 step_hallucination_rate=overall.step_hallucination_rate, report=self.report)
 
 
-def evaluate_checkpoint(model: str, problems: Sequence[Problem], *, catalog: Path, out: Path, k: int,
+def evaluate_checkpoint(model: str, problems: Sequence[Problem], *, catalog: Catalog, out: Path, k: int,
                         settings: HarnessSettings, stage: str = "base", data_manifest: Path | None = None,
                         registry: Path | None = None, agent: Path | None = None,
-                        inference_url: str | None = None, temperature: float = 1.0, max_tokens: int = 4096,
-                        workers: int = 2, progress: bool = True, serving: ServingBackend = "auto",
-                        vllm_args: Sequence[str] = ()) -> HeldOutRun:
+                        inference_url: str | None = None, temperature: float = TEMPERATURE,
+                        max_tokens: int = MAX_TOKENS, workers: int = WORKERS, progress: bool = True,
+                        serving: ServingBackend = "auto", vllm_args: Sequence[str] = ()) -> HeldOutRun:
     """Evaluate ``model`` (a saved directory served on loopback, or with ``inference_url`` the model name
-    at that endpoint) on ``problems`` of ``catalog``; writes ``results.json``, ``attempts.jsonl`` and
-    ``plot.png`` to ``out`` and adds a registry row (default ``$ARENA_HOME/models/registry.sqlite3``).
-    A saved directory is served on ``serving`` (:mod:`trajectories.training.serving.backends`: ``auto`` is
-    vLLM on a host with CUDA and vLLM, else transformers)."""
+    at that endpoint) on ``problems`` of ``catalog`` (a directory, or the run's open catalog); writes
+    ``results.json``, ``attempts.jsonl`` and ``plot.png`` to ``out`` and adds a registry row (default
+    ``$ARENA_HOME/models/registry.sqlite3``). A saved directory is served on ``serving``
+    (:mod:`trajectories.training.serving.backends`: ``auto`` is vLLM on a host with CUDA and vLLM, else
+    transformers)."""
     model_dir = None if inference_url else Path(model).resolve()
     # Key and budgets per attempt and run as the validator sets them (ARENA_INFERENCE_*)
     proxy_inference = inference_config(settings)
@@ -64,20 +69,17 @@ def evaluate_checkpoint(model: str, problems: Sequence[Problem], *, catalog: Pat
               if inference_url else
               served_checkpoint(Path(model), backend=serving, out=out, temperature=temperature,
                                 max_tokens=max_tokens, budgets=proxy_inference.budgets, vllm_args=vllm_args))
-    engine = open_catalog(catalog)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        grader = Grader.from_settings(engine.get_products, settings)
-        with served as inference, (out / "attempts.jsonl").open("wb") as attempts:
-            def keep(record: AttemptRecord) -> None:
-                attempts.write(record.model_dump_json().encode() + b"\n")
+    with (opened_catalog(catalog) as engine, served as inference,
+          (out / "attempts.jsonl").open("wb") as attempts):
+        def keep(record: AttemptRecord) -> None:
+            attempts.write(record.model_dump_json().encode() + b"\n")
 
-            report, _ = evaluation.evaluate(
-                AgentFile.read(agent or evaluation.DEFAULT_AGENT), problems, engine, grader,
-                inference=inference, sandbox=SandboxConfig.from_settings(settings), k=k, model=model,
-                workers=workers, progress=progress, on_attempt=keep)
-    finally:
-        engine.close()
+        report, _ = evaluation.evaluate(
+            AgentFile.read(agent or evaluation.DEFAULT_AGENT), problems, engine,
+            Grader.from_settings(engine.get_products, settings), inference=inference,
+            sandbox=SandboxConfig.from_settings(settings), k=k, model=model, workers=workers,
+            progress=progress, on_attempt=keep)
     results = out / "results.json"
     results.write_text(report.model_dump_json(indent=2), encoding="utf-8")
     history = find_log_history(model_dir) if model_dir is not None else None

@@ -1,7 +1,8 @@
 """The study's table: the base model and every pipeline stage's checkpoint on the same held-out problems.
 
-One :class:`StageRow` per row (``base``, then each stage as the pipeline ran it), read from the stage's
-evaluation summary (``held_out.HeldOutRun.summary``) and the ``results.json`` it points to: pass@1 per
+One :class:`StageRow` per row (``base``, then each stage as the pipeline ran it), from the stage's
+:class:`~trajectories.training.stages.outcome.EvaluationOutcome`: the report the run holds in memory, or for a
+finished run (an outcome read back from ``evaluation.json``) the ``results.json`` it names: pass@1 per
 category and over all problems, pass@k, the hallucination rates, the registry row. A stage skipped as
 empty passed its model on unchanged; its row is marked ``skipped`` and carries the row of the model it
 passed on (that model is not evaluated twice). :func:`best_row` names the best checkpoint by
@@ -11,14 +12,15 @@ passed on (that model is not evaluated twice). :func:`best_row` names the best c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajectories.training.evaluation.evaluate import ALL, EvaluationReport
+from trajectories.training.evaluation.evaluate import ALL
+from trajectories.training.evaluation.outcome import EvaluationOutcome
 from trajectories.training.evaluation.plots import save_figure
 
 TABLE_JSON = "stages.json"
@@ -68,25 +70,22 @@ class StageTable(BaseModel):
     criterion: str = BEST_CRITERION
 
 
-def evaluated_row(stage: str, model: str, evaluation: Mapping[str, Any], *,
+def evaluated_row(stage: str, model: str, evaluation: EvaluationOutcome, *,
                   directory: str | None = None) -> StageRow:
-    """The row of a stage whose model was evaluated (``evaluation`` as the pipeline's evaluator returns it:
-    a ``results`` path to the ``EvaluationReport``, or ``skipped`` with a reason)."""
-    results = evaluation.get("results")
-    if not isinstance(results, str):
+    """The row of a stage whose model was evaluated (``evaluation`` as the pipeline's evaluator returns it,
+    or as a finished run's ``evaluation.json`` holds it: then its report is read from ``results``)."""
+    report = evaluation.read_report()
+    if report is None:
         return StageRow(stage=stage, directory=directory, model=model, status="not_evaluated",
-                        note=str(evaluation.get("skipped", "no results")))
-    report = EvaluationReport.model_validate_json(Path(results).read_text(encoding="utf-8"))
+                        note=evaluation.skipped or "no results")
     overall = report.category(ALL)
-    registry_id = evaluation.get("registry_id")
-    source = evaluation.get("problems_source")
     return StageRow(
-        stage=stage, directory=directory, model=model, status="evaluated",
-        registry_id=registry_id if isinstance(registry_id, int) else None,
-        problems_source=source if isinstance(source, str) else None, k=report.k, problems=overall.problems,
+        stage=stage, directory=directory, model=model, status="evaluated", registry_id=evaluation.registry_id,
+        problems_source=evaluation.problems_source, k=report.k, problems=overall.problems,
         pass_at_1={c.category: c.pass_at_1 for c in report.categories}, pass_at_k=overall.pass_at_k,
         step_hallucination_rate=overall.step_hallucination_rate,
-        attempt_hallucination_rate=overall.attempt_hallucination_rate, results=results)
+        attempt_hallucination_rate=overall.attempt_hallucination_rate,
+        results=None if evaluation.results is None else str(evaluation.results))
 
 
 def carried_row(stage: str, carried: StageRow, reason: str, *, directory: str | None = None) -> StageRow:

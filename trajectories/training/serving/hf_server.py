@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trajectories.training.serving.checkpoints import ADAPTER_CONFIG, load_causal_lm
+from trajectories.training.serving.defaults import MAX_TOKENS
 
 log = structlog.get_logger(__name__)
 
@@ -54,8 +55,8 @@ class ServingConfig(BaseModel):
 
     served_name: str = Field(min_length=1, description="The `model` name clients must ask for")
     temperature: float | None = Field(default=None, ge=0, description="Forced temperature, if set")
-    default_max_tokens: int = Field(default=512, ge=1)
-    max_tokens_cap: int = Field(default=4096, ge=1, description="Hard cap on generated tokens per call")
+    max_tokens_cap: int = Field(default=MAX_TOKENS, ge=1, description=(
+        "Hard cap on generated tokens per call, and what a request that names no max_tokens gets"))
     max_batch: int = Field(default=4, ge=1, description=(
         "Concurrent requests generated together in one batch (1: one at a time)"))
     gather_s: float = Field(default=0.5, ge=0, description=(
@@ -397,7 +398,7 @@ def create_app(local: LocalModel, config: ServingConfig) -> FastAPI:
                                f"{type(exc).__name__}: {exc}")
         input_ids = prompt["input_ids"]
         prompt_tokens = int(input_ids.shape[1])
-        wanted = request.max_completion_tokens or request.max_tokens or config.default_max_tokens
+        wanted = request.max_completion_tokens or request.max_tokens or config.max_tokens_cap
         room = local.context_length - prompt_tokens
         if room < 1:
             return _error(400, f"the prompt is {prompt_tokens} tokens; the model's context is "

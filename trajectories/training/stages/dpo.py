@@ -67,6 +67,10 @@ class DPOStageConfig(StageConfig):
         "AttemptRecord JSONL files (k samples per problem) to take candidates from besides the dumps; "
         "relative paths are relative to the config file"))
 
+    @classmethod
+    def trainer_config_class(cls) -> type:
+        return DPOConfig
+
 
 @dataclass(frozen=True)
 class Candidates:

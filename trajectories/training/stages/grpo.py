@@ -28,10 +28,10 @@ from transformers import PreTrainedTokenizerBase
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer, RewardFunc
 
-from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.settings import HarnessSettings
+from trajectories.training.data.catalog import Catalog, opened_catalog
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tools import SYSTEM_PROMPT, TOOL_SCHEMAS
 from trajectories.training.stages import stage
@@ -112,15 +112,17 @@ def _longest_prompt(tokenizer: PreTrainedTokenizerBase, problems: Sequence[Probl
 
 
 def run_grpo(config: GRPOStageConfig, dumps: list[Path], out: Path, *, resume: bool = True,
-             settings: HarnessSettings | None = None) -> StageResult:
-    """GRPO on the dumps' guarded train problems; checkpoints under ``out``, the result in ``out/final``."""
+             settings: HarnessSettings | None = None, catalog: Catalog | None = None) -> StageResult:
+    """GRPO on the dumps' guarded train problems; checkpoints under ``out``, the result in ``out/final``.
+    ``catalog``: the run's open catalog, else the config's."""
     settings = settings or HarnessSettings()
     found = dump_problems(dumps, "train", held_out_clusters=config.held_out_clusters())
     problems = found.problems[:config.max_problems]
     if not problems:
         raise NothingToTrain(f"the dumps' train split has no problem with a reward outside the held-out "
                              f"clusters ({dict(found.skipped)}): nothing to roll out on")
-    if config.catalog is None:
+    catalog = catalog or config.catalog
+    if catalog is None:
         raise ValueError("no catalog to roll out on: set catalog in the config or pass --catalog")
     plans = read_teacher_plans(config.teacher_attempts)
     if config.rewards.mode == "study_teacher_match":  # the reward is the plan: roll out where there is one
@@ -130,8 +132,7 @@ def run_grpo(config: GRPOStageConfig, dumps: list[Path], out: Path, *, resume: b
                                  f"{len(found.problems)} train problems has a successful teacher attempt in "
                                  f"{[str(path) for path in config.teacher_attempts]}")
     planned = sum(1 for p in problems if p.id in plans)
-    engine = open_catalog(config.catalog)
-    try:
+    with opened_catalog(catalog) as engine:
         context = ShoppingContext(engine, Grader.from_settings(engine.get_products, settings))
         model, tokenizer = stage.load_stage_model(config, out)
         args = trainer_arguments(config, out)
@@ -151,13 +152,11 @@ def run_grpo(config: GRPOStageConfig, dumps: list[Path], out: Path, *, resume: b
         output = trainer.train(resume_from_checkpoint=checkpoint)
         stage.require_finite(trainer.state.log_history, config.stage)
         final = stage.save_final(trainer, tokenizer, out)
-    finally:
-        engine.close()
     log.info("training.grpo_finished", step=output.global_step, train_loss=output.training_loss,
              final=str(final))
     extra: dict[str, Any] = {"problems": len(problems), "with_teacher_plan": planned,
                              "reward_mode": config.rewards.mode,
-                             "skipped": dict(found.skipped)}
+                             "problems_skipped": dict(found.skipped)}
     return StageResult(stage=config.stage, final_dir=final,
                        resumed_from=None if checkpoint is None else Path(checkpoint),
                        global_step=output.global_step, train_examples=len(problems),

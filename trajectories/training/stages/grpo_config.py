@@ -30,6 +30,12 @@ class GRPOStageConfig(StageConfig):
     rewards: RewardSettings = Field(default_factory=RewardSettings)
     max_problems: int | None = Field(default=None, ge=1, description="Use only the first N train problems")
 
+    @classmethod
+    def trainer_config_class(cls) -> type:
+        from trl.trainer.grpo_config import GRPOConfig  # on demand, as the pipeline imports the stages
+
+        return GRPOConfig
+
     @model_validator(mode="after")
     def _dr_grpo_only(self) -> GRPOStageConfig:
         for name, value in DR_GRPO.items():

@@ -76,6 +76,10 @@ class KTOStageConfig(StageConfig):
         "AttemptRecord JSONL files (a sampling stage's rollouts/attempts.jsonl) to take completions from; "
         "relative paths are relative to the config file"))
 
+    @classmethod
+    def trainer_config_class(cls) -> type:
+        return KTOConfig
+
     @model_validator(mode="after")
     def _kl_needs_a_batch(self) -> KTOStageConfig:
         if "max_length" in self.trainer:

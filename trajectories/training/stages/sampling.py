@@ -16,6 +16,7 @@ a crash (:mod:`rollouts`), then SFT resumes from its newest checkpoint like stag
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections import Counter
@@ -27,11 +28,11 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from shoppingbench.catalog_dir import open_catalog
 from shoppingbench.grading.grader import Grader
 from shoppingbench.records import AttemptRecord
 from shoppingbench.sandbox.runner import AgentFile, SandboxConfig, inference_config
 from shoppingbench.settings import HarnessSettings
+from trajectories.training.data.catalog import Catalog, opened_catalog
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.weighting import weighted
 from trajectories.training.evaluation.evaluate import DEFAULT_AGENT
@@ -98,9 +99,11 @@ def _distributed() -> bool:
 
 
 def sample_stage_data(config: SamplingStageConfig, dumps: list[Path], out: Path, *, resume: bool = True,
-                      settings: HarnessSettings | None = None, progress: bool = True) -> SampledData:
+                      settings: HarnessSettings | None = None, progress: bool = True,
+                      catalog: Catalog | None = None) -> SampledData:
     """The rollout phase alone (``worker rollouts``): roll out on the dumps' guarded train problems (or
-    finish doing so) and select the successful, kept attempts."""
+    finish doing so) and select the successful, kept attempts. ``catalog``: the run's open catalog, else
+    the config's ``rollouts.catalog``."""
     settings = settings or HarnessSettings()
     found = dump_problems(dumps, "train", held_out_clusters=config.held_out_clusters())
     problems = found.problems[:config.rollouts.max_problems]
@@ -114,7 +117,8 @@ def sample_stage_data(config: SamplingStageConfig, dumps: list[Path], out: Path,
     rolled, identity = _rolled_out_model(config, out)
     serving = config.rollouts.serving
     meta = rollout_meta(identity, agent, problems, config.rollouts.samples_per_problem, serving.temperature)
-    if config.rollouts.catalog is None:
+    catalog = catalog or config.rollouts.catalog
+    if catalog is None:
         raise ValueError("no catalog to roll out on: set rollouts.catalog in the config or pass --catalog")
     if _distributed() and not rollouts_complete(directory, meta):
         raise RuntimeError(f"the rollouts in {directory} are not complete and this is one of several "
@@ -122,16 +126,12 @@ def sample_stage_data(config: SamplingStageConfig, dumps: list[Path], out: Path,
                            "first, then launch the training")
     log.info("training.sampling_started", stage=config.stage, problems=len(problems), model=identity,
              k=meta.samples_per_problem, backend=serving.backend)
-    engine = open_catalog(config.rollouts.catalog)
-    try:
+    with (opened_catalog(catalog) as engine,
+          served_model(serving, rolled, out=out, budgets=inference_config(settings).budgets) as inference):
         grader = Grader.from_settings(engine.get_products, settings)
-        with served_model(serving, rolled, out=out, budgets=inference_config(settings).budgets) as inference:
-            records = collect_rollouts(agent, problems, engine, grader, inference=inference,
-                                       sandbox=SandboxConfig.from_settings(settings), meta=meta,
-                                       directory=directory, workers=config.rollouts.workers,
-                                       progress=progress)
-    finally:
-        engine.close()
+        records = collect_rollouts(agent, problems, engine, grader, inference=inference,
+                                   sandbox=SandboxConfig.from_settings(settings), meta=meta,
+                                   directory=directory, workers=config.rollouts.workers, progress=progress)
     selection = rollout_conversations(records, {p.id: p for p in problems}, found.clusters,
                                       keep_labels=config.rollouts.keep_labels,
                                       max_tool_chars=config.rollouts.max_tool_chars)
@@ -141,9 +141,11 @@ def sample_stage_data(config: SamplingStageConfig, dumps: list[Path], out: Path,
 
 
 def run_sampling_stage(config: SamplingStageConfig, dumps: list[Path], out: Path, *, resume: bool = True,
-                       settings: HarnessSettings | None = None, progress: bool = True) -> StageResult:
+                       settings: HarnessSettings | None = None, progress: bool = True,
+                       catalog: Catalog | None = None) -> StageResult:
     """Roll out on the dumps' guarded train problems, keep the successes, SFT ``config.model`` on them."""
-    sampled = sample_stage_data(config, dumps, out, resume=resume, settings=settings, progress=progress)
+    sampled = sample_stage_data(config, dumps, out, resume=resume, settings=settings, progress=progress,
+                                catalog=catalog)
     summary = sampled.summary
     if not sampled.selection.conversations:
         raise NothingToTrain(
@@ -153,7 +155,7 @@ def run_sampling_stage(config: SamplingStageConfig, dumps: list[Path], out: Path
     weighting, kept = config.rollouts.weighting, sampled.selection.conversations
     conversations = weighted(kept, sampled.selection.rewards, weighting)
     extra: dict[str, Any] = {"rollouts": summary.model_dump(),
-                             "attempts_file": str(sampled.directory / ATTEMPTS_FILE),
                              "weighting": {"mode": weighting.mode, "kept": len(kept),
                                            "examples": len(conversations)}}
-    return train_sft(config, conversations, out, resume=resume, extra=extra)
+    trained = train_sft(config, conversations, out, resume=resume, extra=extra)
+    return dataclasses.replace(trained, attempts_file=sampled.directory / ATTEMPTS_FILE)

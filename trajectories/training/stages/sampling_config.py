@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from trajectories.training.data.weighting import RewardWeighting
+from trajectories.training.serving.defaults import MAX_TOKENS, SAMPLES_PER_PROBLEM, TEMPERATURE, WORKERS
 from trajectories.training.stages.stage import StageConfig
 
 
@@ -27,8 +28,9 @@ class ServingSettings(BaseModel):
     model_name: str | None = Field(default=None, description="endpoint only: the model name it serves")
     api_key_env: str | None = Field(default=None, description=(
         "endpoint only: the environment variable holding its API key (keys never go in the YAML)"))
-    temperature: float = Field(default=1.0, ge=0, le=2, description="Forced on every call of every sample")
-    max_tokens: int = Field(default=2048, ge=1, description="Cap on tokens per completion")
+    temperature: float = Field(default=TEMPERATURE, ge=0, le=2, description=(
+        "Forced on every call of every sample"))
+    max_tokens: int = Field(default=MAX_TOKENS, ge=1, description="Cap on tokens per completion")
     vllm_args: list[str] = Field(default_factory=list, description=(
         "vllm only: extra `vllm serve` arguments, e.g. [--tensor-parallel-size, '2']"))
     startup_timeout_s: float = Field(default=900.0, gt=0, description="vllm only: time to load the model")
@@ -57,9 +59,9 @@ class RolloutSettings(BaseModel):
         "Catalog directory the dumps' problems come from (`worker train --catalog` sets or overrides it)"))
     agent: Path | None = Field(default=None, description=(
         "Agent file run in the sandbox (default: the tool-calling reference agent)"))
-    samples_per_problem: int = Field(default=4, ge=1, description="k attempts per problem")
+    samples_per_problem: int = Field(default=SAMPLES_PER_PROBLEM, ge=1, description="k attempts per problem")
     max_problems: int | None = Field(default=None, ge=1, description="Use only the first N train problems")
-    workers: int = Field(default=2, ge=1, description="Sandbox slots run at once")
+    workers: int = Field(default=WORKERS, ge=1, description="Sandbox slots run at once")
     serving: ServingSettings = Field(default_factory=ServingSettings)
     keep_labels: frozenset[str] = Field(default=frozenset({"agentic"}), description=(
         "Structural-filter labels a successful rollout must have to be trained on"))
@@ -74,6 +76,12 @@ class SamplingStageConfig(StageConfig):
 
     stage: Literal["rejection", "teacher"]
     rollouts: RolloutSettings
+
+    @classmethod
+    def trainer_config_class(cls) -> type:
+        from trl.trainer.sft_config import SFTConfig  # on demand, as the pipeline imports the stages
+
+        return SFTConfig
 
     @model_validator(mode="after")
     def _teacher_is_an_endpoint(self) -> SamplingStageConfig:

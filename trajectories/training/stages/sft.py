@@ -31,6 +31,10 @@ class SFTStageConfig(StageConfig):
     stage: Literal["sft"] = "sft"
     data: DataFilter = Field(default_factory=DataFilter)
 
+    @classmethod
+    def trainer_config_class(cls) -> type:
+        return SFTConfig
+
 
 def trainer_arguments(config: StageConfig, out: Path) -> SFTConfig:
     return SFTConfig(**stage.trainer_arguments(config, out, max_length=config.max_length, packing=False))

@@ -4,7 +4,9 @@ A stage is a YAML file read into a subclass of :class:`StageConfig` (``stage: sf
 ``teacher``, ``dpo``, ``grpo``). ``model`` is a Hugging Face id, a local directory (a previous stage's
 ``OUT/final``: a LoRA adapter there is merged into its base first, so stages chain), or ``tiny`` for the
 CPU test model. ``trainer`` is passed to the stage's TRL config class unchanged, so every TRL/transformers
-argument (``deepspeed``, ``save_steps``, ``use_vllm``, ...) is set in the YAML. Runs resume from the newest
+argument (``deepspeed``, ``save_steps``, ``use_vllm``, ...) is set in the YAML; each key is checked against
+that class's fields and their types when the config is read (:func:`check_trainer_arguments`), so a
+misspelt or mistyped argument fails at load, not when the stage starts. Runs resume from the newest
 ``checkpoint-*`` under the output directory (optimizer, scheduler, RNG state and step).
 """
 
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +26,14 @@ import structlog
 import torch
 import yaml
 from peft import LoraConfig
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from transformers.trainer_utils import get_last_checkpoint
 
 from trajectories.dumps.reader import read_held_out_clusters
 from trajectories.training.dev.tiny import save_tiny_model
 from trajectories.training.serving.checkpoints import load_causal_lm
+from trajectories.training.stages.outcome import StageOutcome
 
 log = structlog.get_logger(__name__)
 
@@ -65,6 +70,19 @@ class StageConfig(BaseModel):
     trainer: dict[str, Any] = Field(default_factory=dict, description="Arguments of the stage's TRL config")
 
     @classmethod
+    def trainer_config_class(cls) -> type | None:
+        """The TRL config class ``trainer`` is passed to (``SFTConfig``, ``DPOConfig``...); None for a
+        config of no particular stage, whose ``trainer`` is not checked."""
+        return None
+
+    @model_validator(mode="after")
+    def _trainer_arguments_exist(self) -> Self:
+        trainer_class = self.trainer_config_class()
+        if trainer_class is not None:
+            check_trainer_arguments(self.stage, self.trainer, trainer_class)
+        return self
+
+    @classmethod
     def load(cls, path: Path) -> Self:
         """Read ``path``; relative paths in it (top-level ``Path`` and ``list[Path]`` fields) are taken
         relative to its directory."""
@@ -90,9 +108,32 @@ class StageConfig(BaseModel):
         return read_held_out_clusters(self.held_out_clusters_file)
 
 
+@functools.cache
+def _argument_types(trainer_class: type) -> dict[str, TypeAdapter[Any]]:
+    """Field name -> a validator of its declared type, for a TRL config dataclass (built once per class)."""
+    hints = typing.get_type_hints(trainer_class)
+    return {field.name: TypeAdapter(hints[field.name]) for field in dataclasses.fields(trainer_class)}
+
+
+def check_trainer_arguments(stage: str, trainer: Mapping[str, Any], trainer_class: type) -> None:
+    """Refuse a ``trainer`` key ``trainer_class`` has no field for, or a value its field's type refuses
+    (pydantic's lax reading: YAML's ``1e-5``, a string, passes as a float as TRL would take it)."""
+    types = _argument_types(trainer_class)
+    for key, value in for_installed_transformers(dict(trainer), frozenset(types)).items():
+        if key not in types:
+            raise ValueError(f"stage {stage}: trainer.{key} is not an argument of {trainer_class.__name__}")
+        try:
+            types[key].validate_python(value)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            raise ValueError(f"stage {stage}: trainer.{key} = {value!r} does not fit "
+                             f"{trainer_class.__name__}.{key} ({reason})") from None
+
+
 @dataclass(frozen=True)
 class StageResult:
-    """What a stage run produced; ``extra`` holds stage-specific counts (rollouts kept, pairs built...)."""
+    """What a stage run produced; ``extra`` holds stage-specific counts (rollouts kept, pairs built...);
+    ``attempts_file`` the rollouts a sampling stage made (later stages read them)."""
 
     stage: str
     final_dir: Path
@@ -101,13 +142,19 @@ class StageResult:
     train_examples: int
     log_history: list[dict[str, Any]]
     extra: Mapping[str, Any]
+    attempts_file: Path | None = None
+    minutes: float | None = None
+    """Wall time of the whole stage, set by the pipeline's ``run_stage``"""
 
-    def summary(self) -> dict[str, Any]:
-        """The JSON line ``worker train`` prints last."""
+    def outcome(self) -> StageOutcome:
+        """The record of the run (``OUT/result.json``, the JSON line ``worker train`` prints last)."""
         losses = [entry["loss"] for entry in self.log_history if "loss" in entry]
-        return {"stage": self.stage, "final": str(self.final_dir), "global_step": self.global_step,
-                "examples": self.train_examples, "last_loss": losses[-1] if losses else None,
-                "resumed_from": None if self.resumed_from is None else str(self.resumed_from), **self.extra}
+        tokens = [int(entry["num_tokens"]) for entry in self.log_history if "num_tokens" in entry]
+        return StageOutcome(stage=self.stage, final=self.final_dir, global_step=self.global_step,
+                            examples=self.train_examples, last_loss=losses[-1] if losses else None,
+                            tokens_trained=max(tokens) if tokens else None, minutes=self.minutes,
+                            resumed_from=self.resumed_from, attempts_file=self.attempts_file,
+                            details=dict(self.extra))
 
 
 def model_source(model: str, out: Path) -> str | Path:
