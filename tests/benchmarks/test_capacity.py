@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from benchmarks import capacity
-from benchmarks.capacity_llm import Latency, LatencyPolicy, agent_source
-from benchmarks.capacity_probe import lost_and_doubled
+from benchmarks.capacity import benchmark as capacity
+from benchmarks.capacity.llm import Latency, LatencyPolicy, agent_source
+from benchmarks.capacity.probe import lost_and_doubled
 from shoppingbench.sample_world import SampleWorld
 
 KEYS = {"sandbox", "attempts_per_hour", "rss_mb_per_slot", "validator_rss_mb", "validator_cpu_share",

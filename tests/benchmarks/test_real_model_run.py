@@ -17,8 +17,8 @@ import pytest
 
 from arena.suites import targets_of
 from arena.suites.clusters import cluster_problems
-from benchmarks import real_model
-from benchmarks.real_model_run import bootstrap_mean
+from benchmarks.real_model import benchmark as real_model
+from benchmarks.real_model.phases import bootstrap_mean
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sample_world import SampleWorld

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from benchmarks import validity
-from benchmarks.recorded_rewrites import (
+from benchmarks.validity import benchmark as validity
+from benchmarks.validity.recorded_rewrites import (
     NO_ANSWER,
     RecordedAnswer,
     RecordedRewrites,
@@ -18,7 +18,7 @@ from benchmarks.recorded_rewrites import (
     prompt_sha256,
     read_answers,
 )
-from benchmarks.validity_run import twins
+from benchmarks.validity.run import twins
 from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.rewrite import CheckedRewriter
 from shoppingbench.problems.models import CATEGORIES, Category, Problem

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import site
-from benchmarks.site_build import WorldSpec
+from benchmarks.site import benchmark as site
+from benchmarks.site.build import WorldSpec
 
 KEYS = {"page_p95_ms", "pages", "missing", "concurrent_p95_ms", "errors", "concurrent_requests", "clients"}
 

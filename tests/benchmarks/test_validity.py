@@ -10,8 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import validity, validity_parser
-from benchmarks.validity_metrics import (
+from benchmarks import validity_parser
+from benchmarks.validity import benchmark as validity
+from benchmarks.validity.metrics import (
     Gap,
     constraint_count,
     has_title_span,
@@ -23,15 +24,7 @@ from benchmarks.validity_metrics import (
     wording_figures,
     words,
 )
-from benchmarks.validity_parser import (
-    Item,
-    match_score,
-    parse_query,
-    split_items,
-    take_price,
-    take_services,
-)
-from benchmarks.validity_run import (
+from benchmarks.validity.run import (
     TWIN_KEY,
     load_parser,
     parser_split_share,
@@ -39,6 +32,14 @@ from benchmarks.validity_run import (
     twin_draws,
     twin_of,
     twins,
+)
+from benchmarks.validity_parser import (
+    Item,
+    match_score,
+    parse_query,
+    split_items,
+    take_price,
+    take_services,
 )
 from shoppingbench.catalog_dir import BUILD_RECORD
 from shoppingbench.doubles.llm_server import StubReply, create_app

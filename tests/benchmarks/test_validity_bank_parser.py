@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import validity_bank_parser
-from benchmarks.validity import load_parser
+from benchmarks.validity.run import load_parser
 from benchmarks.validity_bank_parser import parse_query
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from benchmarks.real_model import main, paired_lift
+from benchmarks.real_model.benchmark import main, paired_lift
 
 
 def test_the_paired_interval_brackets_the_lift_and_pairs_the_problems() -> None:

@@ -12,7 +12,7 @@ One model, one ``generate`` call at a time; requests that arrive while one runs 
 (:class:`_Batcher`): up to ``max_batch`` of them with the same sampling settings and no ``seed`` go through
 one left-padded ``generate``, each cut at its own ``max_tokens`` and first stop token. A decode step reads
 every weight once whatever the batch, so on CPU concurrent agents get several times the tokens per second
-of one (``benchmarks/real_model_serving.py``). Agents answered together send their next turn moments
+of one (``benchmarks/real_model/serving.py``). Agents answered together send their next turn moments
 apart: after a batch of several requests the next one waits up to ``gather_s`` for them, so they stay
 together; so does the first request after the model sat idle (agents starting together). A lone client
 waits only then. A request with a ``seed`` runs alone, so the seed repeats its sample. Generation runs in
@@ -66,7 +66,7 @@ class ServingConfig(BaseModel):
                          description=(
         "torch intra-op threads while generating (0: torch's default), set around each generate call and "
         "restored after. One thread, because two on a 2-core machine shared with the sandboxed agents, the "
-        "proxy and the scorer stall on each other (benchmarks/real_model_serving.py); "
+        "proxy and the scorer stall on each other (benchmarks/real_model/serving.py); "
         "ARENA_SERVING_THREADS overrides"))
 
 

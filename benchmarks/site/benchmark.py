@@ -2,16 +2,16 @@
 
     python -m benchmarks.site [--days 30] [--attempts-per-day 27000] [--quick] [--backends sqlite,postgresql]
 
-Builds (``benchmarks.site_build``, cached under ``$ARENA_HOME/bench/site/`` by its parameters, so re-runs
+Builds (``benchmarks.site.build``, cached under ``$ARENA_HOME/bench/site/`` by its parameters, so re-runs
 skip it) ``--days`` days of ``--attempts-per-day`` synthetic attempts (``trajectories.doubles.synthetic``,
 as ``benchmarks.store`` makes them) with the race log, agent files and dump directory they imply
-(``benchmarks.site_world``), then serves the validator API over them the way ``validator run`` does:
+(``benchmarks.site.world``), then serves the validator API over them the way ``validator run`` does:
 ``create_app`` under uvicorn on loopback, in its own process. One httpx client then requests each page
 (leaderboard ``/``, a submission page, an attempt viewer, the dumps index) ``--requests`` times, and
 ``--clients`` clients at once make ``--client-requests`` requests each over all of them.
 PostgreSQL gets a throwaway database on the loopback server (``--pg-server``) holding a copy of the
 SQLite world's rows (``trajectories.store.copy``: the same attempts, ids and race log), dropped at the
-end. Every SELECT the API sends is explained afterwards (``benchmarks.site_plans``, ``--plans``).
+end. Every SELECT the API sends is explained afterwards (``benchmarks.site.plans``, ``--plans``).
 
 The last line printed is one JSON object: ``page_p95_ms`` (the worst page's p95, single client),
 ``pages`` (each page's figures, or ``missing`` for a page this build does not serve),
@@ -42,9 +42,9 @@ import orjson
 from arena.race import ManualClock, SqlEventStore
 from arena.race.state import replay
 from arena.submissions.store import FileStore
-from benchmarks.site_build import World, WorldSpec, build_sqlite, copy_world
-from benchmarks.site_load import Page, concurrent, present, single_client
-from benchmarks.site_plans import PlanRecorder
+from benchmarks.site.build import World, WorldSpec, build_sqlite, copy_world
+from benchmarks.site.load import Page, concurrent, present, single_client
+from benchmarks.site.plans import PlanRecorder
 from shoppingbench.logs import configure_logging
 from trajectories.store import TrajectoryStore
 from trajectories.store.engine import DEFAULT_POSTGRES_SERVER, scratch_postgres_database
@@ -62,7 +62,7 @@ def _load() -> float:
 
 def serve(world: World, now: float, urls: Any, stop: Event, plans: Path) -> None:
     """The validator API over ``world``, as ``validator run`` serves it, until ``stop`` is set; then the
-    plans of the statements it sent, to ``plans`` (``site_plans``)."""
+    plans of the statements it sent, to ``plans`` (:mod:`.plans`)."""
     from arena.validator.api import ArenaView, create_app
     from shoppingbench.tools.serving import running_server
 
@@ -196,7 +196,8 @@ def run_postgresql(spec: WorldSpec, sqlite_world: World, args: argparse.Namespac
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.site",
+                                     description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--attempts-per-day", type=int, default=27_000)
     parser.add_argument(
@@ -249,7 +250,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         _say("postgresql:")
         results["postgresql"] = run_postgresql(spec, world, args)
     print(orjson.dumps(results).decode())
-
-
-if __name__ == "__main__":
-    main()

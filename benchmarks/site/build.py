@@ -24,7 +24,7 @@ import orjson
 from arena.race import SqlEventStore
 from arena.race.events import CodePublished, RaceFinished
 from arena.submissions.store import FileStore
-from benchmarks.site_world import AGENTS, DAY0, Day, History, agent_entries, registered_problems
+from benchmarks.site.world import AGENTS, DAY0, Day, History, agent_entries, registered_problems
 from trajectories.dumps import DumpWindow, export_dump
 from trajectories.dumps.card import render_card
 from trajectories.store import TrajectoryStore

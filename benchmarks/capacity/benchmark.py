@@ -11,7 +11,7 @@ validator's own :class:`~arena.validator.concurrent.RunPool` over its
 the runs it owes. Real pieces: the configured sandbox backend (``auto``: docker when its engine answers
 and the sandbox image is built, else namespace), the verified proxy, the production grader, the LLM
 judge (with its offline fallback), the run recorder and a SQLite trajectory store. Only the hosted LLM
-is a double (``benchmarks.capacity_llm``, in a process of its own): every call, the agent's and the
+is a double (``benchmarks.capacity.llm``, in a process of its own): every call, the agent's and the
 judge's, waits a lognormal time fitted to ``--p50``/``--p95`` (default 2 s and 8 s), and the agent
 makes ``--calls`` (default 8-20, seeded per problem) model calls per problem, each followed by a
 catalog search, before its scripted answer.
@@ -57,7 +57,7 @@ from arena.settings import ArenaSettings
 from arena.validator.assemble import sandbox_runner
 from arena.validator.concurrent import RunPool
 from arena.validator.runs import SuiteRun, run_id_for
-from benchmarks.capacity_llm import (
+from benchmarks.capacity.llm import (
     AGENT_MODEL,
     JUDGE_MODEL,
     Latency,
@@ -65,7 +65,7 @@ from benchmarks.capacity_llm import (
     agent_source,
     served_double,
 )
-from benchmarks.capacity_probe import (
+from benchmarks.capacity.probe import (
     MemorySampler,
     cpu_s,
     lost_and_doubled,
@@ -241,7 +241,8 @@ def _failures(stored: Sequence[StoredAttempt]) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.capacity",
+                                     description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--slots", default="4,16,64", help="comma list of slot counts")
     parser.add_argument("--runs", type=int, default=4, help="runs owed together at each slot count")
     parser.add_argument("--problems-per-run", type=int, default=60,
@@ -392,7 +393,3 @@ def _summary(result: dict[str, Any], size: int, backend: BackendName, args: argp
          f"{summary['store_bytes_per_attempt']} B/attempt, "
          f"{summary['store_growth_mb_per_busy_day']} MB per busy day")
     return summary
-
-
-if __name__ == "__main__":
-    main()

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Final
 
 from benchmarks import validity_parser
-from benchmarks.validity_metrics import wording_figures
+from benchmarks.validity.metrics import wording_figures
 from shoppingbench.agents import scripted_baseline
 from shoppingbench.catalog.models import Product
 from shoppingbench.evaluation import AgentMain, collect, iter_in_process, new_run_id

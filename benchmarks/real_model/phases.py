@@ -1,6 +1,5 @@
 """The phases of ``python -m benchmarks.real_model``: the training day, the held-out draw, one stage's
-training and one model's evaluation, each through the production code (:mod:`benchmarks.real_model`
-chains them)."""
+training and one model's evaluation, each through the production code (:mod:`.benchmark` chains them)."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ DAY_MODEL = "scripted double"
 (``shoppingbench.doubles.scripted_policies.shopping_policy``) served OpenAI-compatibly on loopback."""
 DAY_AGENTS = {"react": "react_llm.py", "tool_calling": "tool_calling_llm.py"}
 """The arena's reference LLM agents a training day may run (``--day-agents``)."""
-CONFIGS = Path(__file__).parents[1] / "trajectories" / "training" / "configs"
+CONFIGS = Path(__file__).parents[2] / "trajectories" / "training" / "configs"
 HELD_OUT_NAME = "real-model"
 SUITE_NAME = "real-model-day"
 

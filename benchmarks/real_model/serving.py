@@ -1,6 +1,6 @@
 """Generation throughput of the real base model (Gemma 3 270M, converted) on CPU, raw and through the server.
 
-    python -m benchmarks.real_model_serving --model DIR [--convert] [--new-tokens 64] [--concurrency 4]
+    python -m benchmarks.real_model.serving --model DIR [--convert] [--new-tokens 64] [--concurrency 4]
         [--requests 8] [--dtypes float32,bfloat16] [--threads 1] [--no-server]
 
 ``DIR`` is a checkpoint written by ``worker base-model gemma3-270m --out DIR`` (``--convert`` writes it
@@ -130,7 +130,8 @@ def served_rate(url: str, *, clients: int, requests: int, new_tokens: int) -> di
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.real_model.serving",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="Converted checkpoint directory")
     parser.add_argument("--convert", action="store_true", help="Write --model first if it is missing")
     parser.add_argument("--new-tokens", type=int, default=64)

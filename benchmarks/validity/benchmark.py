@@ -9,7 +9,7 @@ Over the calibration set (``../shared/calibration``: 300 real ShoppingBench prob
 are solvable in) every real problem gets a **twin**: the generator's writer's query for the same reward
 targets (same items, same stated constraints, same voucher). Then, per category, real beside twin:
 
-- wording (``benchmarks.validity_metrics`` defines each exactly): ``title_span_share``, ``raw_key_share``,
+- wording (``benchmarks.validity.metrics`` defines each exactly): ``title_span_share``, ``raw_key_share``,
   ``verbatim_value_share``, ``query_words``, and ``parser_split_share`` (queries the hostile parser splits
   into as many items as the reward has targets);
 - success of the bundled scripted baseline and of the hostile parser (``benchmarks/validity_parser.py``,
@@ -27,7 +27,7 @@ problems'. The calibration catalog is built once under the data root, keyed by t
 each run) unless ``--lexicon FILE`` gives one. With ``--llm-url``/``--llm-model`` a model rewrites each
 twin as problem banks are written (``arena bank build``: from the items' requirements, checked),
 which measures a bank's wording against the same parser (``twin_writer`` and ``rewrites`` in the JSON);
-``--recorded FILE`` takes that model's answers from a file instead (:mod:`benchmarks.recorded_rewrites`).
+``--recorded FILE`` takes that model's answers from a file instead (:mod:`.recorded_rewrites`).
 ``--replay-real`` measures those checks instead of a model: each draft's "rewrite" is its real request
 (GPT-4.1's, written from the same requirements), kept where the checks keep it. ``--twin-draws N``
 writes N twins per real problem with different draws of the writer: the targets judge the first, and
@@ -52,9 +52,9 @@ from typing import Any, Final
 
 import orjson
 
-from benchmarks.recorded_rewrites import RecordedRewrites
-from benchmarks.validity_metrics import Gap, paired_gap, pooled_gap, wording_figures
-from benchmarks.validity_run import (
+from benchmarks.validity.metrics import Gap, paired_gap, pooled_gap, wording_figures
+from benchmarks.validity.recorded_rewrites import RecordedRewrites
+from benchmarks.validity.run import (
     AGENTS,
     load_parser,
     parser_split_share,
@@ -76,7 +76,7 @@ from shoppingbench.search.engine import BM25SearchEngine
 from shoppingbench.settings import HarnessSettings
 from shoppingbench.world.writer import sha256_file
 
-DEFAULT_CALIBRATION: Final = Path(__file__).resolve().parents[1].parent / "shared" / "calibration"
+DEFAULT_CALIBRATION: Final = Path(__file__).resolve().parents[2].parent / "shared" / "calibration"
 DOCUMENTS: Final = "documents.jsonl.gz"
 TARGETS: Final = {"title_span_share_max": 0.30, "raw_key_share_max": 0.15, "baseline_gap_max": 0.08,
                   "parser_gap_max": 0.08}
@@ -182,7 +182,8 @@ def _category_figures(real: list[Problem], twin: list[Problem], outcomes: dict[s
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.validity",
+                                     description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION,
@@ -199,7 +200,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="Check the real requests as rewrites of their drafts, as a bank's rewrites are "
                              "checked, and use each one the checks keep as its twin")
     parser.add_argument("--recorded", type=Path, default=None, metavar="FILE",
-                        help="A model's recorded answers to the bank's prompts (benchmarks/"
+                        help="A model's recorded answers to the bank's prompts (benchmarks/validity/"
                              "recorded_rewrites.py) rewrite the twins; prompts with none go to "
                              "FILE.missing.jsonl")
     parser.add_argument("--per-category", type=int, default=100, help="Real problems per category (max 100)")
@@ -284,7 +285,3 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "sampler_shape": shape}
     print(orjson.dumps(result).decode())
     return result
-
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,7 @@
         [--temperature 1.0] [--world-dir DIR --world-products 3000] [--bootstrap 10000] [--seed 0]
         [--dry-run]
 
-The run, through the production path at every step (:mod:`benchmarks.real_model_run` holds the phases):
+The run, through the production path at every step (:mod:`benchmarks.real_model.phases` holds the phases):
 
 1. **Training day**: the arena's reference agents (``--day-agents``: ``react_llm.py``,
    ``tool_calling_llm.py``) run on the first ``--day-problems`` problems per category of the sample
@@ -90,7 +90,8 @@ def paired_lift(base: Sequence[float], trained: Sequence[float], *, resamples: i
 
 
 def parser() -> argparse.ArgumentParser:
-    args = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    args = argparse.ArgumentParser(prog="python -m benchmarks.real_model",
+                                   description=__doc__.split("\n\n")[0])
     args.add_argument("--model", type=Path, required=True, help="A `worker base-model` checkpoint directory")
     args.add_argument("--convert", action="store_true", help="Write --model first if it is missing")
     args.add_argument("--out", type=Path, default=None, help="Working directory (default: a temporary one)")
@@ -147,8 +148,8 @@ def run(options: argparse.Namespace, planned: dict[str, Any], out: Path) -> dict
     """The day, the held-out draw, the base model's evaluation, then each stage trained and evaluated;
     the last line's JSON (also written to ``out/result.json``)."""
     from arena.settings import ArenaSettings
-    from benchmarks import real_model_run as phases
-    from benchmarks.real_model_serving import matmul_gflops
+    from benchmarks.real_model import phases
+    from benchmarks.real_model.serving import matmul_gflops
     from shoppingbench.sample_world import configured_sample_world, ensure_sample_world
 
     started, ticks = time.perf_counter(), phases.cpu_ticks()
@@ -225,7 +226,3 @@ def main(argv: list[str] | None = None) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="real-model-") as scratch:
         print(orjson.dumps(run(options, planned, Path(scratch))).decode(), flush=True)
-
-
-if __name__ == "__main__":
-    main()

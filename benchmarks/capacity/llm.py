@@ -117,7 +117,7 @@ def served_double(policy: LatencyPolicy) -> Iterator[tuple[str, int]]:
 
 _PREAMBLE = '''
 
-# --- The capacity benchmark's preamble (benchmarks/capacity_llm.py): model calls before the answer. ---
+# --- The capacity benchmark's preamble (benchmarks/capacity/llm.py): model calls before the answer. ---
 import hashlib as _hashlib
 import json as _json
 
