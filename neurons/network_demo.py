@@ -54,6 +54,7 @@ from shoppingbench.agents import react_llm, scripted_baseline
 from shoppingbench.doubles.cheaters import copycat_source, literal_cheater_source, table_cheater_source
 from shoppingbench.doubles.demo_miners import BAIT_PARSER, tuned_react_source
 from shoppingbench.doubles.scripted_inference import SCRIPTED_MODEL, scripted_inference
+from shoppingbench.generator.catalog import CatalogDir
 from shoppingbench.problems.loaders import load_problems
 from shoppingbench.problems.models import CATEGORIES
 from shoppingbench.sample_world import SampleWorld
@@ -158,8 +159,9 @@ def run_network_demo(settings: ArenaSettings, world: SampleWorld, root: Path, *,
     inference = scripted_inference if scripted else configured_inference
     with ExitStack() as stack:
         stack.callback(chain.close)
-        run_agent = stack.enter_context(open_agent_runner(settings, world.catalog_dir, inference=inference))
-        generators = stack.enter_context(open_scheduled_sources(world.catalog_dir, settings.schedule()))
+        catalog = stack.enter_context(CatalogDir(world.catalog_dir))
+        run_agent = stack.enter_context(open_agent_runner(settings, catalog, inference=inference))
+        generators = stack.enter_context(open_scheduled_sources(catalog, settings.schedule()))
         opened, watches, urls = [], [], []
         for name in validator_names:
             own = settings.model_copy(update={"home": root / name})

@@ -34,6 +34,7 @@ from arena.validator import (
 )
 from arena.validator.agreement import AgreementReport
 from arena.validator.peers import peer_table
+from shoppingbench.generator.catalog import CatalogDir
 from shoppingbench.sandbox.runner import InferenceProvider, configured_inference
 
 log = structlog.get_logger(__name__)
@@ -70,8 +71,10 @@ def open_service(settings: ValidatorSettings, wallet: Wallet, *,
     require_registration(chain, str(wallet.hotkey.ss58_address))
     catalog_dir = validator_catalog(settings, progress=sys.stderr.isatty())
     log.info("validator_catalog", catalog_dir=str(catalog_dir))
-    with open_scheduled_sources(catalog_dir, settings.schedule(), settings.bank_pins()) as sources, \
-            open_agent_runner(settings, catalog_dir, inference=inference) as run_agent, \
+    # One opened catalog: the generators and the agents' runs share its engine, fingerprint and writer.
+    with CatalogDir(catalog_dir) as catalog, \
+            open_scheduled_sources(catalog, settings.schedule(), settings.bank_pins()) as sources, \
+            open_agent_runner(settings, catalog, inference=inference) as run_agent, \
             open_validator_stack(settings, chain=chain, wallet=wallet, clock=clock, sources=sources,
                                  run_agent=run_agent, warnings=race_warnings(settings)) as stack:
         log.info("validator_rules", fingerprint=stack.rules.fingerprint, version=stack.rules.version,

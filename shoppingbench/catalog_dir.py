@@ -10,16 +10,25 @@ renamed over ``products.sqlite3`` and ``catalog.json`` is written last. ``catalo
 before the index or store is touched, so a build cut short is never taken as done; a build that fails
 while importing (bad line under ``--strict``, truncated or corrupt source, more bad lines than
 ``max_bad``) leaves the previous catalog as it was.
+
+One build at a time: a build holds an exclusive lock (``flock``) on ``.<name>.build.lock`` beside the
+directory (in its parent, so the directory holds the catalog alone) from its first file to
+``catalog.json``. A second build of the same directory waits for it; when the first one built the very
+same sources and its result passes the second's ``strict`` / ``max_bad``, the second takes that catalog
+as its own instead of building it again (two runs that each build a missing catalog at once get one
+build between them, and neither removes the other's partial files).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from shoppingbench.catalog.importer import CatalogImportError, ImportReport, import_documents
 from shoppingbench.catalog.store import ProductStore
@@ -61,6 +70,51 @@ def _remove_side_files(path: Path) -> None:
         path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
+def build_lock_path(catalog_dir: Path) -> Path:
+    """The file a build of ``catalog_dir`` locks, beside the directory."""
+    resolved = catalog_dir.resolve()
+    return resolved.parent / f".{resolved.name}.build.lock"
+
+
+@contextmanager
+def _build_lock(catalog_dir: Path) -> Iterator[None]:
+    """Hold the directory's build lock for the block, waiting for a build that holds it."""
+    with open(build_lock_path(catalog_dir), "ab") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("catalog_build_waiting", catalog_dir=str(catalog_dir))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock, also when the process dies
+
+
+def _record_identity(record: Path) -> tuple[int, int] | None:
+    try:
+        stat = record.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def _built_meanwhile(catalog_dir: Path, paths: Sequence[Path], before: tuple[int, int] | None, *,
+                     strict: bool, max_bad: int | None) -> CatalogBuildReport | None:
+    """The report of a build that finished since this one started (its record is not the one seen then,
+    ``before``), when it imported exactly ``paths`` and its bad lines are within this build's limits:
+    building again would give the same catalog."""
+    record = catalog_dir / BUILD_RECORD
+    if _record_identity(record) in (None, before):
+        return None  # no build finished meanwhile (none ran, or the one waited for failed)
+    try:
+        report = CatalogBuildReport.model_validate_json(record.read_bytes())
+    except (OSError, ValidationError):
+        return None
+    bad = sum(imported.bad for imported in report.imported)
+    if [imported.source.resolve() for imported in report.imported] != [path.resolve() for path in paths] \
+            or (strict and bad) or (max_bad is not None and bad > max_bad):
+        return None
+    return report
+
+
 def build_catalog(sources: Path | Sequence[Path], catalog_dir: Path, *, strict: bool = False,
                   max_bad: int | None = None, progress: bool = True) -> CatalogBuildReport:
     """Build the catalog from one or more ``documents.jsonl[.gz]`` files (shards), replacing its contents.
@@ -70,12 +124,25 @@ def build_catalog(sources: Path | Sequence[Path], catalog_dir: Path, *, strict: 
     first bad line with ``strict``, and always when a source ends early or is corrupt (a truncated
     gzip, a plain file cut mid-line): a catalog missing the tail of its source must not be taken as
     complete. Raises :class:`TooManyBadLines` when the sources hold more than ``max_bad`` bad lines
-    together (``None``: any number).
+    together (``None``: any number). A build already running on ``catalog_dir`` is waited for; when it
+    built the same sources within these limits, its report is returned and nothing is built again.
     """
     paths = [Path(sources)] if isinstance(sources, (str, Path)) else [Path(s) for s in sources]
     if not paths:
         raise ValueError("build_catalog needs at least one source file")
     catalog_dir.mkdir(parents=True, exist_ok=True)
+    before = _record_identity(catalog_dir / BUILD_RECORD)
+    with _build_lock(catalog_dir):
+        done = _built_meanwhile(catalog_dir, paths, before, strict=strict, max_bad=max_bad)
+        if done is not None:
+            log.info("catalog_built_meanwhile", catalog_dir=str(catalog_dir))
+            return done
+        return _build_locked(paths, catalog_dir, strict=strict, max_bad=max_bad, progress=progress)
+
+
+def _build_locked(paths: Sequence[Path], catalog_dir: Path, *, strict: bool, max_bad: int | None,
+                  progress: bool) -> CatalogBuildReport:
+    """:func:`build_catalog`'s work, under the directory's build lock."""
     record = catalog_dir / BUILD_RECORD
     partial = catalog_dir / PARTIAL_STORE_FILE
     partial.unlink(missing_ok=True)  # left over by a build that was killed

@@ -20,10 +20,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from arena.suites.bank import ProblemBank
 from arena.suites.bank_journal import BankJournal
 from arena.suites.public import targets_of
-from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.generator import ProblemGenerator, catalog_fingerprint
-from shoppingbench.generator.generator import catalog_title_embedder
-from shoppingbench.generator.writer import writer_for_catalog
+from shoppingbench.generator import ProblemGenerator
+from shoppingbench.generator.catalog import CatalogDir, opened_catalog_dir
 from shoppingbench.generator.writer.propose import ModelSettings
 from shoppingbench.generator.writer.rewrite import (
     DEFAULT_TEMPERATURE,
@@ -64,32 +62,33 @@ def _problems(generator: ProblemGenerator, journal: BankJournal, per_category: M
     return [p for slot in slots if (p := journal.written.get(slot)) is not None]
 
 
-def build_bank(catalog_dir: Path, per_category: Mapping[Category, int], *, models: Sequence[ModelSettings],
-               journal: Path, temperature: float = DEFAULT_TEMPERATURE, seed: str | None = None,
-               progress: bool = False) -> BankBuild:
-    """``per_category`` solvable problems over the catalog in ``catalog_dir``, worded by ``models`` (each
-    problem's drawn from the seed; none: the lexicon writer's drafts stand) sampled at ``temperature``,
-    each journaled to ``journal`` as it is written (a build interrupted before resumes from there; the
-    caller deletes the journal once the bank is stored).
+def build_bank(catalog: CatalogDir | Path, per_category: Mapping[Category, int], *,
+               models: Sequence[ModelSettings], journal: Path, temperature: float = DEFAULT_TEMPERATURE,
+               seed: str | None = None, progress: bool = False) -> BankBuild:
+    """``per_category`` solvable problems over ``catalog`` (a directory, opened and closed here, or a
+    :class:`CatalogDir` of the caller's), worded by ``models`` (each problem's drawn from the seed; none:
+    the lexicon writer's drafts stand) sampled at ``temperature``, each journaled to ``journal`` as it is
+    written (a build interrupted before resumes from there; the caller deletes the journal once the bank
+    is stored).
 
     ``seed`` is for tests only: a bank's problems must come from a seed nobody else knows.
     """
-    base = writer_for_catalog(catalog_dir)
-    writer = model_rewriter(base, models, temperature) if models else base
-    written_by = writer.written_by if isinstance(writer, CheckedRewriter) else {}
-    fingerprint = catalog_fingerprint(catalog_dir)
-    record = BankJournal.open(journal, catalog_fingerprint=fingerprint, per_category=per_category, seed=seed)
-    resumed = len(record.written)
-    engine = open_catalog(catalog_dir)
-    try:
-        generator = ProblemGenerator(engine, fingerprint=fingerprint, writer=writer,
-                                     embedder=catalog_title_embedder(catalog_dir))
-        problems = _problems(generator, record, per_category, written_by, progress)
-    finally:
-        engine.close()
-        record.close()
+    with opened_catalog_dir(catalog) as opened:
+        base = opened.writer
+        writer = model_rewriter(base, models, temperature) if models else base
+        written_by = writer.written_by if isinstance(writer, CheckedRewriter) else {}
+        fingerprint = opened.fingerprint
+        record = BankJournal.open(journal, catalog_fingerprint=fingerprint, per_category=per_category,
+                                  seed=seed)
+        resumed = len(record.written)
+        try:
+            generator = ProblemGenerator(opened.engine, fingerprint=fingerprint, writer=writer,
+                                         embedder=opened.title_embedder)
+            problems = _problems(generator, record, per_category, written_by, progress)
+        finally:
+            record.close()
     if not problems:
-        raise ValueError(f"the catalog in {catalog_dir} gave no problem for {dict(per_category)}")
+        raise ValueError(f"the catalog in {opened.path} gave no problem for {dict(per_category)}")
     writers = {problem.id: record.writers[slot] for slot, problem in record.written.items()
                if problem is not None and slot in record.writers}
     bank = ProblemBank(catalog_fingerprint=fingerprint, problems=tuple(problems), writers=writers or None)

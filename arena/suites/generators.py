@@ -34,10 +34,9 @@ from arena.suites.schedule import (
     require_known_versions,
 )
 from arena.suites.sealed_bank import RoundSignatures, SealedBankSource, load_pinned
-from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.generator import KNOWN_VERSIONS, ProblemGenerator, catalog_fingerprint, get_version
-from shoppingbench.generator.generator import catalog_title_embedder
-from shoppingbench.generator.writer import LexiconError, LexiconWriter, writer_for_catalog
+from shoppingbench.generator import KNOWN_VERSIONS, ProblemGenerator, get_version
+from shoppingbench.generator.catalog import CatalogDir, opened_catalog_dir
+from shoppingbench.generator.writer import LexiconError, LexiconWriter
 from shoppingbench.generator.writer.lexicon import load_lexicon
 from shoppingbench.generator.writer.request import RequestWriter
 
@@ -111,28 +110,28 @@ class CheckedEntry:
     writer: RequestWriter | None
 
 
-def _entry_writer(catalog_dir: Path, entry: ScheduleEntry, pinned: Path | None) -> RequestWriter | None:
+def _entry_writer(catalog: CatalogDir, entry: ScheduleEntry, pinned: Path | None) -> RequestWriter | None:
     """The entry's writer: the ``pinned`` lexicon's, else the catalog's current one (``None`` for a version
     that words requests itself)."""
     if not get_version(entry.version).uses_writer:
         return None
     try:
-        return writer_for_catalog(catalog_dir) if pinned is None else LexiconWriter(load_lexicon(pinned))
+        return catalog.writer if pinned is None else LexiconWriter(load_lexicon(pinned))
     except LexiconError as exc:
         raise ScheduleError(f"the generator schedule entry from {entry.from_day} ({entry.version}): "
                             f"{exc}") from exc
 
 
-def check_schedule(catalog_dir: Path, schedule: GeneratorSchedule) -> dict[str, CheckedEntry]:
+def check_schedule(catalog: CatalogDir, schedule: GeneratorSchedule) -> dict[str, CheckedEntry]:
     """Everything a schedule needs, checked before a suite is generated: known versions, valid
     configuration overrides, pinned lexicons present and readable; returns each spec's configuration and
     writer by label."""
     require_known_versions(schedule, KNOWN_VERSIONS)
     checked: dict[str, CheckedEntry] = {}
     for entry in schedule.entries:
-        pinned = None if entry.lexicon_sha256 is None else pinned_lexicon(catalog_dir, entry)
+        pinned = None if entry.lexicon_sha256 is None else pinned_lexicon(catalog.path, entry)
         checked[entry.spec().label()] = CheckedEntry(generator_config(entry),
-                                                     _entry_writer(catalog_dir, entry, pinned))
+                                                     _entry_writer(catalog, entry, pinned))
     return checked
 
 
@@ -146,38 +145,34 @@ class BankPins:
     signatures: RoundSignatures
 
 
-def open_banks(catalog_dir: Path, banks: BankPins, fingerprint: str) -> dict[date, SuiteSource]:
+def open_banks(catalog: CatalogDir, banks: BankPins) -> dict[date, SuiteSource]:
     """A source per pinned day, each sealed file checked now (:func:`load_pinned`); :class:`ScheduleError`
     naming the first that cannot serve."""
     opened: dict[date, SuiteSource] = {}
     for day, sha256 in sorted(banks.pins.items()):
         try:
-            sealed = load_pinned(catalog_dir, day, sha256, race_slot(day, banks.race_time))
+            sealed = load_pinned(catalog.path, day, sha256, race_slot(day, banks.race_time))
         except BankError as exc:
             raise ScheduleError(str(exc)) from exc
-        opened[day] = SealedBankSource(sealed, sha256, catalog_fingerprint=fingerprint,
+        opened[day] = SealedBankSource(sealed, sha256, catalog_fingerprint=catalog.fingerprint,
                                        signatures=banks.signatures)
     return opened
 
 
 @contextmanager
-def open_scheduled_sources(catalog_dir: Path, schedule: GeneratorSchedule,
+def open_scheduled_sources(catalog: CatalogDir | Path, schedule: GeneratorSchedule,
                            banks: BankPins | None = None) -> Iterator[ScheduledSources]:
-    """One generator per spec of ``schedule`` over the catalog in ``catalog_dir`` (sharing its engine),
-    after :func:`check_schedule`, and the pinned problem banks (:func:`open_banks`); the catalog is closed
-    on exit."""
-    checked = check_schedule(catalog_dir, schedule)
-    fingerprint = catalog_fingerprint(catalog_dir)
-    opened_banks = {} if banks is None else open_banks(catalog_dir, banks, fingerprint)
-    titles = catalog_title_embedder(catalog_dir)
-    engine = open_catalog(catalog_dir)
-    try:
+    """One generator per spec of ``schedule`` over ``catalog`` (sharing its engine, fingerprint and title
+    embedder), after :func:`check_schedule`, and the pinned problem banks (:func:`open_banks`). A
+    directory is opened here and closed on exit; a :class:`CatalogDir` passed in belongs to the caller."""
+    with opened_catalog_dir(catalog) as opened:
+        checked = check_schedule(opened, schedule)
+        fingerprint = opened.fingerprint
+        opened_banks = {} if banks is None else open_banks(opened, banks)
         generators: dict[str, SuiteSource] = {}
         for spec in schedule.specs():
             entry = checked[spec.label()]
-            generators[spec.label()] = ProblemGenerator(engine, fingerprint=fingerprint, config=entry.config,
-                                                        writer=entry.writer, version=spec.version,
-                                                        embedder=titles)
+            generators[spec.label()] = ProblemGenerator(opened.engine, fingerprint=fingerprint,
+                                                        config=entry.config, writer=entry.writer,
+                                                        version=spec.version, embedder=opened.title_embedder)
         yield ScheduledSources(schedule, generators, opened_banks)
-    finally:
-        engine.close()

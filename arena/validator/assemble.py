@@ -27,7 +27,8 @@ from arena.validator.daily_dumps import DailyDumps
 from arena.validator.runs import RunAgent, SuiteRun
 from arena.validator.seeds import ChainSeeds
 from arena.validator.service import Validator, ValidatorConfig
-from shoppingbench.catalog_dir import catalog_exists, open_catalog
+from shoppingbench.catalog_dir import catalog_exists
+from shoppingbench.generator.catalog import CatalogDir, opened_catalog_dir
 from shoppingbench.grading.grader import Grader
 from shoppingbench.problems.models import Problem
 from shoppingbench.proxy import InferenceConfig
@@ -112,13 +113,13 @@ def catalog_agent_runner(settings: ArenaSettings, engine: SearchEngine, *,
 
 
 @contextmanager
-def open_agent_runner(settings: ArenaSettings, catalog_dir: Path, *,
+def open_agent_runner(settings: ArenaSettings, catalog: CatalogDir | Path, *,
                       inference: InferenceProvider = configured_inference) -> Iterator[RunAgent]:
-    """:func:`catalog_agent_runner` over the catalog in ``catalog_dir``, open while the block runs."""
+    """:func:`catalog_agent_runner` over ``catalog``'s engine while the block runs: a directory opened
+    here and closed after it, a :class:`CatalogDir` shared with the caller (e.g. with the generators)."""
     with ExitStack() as stack:
-        engine = open_catalog(catalog_dir)
-        stack.callback(engine.close)
-        yield stack.enter_context(catalog_agent_runner(settings, engine, inference=inference))
+        opened = stack.enter_context(opened_catalog_dir(catalog))
+        yield stack.enter_context(catalog_agent_runner(settings, opened.engine, inference=inference))
 
 
 def open_validator(*, settings: ArenaSettings, chain: Chain, wallet: Wallet, clock: Clock,

@@ -6,10 +6,11 @@ writer and keeps only problems a shopper's words can solve; ``version="sbgen-1"`
 generator for race days before an upgrade (see :mod:`shoppingbench.generator.versions`).
 """
 
+from shoppingbench.generator.catalog import CatalogDir
 from shoppingbench.generator.config import GeneratorConfig
 from shoppingbench.generator.fingerprint import catalog_fingerprint
 from shoppingbench.generator.generator import ProblemGenerator
 from shoppingbench.generator.versions import DEFAULT_VERSION, KNOWN_VERSIONS, VERSIONS, get_version
 
-__all__ = ["DEFAULT_VERSION", "KNOWN_VERSIONS", "VERSIONS", "GeneratorConfig", "ProblemGenerator",
-           "catalog_fingerprint", "get_version"]
+__all__ = ["DEFAULT_VERSION", "KNOWN_VERSIONS", "VERSIONS", "CatalogDir", "GeneratorConfig",
+           "ProblemGenerator", "catalog_fingerprint", "get_version"]

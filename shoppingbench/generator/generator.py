@@ -10,36 +10,20 @@ but the seed, the counts and the exclusions.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import TracebackType
-from typing import Final
 
 from pydantic import BaseModel
 
-from shoppingbench.catalog_dir import open_catalog
-from shoppingbench.generator.fingerprint import catalog_fingerprint
+from shoppingbench.generator.catalog import CatalogDir
 from shoppingbench.generator.versions import DEFAULT_VERSION, Generation, get_version
-from shoppingbench.generator.writer import writer_for_catalog
 from shoppingbench.generator.writer.request import GeneratedProblem, RequestWriter
 from shoppingbench.problems.models import CATEGORIES, Category, Problem
 from shoppingbench.scoring.embedder import CachedEmbedder, MiniLMEmbedder, TitleEmbedder
 from shoppingbench.search.catalog_view import CatalogView
 from shoppingbench.search.engine import BM25SearchEngine
-
-TITLE_CACHE_FILE: Final = "generator-titles.sqlite"
-"""The title-embedding cache :meth:`ProblemGenerator.open` keeps beside the catalog (speed only)."""
-
-
-def catalog_title_embedder(catalog_dir: Path) -> TitleEmbedder:
-    """MiniLM with its cache file beside the catalog; in memory only where the catalog is read-only
-    (the cache saves time, never changes a vector)."""
-    try:
-        return CachedEmbedder(MiniLMEmbedder(), catalog_dir / TITLE_CACHE_FILE)
-    except (OSError, sqlite3.Error):
-        return CachedEmbedder(MiniLMEmbedder())
 
 
 class ProblemGenerator:
@@ -58,7 +42,7 @@ class ProblemGenerator:
         self.version = get_version(version)
         if self.version.uses_writer and writer is None:
             raise ValueError(f"generator {self.version.name} words requests with a writer: pass the "
-                             "catalog's (shoppingbench.generator.writer.writer_for_catalog)")
+                             "catalog's (CatalogDir.writer)")
         self.writer = writer if self.version.uses_writer else None
         self.config = self.version.check_config(config)
         self._catalog = CatalogView(engine)
@@ -68,21 +52,25 @@ class ProblemGenerator:
         self._space: dict[Category, int] | None = None
 
     @classmethod
-    def open(cls, catalog_dir: Path, config: BaseModel | None = None, *,
+    def open(cls, catalog: CatalogDir | Path, config: BaseModel | None = None, *,
              version: str = DEFAULT_VERSION) -> ProblemGenerator:
-        """A generator of ``version`` over the built catalog in ``catalog_dir``, with the catalog's writer;
-        :meth:`close` closes the catalog. An unknown version is a ``ValueError`` naming the known ones."""
-        writer = writer_for_catalog(catalog_dir) if get_version(version).uses_writer else None
-        fingerprint = catalog_fingerprint(catalog_dir)
-        embedder = catalog_title_embedder(catalog_dir)
-        engine = open_catalog(catalog_dir)
+        """A generator of ``version`` over the built catalog ``catalog`` (a directory, or a
+        :class:`CatalogDir` whose engine, fingerprint, writer and title embedder it shares), with the
+        catalog's writer. :meth:`close` closes a catalog opened here from a directory; a
+        :class:`CatalogDir` passed in belongs to the caller. An unknown version is a ``ValueError`` naming
+        the known ones."""
+        opened = catalog if isinstance(catalog, CatalogDir) else CatalogDir(Path(catalog))
+        owned = opened is not catalog
         try:
-            generator = cls(engine, fingerprint=fingerprint, writer=writer, config=config, version=version,
-                            embedder=embedder)
-        except (ValueError, TypeError):
-            engine.close()
+            writer = opened.writer if get_version(version).uses_writer else None
+            fingerprint = opened.fingerprint
+            generator = cls(opened.engine, fingerprint=fingerprint, writer=writer, config=config,
+                            version=version, embedder=opened.title_embedder)
+        except BaseException:
+            if owned:
+                opened.close()
             raise
-        generator._owns_engine = True
+        generator._owns_engine = owned
         return generator
 
     @property

@@ -35,7 +35,7 @@ from arena.suites.schedule import require_known_versions
 from arena.validator import Validator
 from arena.validator.assemble import open_validator
 from neurons import validator as validator_cli
-from shoppingbench.generator import DEFAULT_VERSION, KNOWN_VERSIONS, ProblemGenerator
+from shoppingbench.generator import DEFAULT_VERSION, KNOWN_VERSIONS, CatalogDir, ProblemGenerator
 from shoppingbench.generator.writer.lexicon import SAMPLE_LEXICON_FILE, canonical_bytes, load_lexicon
 from shoppingbench.problems.models import Category, Problem
 from shoppingbench.records import AttemptRecord
@@ -128,12 +128,12 @@ def test_configuration_overrides_the_generator_refuses_stop_the_start(tmp_path: 
     plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=DEFAULT_VERSION,
                                                     config={"shop_items": [1, 2], "shop_size": 3}),))
     with pytest.raises(ScheduleError, match=f"entry from {UPGRADE} .*refuses: shop_size: Extra inputs"):
-        check_schedule(tmp_path, plan)
+        check_schedule(CatalogDir(tmp_path), plan)
     plan = GeneratorSchedule(entries=(ScheduleEntry(from_day=UPGRADE, version=DEFAULT_VERSION,
                                                     config={"shop_items": [1, 2]}),))
     with pytest.raises(ScheduleError,
                        match="refuses: config: Value error, a problem of one shop needs at least 2"):
-        check_schedule(tmp_path, plan)
+        check_schedule(CatalogDir(tmp_path), plan)
 
 
 def test_a_pinned_lexicon_is_found_by_its_sha256_else_the_start_stops_naming_what_differs(
@@ -149,14 +149,14 @@ def test_a_pinned_lexicon_is_found_by_its_sha256_else_the_start_stops_naming_wha
     archived = tmp_path / LEXICON_ARCHIVE / f"{pin_older}.json"
     with pytest.raises(ScheduleError, match=f"from {FIRST_DAY} .*pins lexicon sha256 {pin_older}, but "
                                             f".*{LEXICON_FILE} has sha256 {pin_current}.*to {archived}"):
-        check_schedule(tmp_path, plan)
+        check_schedule(CatalogDir(tmp_path), plan)
     archived.parent.mkdir()
     archived.write_bytes(older + b" ")  # the archive holds other bytes under the pinned name
     altered = hashlib.sha256(older + b" ").hexdigest()
     with pytest.raises(ScheduleError, match=f"{archived} has sha256 {altered}"):
-        check_schedule(tmp_path, plan)
+        check_schedule(CatalogDir(tmp_path), plan)
     archived.write_bytes(older)
-    assert set(check_schedule(tmp_path, plan)) == {spec.label() for spec in plan.specs()}
+    assert set(check_schedule(CatalogDir(tmp_path), plan)) == {spec.label() for spec in plan.specs()}
 
 
 def test_the_schedule_comes_from_the_environment_like_every_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import os
 import sqlite3
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from shoppingbench.catalog_dir import (
     STORE_FILE,
     TooManyBadLines,
     build_catalog,
+    build_lock_path,
     catalog_exists,
     open_catalog,
 )
@@ -227,3 +231,57 @@ def test_write_file_atomically_keeps_the_old_bytes_when_it_fails(tmp_path: Path,
     monkeypatch.undo()
     write_file_atomically(target, b"new")
     assert target.read_bytes() == b"new" and [p.name for p in tmp_path.iterdir()] == ["catalog.json"]
+
+
+CONCURRENT_BUILDER = """
+import sys, time
+from pathlib import Path
+from shoppingbench import catalog_dir as build_module
+
+source, catalog, go, builds = (Path(arg) for arg in sys.argv[1:])
+real_build = build_module._build_locked
+
+def counted_build(*args, **kwargs):
+    with builds.open("a") as out:
+        out.write("build\\n")
+    time.sleep(0.5)  # long enough that the other process is surely waiting on the lock
+    return real_build(*args, **kwargs)
+
+build_module._build_locked = counted_build
+while not go.exists():
+    time.sleep(0.01)
+print(build_module.build_catalog(source, catalog, strict=True, progress=False).index.documents)
+"""
+
+
+def test_two_processes_building_one_catalog_at_once_share_one_build(tmp_path: Path) -> None:
+    source, catalog_dir = write(tmp_path / "docs.jsonl", range(40)), tmp_path / "catalog"
+    go, builds = tmp_path / "go", tmp_path / "builds"
+    builders = [subprocess.Popen([sys.executable, "-c", CONCURRENT_BUILDER, str(source), str(catalog_dir),
+                                  str(go), str(builds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for _ in range(2)]
+    go.touch()
+    results = [builder.communicate(timeout=120) for builder in builders]
+
+    assert [builder.returncode for builder in builders] == [0, 0], [err.decode() for _, err in results]
+    assert [out.splitlines()[-1] for out, _ in results] == [b"40", b"40"]  # after the build's log lines
+    assert builds.read_text() == "build\n"
+    assert sorted(b"catalog_built_meanwhile" in out for out, _ in results) == [False, True]
+    assert sorted(p.name for p in catalog_dir.iterdir()) == [BUILD_RECORD, "index", STORE_FILE]
+    assert stored_ids(catalog_dir) == searched_ids(catalog_dir) == ids(range(40))
+
+
+def test_a_build_waits_for_the_lock_then_builds_sources_the_running_build_did_not(
+        tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "catalog"
+    build_catalog(write(tmp_path / "old.jsonl", range(3)), catalog_dir, progress=False)
+    with build_lock_path(catalog_dir).open("ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; "
+                                    "from shoppingbench.catalog_dir import build_catalog; "
+                                    "build_catalog(Path(sys.argv[1]), Path(sys.argv[2]), progress=False)",
+                                    str(write(tmp_path / "new.jsonl", range(10, 15))), str(catalog_dir)])
+        with pytest.raises(subprocess.TimeoutExpired):  # blocked while the lock is held
+            waiting.wait(timeout=2)
+    assert waiting.wait(timeout=120) == 0
+    assert stored_ids(catalog_dir) == ids(range(10, 15))
