@@ -7,9 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoppingbench.settings import HarnessSettings
+from shoppingbench.settings import HarnessSettings, SandboxRules
 
 MiB = 1024 * 1024
+_RULES = SandboxRules()
+"""The rule defaults: the limits that change scores are declared in ``SandboxRules`` (settings, rules
+fingerprint) and this runtime form, in bytes, takes its defaults from there."""
 
 
 class SandboxLimits(BaseModel):
@@ -18,14 +21,18 @@ class SandboxLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    timeout_s: float = Field(default=300.0, gt=0,
-                             description="Wall-clock limit of one problem (300 s, the reference arena's)")
-    cpu_s: int | None = Field(default=None, ge=1, description="CPU seconds of one problem (default: timeout)")
-    memory_bytes: int = Field(default=2048 * MiB, ge=256 * MiB, description="Address space per process")
-    processes: int = Field(default=128, ge=8, description="Processes and threads of the sandbox")
-    output_bytes: int = Field(default=MiB, ge=1, description="stdout+stderr one problem may print")
-    result_bytes: int = Field(default=16 * MiB, ge=1024, description="Size of the returned steps as JSON")
-    tmp_bytes: int = Field(default=64 * MiB, ge=MiB, description="Private /tmp size; also the file size cap")
+    timeout_s: float = Field(default=_RULES.timeout_s, gt=0, description="Wall-clock limit of one problem")
+    cpu_s: int | None = Field(default=_RULES.cpu_s, ge=1,
+                              description="CPU seconds of one problem (default: timeout)")
+    memory_bytes: int = Field(default=_RULES.memory_mb * MiB, ge=256 * MiB,
+                              description="Address space per process")
+    processes: int = Field(default=_RULES.processes, ge=8, description="Processes and threads of the sandbox")
+    output_bytes: int = Field(default=_RULES.output_kb * 1024, ge=1,
+                              description="stdout+stderr one problem may print")
+    result_bytes: int = Field(default=_RULES.result_mb * MiB, ge=1024,
+                              description="Size of the returned steps as JSON")
+    tmp_bytes: int = Field(default=_RULES.tmp_mb * MiB, ge=MiB,
+                           description="Private /tmp size; also the file size cap")
     open_files: int = Field(default=256, ge=16)
     startup_timeout_s: float = Field(default=60.0, gt=0, description="Sandbox start until it is ready")
     kill_grace_s: float = Field(default=3.0, gt=0,

@@ -161,3 +161,8 @@ def test_limits_come_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARENA_SANDBOX_MEMORY_MB", "700")
     limits = SandboxLimits.from_settings(HarnessSettings())
     assert (limits.timeout_s, limits.memory_bytes, limits.effective_cpu_s) == (12.5, 700 * MiB, 13)
+
+
+def test_the_runtime_limits_default_to_the_rule_settings() -> None:
+    """``SandboxLimits`` (bytes) takes its defaults from ``SandboxRules`` (the fingerprinted settings)."""
+    assert SandboxLimits() == SandboxLimits.from_settings(HarnessSettings(_env_file=None))
