@@ -251,14 +251,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _arguments(argv)
     configure_logging("console", "warning")
     settings = HarnessSettings()
+    try:  # before the catalog import: a bad file is refused at once
+        parser = load_parser(args.parser)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--parser: {exc}") from exc
     _say(f"catalog: importing {args.calibration / DOCUMENTS} (cached by sha256)")
     catalog_dir = calibration_catalog(args.calibration, settings.root)
     _say(f"lexicon: {args.lexicon or 'the deterministic build for the catalog'}")
     lexicon = calibration_lexicon(catalog_dir, args.lexicon)
-    try:
-        parser = load_parser(args.parser)
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"--parser: {exc}") from exc
     real = real_problems(args.calibration, args.per_category, args.half)
     _say(f"problems: {', '.join(f'{len(real[c])} {c}' for c in CATEGORIES)}; writing twins")
     engine = open_catalog(catalog_dir)

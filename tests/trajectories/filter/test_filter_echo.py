@@ -90,8 +90,8 @@ def test_the_store_counts_echoed_completions_and_relabelling_reads_them(tmp_path
     assert stored is not None and stored.label is not None and stored.label.evidence.echoed_completions == 2
 
 
-LATER_COLUMNS = ("echoed_completions", "infra_failed")
-"""Columns migrations after 0003 added (0004, 0005): a 0003-era writer wrote none of them."""
+LATER_COLUMNS = ("echoed_completions", "infra_failed", "judge_gates_passed")
+"""Columns migrations after 0003 added (0004, 0005, 0007): a 0003-era writer wrote none of them."""
 
 
 def test_upgrading_a_0003_store_keeps_its_rows_and_the_dump_measures_them(tmp_path: Path) -> None:
