@@ -221,7 +221,7 @@ def _run_pipeline(config: Path, dumps: list[Path], out: Path, *, catalog: Path |
     """The pipeline in ``config`` on its catalog (``catalog``, else the config's, else the bundled sample
     world when a stage needs one), resolved and opened once for every stage and the evaluation (which
     without any takes the bundled one)."""
-    from trajectories.training.data.catalog import opened_catalog
+    from shoppingbench.generator.catalog import opened_catalog_dir
     from trajectories.training.evaluation.evaluator import HeldOutEvaluator
     from trajectories.training.pipeline import PipelineConfig, load_stage_config, needs_catalog, run_pipeline
 
@@ -233,18 +233,18 @@ def _run_pipeline(config: Path, dumps: list[Path], out: Path, *, catalog: Path |
         chosen = _bundled_catalog(settings)
     pipeline = pipeline.model_copy(update={"catalog": chosen})
     run_catalog = chosen or (_bundled_catalog(settings) if evaluating else None)
-    with (opened_catalog(run_catalog) if run_catalog is not None else nullcontext(None) as engine,
+    with (opened_catalog_dir(run_catalog) if run_catalog is not None else nullcontext(None) as opened,
           _scripted_teacher(scripted_teacher, settings) as teacher_url):
-        evaluator = (HeldOutEvaluator(dumps=dumps, catalog=engine, settings=settings, k=evaluation.k,
+        evaluator = (HeldOutEvaluator(dumps=dumps, catalog=opened, settings=settings, k=evaluation.k,
                                       max_problems=evaluation.max_problems,
                                       temperature=evaluation.temperature, max_tokens=evaluation.max_tokens)
-                     if evaluating and engine is not None else None)
+                     if evaluating and opened is not None else None)
 
         def adjust(stage_config: StageConfig) -> StageConfig:
             return _adjusted(stage_config, catalog=None, teacher_url=teacher_url, settings=settings)
 
         return run_pipeline(pipeline, dumps, out, resume=resume, settings=settings, evaluate=evaluator,
-                            adjust=adjust, catalog=engine if chosen is not None else None)
+                            adjust=adjust, catalog=opened if chosen is not None else None)
 
 
 @app.command()

@@ -30,8 +30,9 @@ import structlog
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoppingbench.generator.catalog import opened_catalog_dir
 from shoppingbench.settings import HarnessSettings
-from trajectories.training.data.catalog import Catalog, opened_catalog
+from trajectories.training.data.catalog import Catalog
 from trajectories.training.evaluation import stage_table
 from trajectories.training.evaluation.outcome import EvaluationOutcome
 from trajectories.training.evaluation.stage_table import StageRow
@@ -323,7 +324,7 @@ def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resu
     table = _Table()
     outcomes: list[StageOutcome] = []
     chosen = catalog if catalog is not None else pipeline.catalog
-    with opened_catalog(chosen) if chosen is not None else nullcontext(None) as engine:
+    with opened_catalog_dir(chosen) if chosen is not None else nullcontext(None) as opened:
         if evaluate is not None and pipeline.evaluation.base:
             base_out = out / BASE_DIRECTORY
             base = base_model_dir(_stage_config(pipeline, configs[0], None, {}, adjust).model, base_out)
@@ -334,7 +335,7 @@ def run_pipeline(pipeline: PipelineConfig, dumps: list[Path], out: Path, *, resu
             stage_out = out / f"{number:02d}-{loaded.stage}"
             config = _stage_config(pipeline, loaded, previous, produced, adjust)
             outcome = _stage_outcome(pipeline, config, dumps, stage_out, previous, resume=resume,
-                                     settings=settings, catalog=engine)
+                                     settings=settings, catalog=opened)
             if outcome.attempts_file is not None:
                 produced[config.stage] = outcome.attempts_file
             if outcome.final is None:

@@ -1,7 +1,8 @@
 """The catalog a training run rolls out and evaluates on, opened once and handed to every step.
 
-A pipeline opens its catalog's search engine once (:func:`opened_catalog`) and passes the engine to each
-stage that rolls out and to the held-out evaluation; a stage run on its own (``worker train``) opens the
+A pipeline opens its catalog once (``shoppingbench.generator.catalog.opened_catalog_dir``) and passes the
+:class:`~shoppingbench.generator.catalog.CatalogDir` to each stage that rolls out and to the held-out
+evaluation, which share its one search engine; a stage run on its own (``worker train``) opens the
 directory its config names for that run alone.
 """
 
@@ -11,22 +12,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from shoppingbench.catalog_dir import open_catalog
+from shoppingbench.generator.catalog import CatalogDir, opened_catalog_dir
 from shoppingbench.search.engine import BM25SearchEngine
 
-Catalog = Path | BM25SearchEngine
-"""A catalog directory, or its search engine already open."""
+Catalog = Path | CatalogDir
+"""A catalog directory, or the run's opened one."""
 
 
 @contextmanager
 def opened_catalog(catalog: Catalog) -> Iterator[BM25SearchEngine]:
-    """``catalog``'s search engine for the block: an open engine as it is (whoever opened it closes it), a
-    directory opened here and closed after the block."""
-    if isinstance(catalog, BM25SearchEngine):
-        yield catalog
-        return
-    engine = open_catalog(catalog)
-    try:
-        yield engine
-    finally:
-        engine.close()
+    """``catalog``'s search engine for the block: the opened catalog's own (whoever opened it closes it),
+    or a directory's, opened here and closed after the block."""
+    with opened_catalog_dir(catalog) as opened:
+        yield opened.engine
