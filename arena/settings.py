@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import NoDecode
 
 from arena.chain.drand import DEFAULT_RELAYS, DrandBeacon
 from arena.judge import FallbackJudge, Judge, JudgeCallConfig, JudgeModel, JudgeRules, LLMJudge, OfflineJudge
@@ -31,7 +30,7 @@ from arena.suites.schedule import SHA256_PATTERN, GeneratorSchedule, GeneratorSp
 from arena.weights import WeightRules
 from shoppingbench.generator import DEFAULT_VERSION
 from shoppingbench.problems.models import CATEGORIES, Category
-from shoppingbench.settings import FlatNames, HarnessSettings
+from shoppingbench.settings import CommaList, FlatNames, HarnessSettings
 from trajectories.dumps.splits import SplitRule
 from trajectories.settings import StoreSettings
 
@@ -54,7 +53,7 @@ class ArenaSettings(HarnessSettings, StoreSettings):
     # judge
     judge_base_url: str | None = Field(default=None, description="OpenAI-compatible judge endpoint; "
                                                                  "unset: the offline rules judge")
-    judge_models: Annotated[list[str], NoDecode] = Field(
+    judge_models: CommaList = Field(
         default_factory=list, description="Judge models in preference order, comma-separated")
     judge_api_key: SecretStr = SecretStr("not-needed")
     judge_rules: JudgeRules = JudgeRules()
@@ -102,7 +101,7 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         default_factory=dict, description="Race days drawn from a sealed problem bank, as JSON "
         '{"YYYY-MM-DD": "<sha256 of the sealed file>", ...}; each file in <catalog>/banks/<sha256>.json; the '
         "same on every validator of the subnet (docs/validity.md, docs/validator.md); default: none")
-    drand_relays: Annotated[list[str], NoDecode] = Field(
+    drand_relays: CommaList = Field(
         default_factory=lambda: list(DEFAULT_RELAYS), description="drand HTTP relays that give the round "
         "signatures opening problem banks, comma-separated, tried in order")
     held_out_seed: SecretStr | None = Field(
@@ -134,11 +133,6 @@ class ArenaSettings(HarnessSettings, StoreSettings):
         if value:
             GeneratorSchedule(entries=tuple(value))
         return value
-
-    @field_validator("judge_models", "drand_relays", mode="before")
-    @classmethod
-    def _comma_list(cls, value: Any) -> Any:
-        return [m.strip() for m in value.split(",") if m.strip()] if isinstance(value, str) else value
 
     def judge(self) -> Judge:
         """The LLM judge with the offline fallback when an endpoint and models are set, else offline."""

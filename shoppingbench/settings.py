@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Protocol, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -70,20 +70,23 @@ class SandboxRules(BaseModel):
     tmp_mb: int = Field(default=64, ge=1, description="Size of the sandbox's private /tmp")
 
 
+def _comma_separated(value: Any) -> Any:
+    return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
+"""A list setting given as one comma-separated string (``ARENA_INFERENCE_MODELS=a,b``) or as a list."""
+
+
 class InferenceRules(BaseModel):
     """What the verified proxy lets an agent ask of the inference endpoint: models, tokens, budgets."""
 
     model_config = ConfigDict(frozen=True)
 
-    models: Annotated[list[str], NoDecode] = Field(
+    models: CommaList = Field(
         default_factory=list, description="Allowed models, comma-separated; the first is the default")
     max_tokens: int = Field(default=4096, ge=1, description="Cap on max_tokens of one call")
     budgets: InferenceBudgets = InferenceBudgets()
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _comma_list(cls, value: Any) -> Any:
-        return [m.strip() for m in value.split(",") if m.strip()] if isinstance(value, str) else value
 
 
 FlatNames = Mapping[str, tuple[str, ...]]
