@@ -183,16 +183,19 @@ def stage_figures(run: Any, problems: Sequence[Problem], *, resamples: int, seed
 
 
 def trained_figures(result: Any) -> dict[str, Any]:
-    """Steps, examples, tokens TRL counted and tokens/s, last loss of a finished stage."""
+    """Steps, examples, tokens TRL counted and tokens/s, first and last loss of a finished stage (its
+    ``StageResult.outcome()``, with the runtime and first loss of its log)."""
+    outcome = result.outcome()
     history: list[Mapping[str, Any]] = result.log_history
     runtime = next((e["train_runtime"] for e in reversed(history) if "train_runtime" in e), None)
-    tokens = int(max((e.get("num_tokens", 0) for e in history), default=0))
-    losses = [e["loss"] for e in history if "loss" in e]
-    return {"steps": result.global_step, "examples": result.train_examples, "tokens_trained": tokens,
+    tokens = outcome.tokens_trained or 0
+    first_loss = next((e["loss"] for e in history if "loss" in e), None)
+    return {"steps": outcome.global_step, "examples": outcome.examples, "tokens_trained": tokens,
             "train_runtime_s": None if runtime is None else round(runtime, 1),
             "tokens_per_s": round(tokens / runtime, 1) if runtime else None,
-            "first_loss": round(losses[0], 4) if losses else None,
-            "last_loss": round(losses[-1], 4) if losses else None, "final": str(result.final_dir)}
+            "first_loss": None if first_loss is None else round(first_loss, 4),
+            "last_loss": None if outcome.last_loss is None else round(outcome.last_loss, 4),
+            "final": str(outcome.final)}
 
 
 @dataclass(frozen=True)
