@@ -187,6 +187,12 @@ class SqlExposureLedger:
             self._loaded()
             return self._targets
 
+    def clusters_of(self, problem_ids: Sequence[str]) -> dict[str, str]:
+        """The cluster of each of ``problem_ids`` the ledger placed (those it did not are left out)."""
+        with self._lock:
+            placements = self._loaded().placements
+            return {pid: placements[pid].cluster for pid in problem_ids if pid in placements}
+
     def splits(self) -> LedgerSplits:
         """Every placed problem's cluster and dump split, read from the database as it is now."""
         with Session(self.engine) as session:

@@ -133,10 +133,11 @@ from ``chain``'s race seeds."""
     plan = settings.suite_plan(first_race_day(settings, seeds.genesis_time()))
     suites = PublicSuites(sources, plan=plan, seed_at=seeds.seed_at, cache=SuiteCache(arena_db))
     race = RaceEngine(SqlEventStore(arena_db), settings.race_rules, clock)
+    ledger = SqlExposureLedger(arena_db, settings.leak_clusters, settings.dump_split_rule())
     runs = SuiteRun(store=store, run_agent=run_agent, judge=judge or settings.judge(),
                     validator=str(wallet.hotkey.ss58_address), leak_config=settings.leak_clusters,
-                    infra_retries=settings.infra_retries, judge_concurrency=settings.judge_concurrency)
-    ledger = SqlExposureLedger(arena_db, settings.leak_clusters, settings.dump_split_rule())
+                    infra_retries=settings.infra_retries, judge_concurrency=settings.judge_concurrency,
+                    ledger_clusters=ledger.clusters_of)
     # Only an operator who names the dumps folder has the validator export: the default folder is for
     # `dump export` by hand.
     dumps = (DailyDumps(store=store, splits=ledger.splits, root=settings.dumps_dir.expanduser())

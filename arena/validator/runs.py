@@ -177,6 +177,19 @@ class SuiteRun:
     leak_config: LeakConfig
     infra_retries: int = 2
     judge_concurrency: int = 8
+    ledger_clusters: Callable[[Sequence[str]], Mapping[str, str]] | None = None
+    """A validator's exposure ledger (:meth:`~arena.suites.ledger.SqlExposureLedger.clusters_of`): the
+    cluster each placed problem has on every day, which its attempts record. Without one (a miner's
+    local test), or for a problem the ledger has not placed, the suite's own clusters."""
+
+    def clusters(self, suite: Sequence[Problem]) -> dict[str, str]:
+        """The leak cluster each problem of ``suite`` is recorded with."""
+        placed = dict(self.ledger_clusters([p.id for p in suite])) if self.ledger_clusters else {}
+        unplaced = [p for p in suite if p.id not in placed]
+        if unplaced and self.ledger_clusters is not None:
+            log.warning("suite_problems_not_in_ledger", problems=len(unplaced), first=unplaced[0].id,
+                        hint="their attempts record the suite's own clusters; the dumps place them")
+        return placed | (dict(cluster_problems(unplaced, self.leak_config).cluster_of) if unplaced else {})
 
     def score(self, run: RunEntry, *, agent: AgentFile, hotkey: str | None, submitted_at: float | None,
               suite: Sequence[Problem], final: bool = False) -> FinalScore:
@@ -205,7 +218,7 @@ class SuiteRun:
                                agent=AgentEntry(code_hash=agent.sha256, hotkey=hotkey, code=code,
                                                 submitted_at=submitted_at),
                                problems=suite,
-                               leak_clusters=cluster_problems(suite, self.leak_config).cluster_of)
+                               leak_clusters=self.clusters(suite))
         stored = {p.id: self.store.get_attempt(AttemptKey(run_id, agent.sha256, p.id)) for p in suite}
         missing = [p for p in suite if stored[p.id] is None or self._retry_owed(stored[p.id])]
         log.info("suite_run_started", run_id=run_id, kind=kind, problems=len(suite),
