@@ -27,8 +27,9 @@ PARQUET_OPTIONS: dict[str, Any] = {
 GZIP_LEVEL = 1
 """ISA-L's level 1 (``isal``): standard gzip output, about eight times faster than zlib's level 1."""
 GZIP_MEMBER_BYTES = 8 << 20
-"""JSONL is gzipped in independent members of this much text, compressed in parallel; a multi-member
-gzip file is standard (``zcat``, Python's ``gzip``, ``datasets`` read it as one stream)."""
+"""JSONL is gzipped in independent members of whole row groups, at least this much text each (or the
+file's last), compressed in parallel; a multi-member gzip file is standard (``zcat``, Python's ``gzip``,
+``datasets`` read it as one stream)."""
 
 
 def row_group_table(lines: bytes, schema: pa.Schema) -> pa.Table:
@@ -58,9 +59,10 @@ class _GzipLines:
         self._size = 0
         self._pending: list[Future[bytes]] = []
 
-    def write(self, line: bytes) -> None:
-        self._buffer.append(line)
-        self._size += len(line)
+    def write(self, lines: bytes) -> None:
+        """Whole lines (a row group's): a member holds whole row groups."""
+        self._buffer.append(lines)
+        self._size += len(lines)
         if self._size >= GZIP_MEMBER_BYTES:
             self._submit()
 
@@ -131,10 +133,8 @@ class SplitWriter:
     def add(self, row: dict[str, Any]) -> None:
         if self._parquet is None:
             self._open()
-        line = orjson.dumps(row) + b"\n"
+        line = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
         self._lines.append(line)
-        if self._jsonl is not None:
-            self._jsonl.write(line)
         self._rows_in_file += 1
         self.rows += 1
         if len(self._lines) >= self.row_group_rows or self._rows_in_file >= self.rows_per_file:
@@ -151,7 +151,10 @@ class SplitWriter:
         # The row group is read and compressed on a Parquet thread while the next one is built; one in
         # flight per writer at a time keeps memory bounded and row groups in order.
         self._wait()
-        self._writing = self._parquet_thread.submit(self._write_group, self._parquet, b"".join(self._lines))
+        group = b"".join(self._lines)  # one copy of the row group serves both files
+        self._writing = self._parquet_thread.submit(self._write_group, self._parquet, group)
+        if self._jsonl is not None:
+            self._jsonl.write(group)
         self._lines = []
 
     def close(self) -> None:
