@@ -1,9 +1,10 @@
 """Does a day of the arena's judged trajectories lift a real pretrained model on held-out problems?
 
     python -m benchmarks.real_model --model DIR [--convert] [--out DIR] [--device cpu|cuda]
-        [--day-problems 100] [--day-agents react,tool_calling] [--held-out-per-category 20]
-        [--held-out-seed SEED] [-k 1] [--stages sft[,rejection,dpo]] [--sft-steps 200] [--max-length 4096]
-        [--lora | --full] [--learning-rate 2e-4] [--max-tokens 512] [--workers 4] [--attempt-calls N]
+        [--day-problems 20] [--day-agents react,tool_calling] [--held-out-per-category 6]
+        [--held-out-seed SEED] [-k 1] [--stages sft[,rejection,kto,dpo]] [--sft-steps 50] [--max-length 3072]
+        [--max-tool-chars 1500] [--lora | --full] [--learning-rate 1e-3] [--max-tokens 192] [--workers 4]
+        [--attempt-calls 6] [--attempt-timeout-s 3600]
         [--temperature 1.0] [--world-dir DIR --world-products 3000] [--bootstrap 10000] [--seed 0]
         [--dry-run]
 
@@ -23,16 +24,18 @@ The run, through the production path at every step (:mod:`benchmarks.real_model.
    ``validator held-out`` draws them: no target product of a day problem, and any problem in a leak
    cluster with a day problem dropped (twice as many are drawn); written to ``OUT/held-out.jsonl``.
 3. **Stages**: the base model (``--model``, a ``worker base-model`` directory; ``--convert`` writes it) is
-   evaluated, then each stage of ``--stages`` trains from the previous one on the exported day (as
-   ``worker train`` runs it) and is evaluated the same way. ``sft``: the worker's SFT stage on the day's
-   ``agentic`` successes of the train split, LoRA by default; ``rejection``: k=1 rollouts of the model on
-   the day's train problems, SFT on its successes; ``dpo``: the day's successful over failed attempts of a
-   problem (``rejection`` and ``dpo`` take the rest of their settings from ``configs/*_tiny.yaml`` on
-   CPU, the production configs on CUDA). A stage left with nothing to train on passes its model and
-   its evaluation on (``carried_from``). Evaluation is ``worker evaluate``'s (``evaluate_checkpoint``):
-   ``k`` samples per held-out problem through the sandbox with the tool-calling agent, the model served
-   by ``hf_server`` (``--device cpu``) or, with ``--device cuda``, by vLLM where it is installed, every
-   completion capped at ``--max-tokens`` and each attempt at ``--attempt-calls`` model calls.
+   evaluated, then each stage of ``--stages`` trains from the previous one on the exported day (as ``worker
+   train`` runs it) and is evaluated the same way. ``sft``: the worker's SFT stage on the day's ``agentic``
+   successes of the train split, LoRA by default; ``rejection``: k=1 rollouts of the model on the day's
+   train problems, SFT on its successes; ``kto``: the day's agentic successes as desirable and its agentic
+   failures as undesirable completions (the study's preference step); ``dpo``: the day's successful over
+   failed attempts of a problem (``rejection``, ``kto`` and ``dpo`` take the rest of their settings from
+   ``configs/*_tiny.yaml`` on CPU, the production configs on CUDA). A stage left with nothing to train on
+   passes its model and its evaluation on (``carried_from``). Evaluation is ``worker evaluate``'s
+   (``evaluate_checkpoint``): ``k`` samples per held-out problem through the sandbox with the tool-calling
+   agent, the model served by ``hf_server`` (``--device cpu``) or, with ``--device cuda``, by vLLM where it
+   is installed, every completion capped at ``--max-tokens`` and each attempt at ``--attempt-calls`` model
+   calls.
 
 Per stage: pass@1 per category and ``all`` with a 95% bootstrap interval over problems (``mean``,
 ``low``, ``high``), pass@k for k > 1, the hallucinated-id rate per step, the format-error rate (model
@@ -63,14 +66,21 @@ from typing import Any
 
 import orjson
 
-STAGES = ("sft", "rejection", "dpo")
-CPU_DEFAULTS: dict[str, Any] = {"day_problems": 100, "held_out_per_category": 20, "k": 1, "sft_steps": 200,
-                                "max_tokens": 512, "workers": 4}
-"""The CPU study's sizes: 60 held-out problems of up to 16 completions of 512 tokens each, which at the
-server's 6.5-15.4 tokens/s on the 2-core machine (docs/training.md) is many hours per evaluation."""
+STAGES = ("sft", "rejection", "kto", "dpo")
+CPU_DEFAULTS: dict[str, Any] = {"day_problems": 20, "held_out_per_category": 6, "k": 1, "sft_steps": 50,
+                                "learning_rate": 1e-3, "max_length": 3072, "max_tool_chars": 1500,
+                                "max_tokens": 192, "attempt_calls": 6, "attempt_timeout_s": 3600.0,
+                                "workers": 4}
+"""The CPU study's sizes, which finish in about an hour on an idle 2-core machine (docs/training.md): 18
+held-out problems of up to 6 completions of 192 tokens; training examples of up to 3,072 tokens, which
+the day's conversations fit with their tool results cut to 1,500 characters; and an hour per attempt,
+since a completion served on 2 cores takes half a minute where the validator allows 300 s an attempt."""
 CUDA_DEFAULTS: dict[str, Any] = {"day_problems": 500, "held_out_per_category": 25, "k": 8, "sft_steps": 1000,
-                                 "max_tokens": 4096, "workers": 16}
-"""A whole day, 75 held-out problems and pass@8 on a GPU host."""
+                                 "learning_rate": 2e-4, "max_length": 4096, "max_tool_chars": None,
+                                 "max_tokens": 4096, "attempt_calls": None, "attempt_timeout_s": None,
+                                 "workers": 16}
+"""A whole day, 75 held-out problems and pass@8 on a GPU host; ``None``: the worker's and the validator's
+own setting (tool results cut at ``MAX_TOOL_CHARS``, the validator's call budget and time limit)."""
 
 
 def paired_lift(base: Sequence[float], trained: Sequence[float], *, resamples: int = 10_000, seed: int = 0,
@@ -104,18 +114,22 @@ def parser() -> argparse.ArgumentParser:
     args.add_argument("-k", type=int, default=None, help="Samples per held-out problem")
     args.add_argument("--stages", default="sft", help=f"Comma list of {', '.join(STAGES)}")
     args.add_argument("--sft-steps", type=int, default=None)
-    args.add_argument("--max-length", type=int, default=4096, help="Tokens per training example")
+    args.add_argument("--max-length", type=int, default=None, help="Tokens per training example")
+    args.add_argument("--max-tool-chars", type=int, default=None, help=(
+        "Tool results cut to this many characters in the training examples"))
     mode = args.add_mutually_exclusive_group()
     mode.add_argument("--lora", dest="lora", action="store_true", default=True, help="LoRA (default)")
     mode.add_argument("--full", dest="lora", action="store_false", help="Full fine-tuning")
-    args.add_argument("--learning-rate", type=float, default=2e-4)
+    args.add_argument("--learning-rate", type=float, default=None, help="cpu 1e-3 (50 LoRA steps), cuda 2e-4")
     args.add_argument("--max-tokens", type=int, default=None, help="Cap per completion at evaluation")
     args.add_argument("--workers", type=int, default=None, help="Held-out problems run at once")
     args.add_argument("--bootstrap", type=int, default=10_000, help="Bootstrap resamples")
     args.add_argument("--seed", type=int, default=0)
     args.add_argument("--temperature", type=float, default=1.0, help="Sampling temperature at evaluation")
     args.add_argument("--attempt-calls", type=int, default=None, help=(
-        "Model calls per held-out attempt before the proxy refuses (default ARENA_INFERENCE_ATTEMPT_CALLS)"))
+        "Model calls per held-out attempt before the proxy refuses (cuda: ARENA_INFERENCE_ATTEMPT_CALLS)"))
+    args.add_argument("--attempt-timeout-s", type=float, default=None, help=(
+        "Wall-clock seconds per held-out attempt (cuda: ARENA_SANDBOX_TIMEOUT_S)"))
     args.add_argument("--world-dir", type=Path, default=None, help=(
         "Sample world directory (default: the configured one, ARENA_HOME's)"))
     args.add_argument("--world-products", type=int, default=3_000, help="Products of a --world-dir world")
@@ -135,8 +149,8 @@ def plan(options: argparse.Namespace) -> dict[str, Any]:
     return {"model": str(options.model), "device": options.device, "stages": stages,
             "day_agents": [a for a in options.day_agents.split(",") if a], **sizes,
             "held_out_problems": 3 * sizes["held_out_per_category"],
-            "held_out_seed": "given" if options.held_out_seed else "random", "max_length": options.max_length,
-            "lora": options.lora, "learning_rate": options.learning_rate, "bootstrap": options.bootstrap,
+            "held_out_seed": "given" if options.held_out_seed else "random",
+            "lora": options.lora, "bootstrap": options.bootstrap,
             "seed": options.seed}
 
 
@@ -157,8 +171,9 @@ def run(options: argparse.Namespace, planned: dict[str, Any], out: Path) -> dict
                                "cpu_count": os.cpu_count(), "day_model": phases.DAY_MODEL}
     settings = ArenaSettings(workers=planned["workers"])
     # --attempt-calls budgets the evaluated model's attempts, never the day's agents
-    held_out_settings = (settings.with_changes(inference_attempt_calls=options.attempt_calls)
-                         if options.attempt_calls else settings)
+    limits = {"inference_attempt_calls": planned["attempt_calls"],
+              "sandbox_timeout_s": planned["attempt_timeout_s"]}
+    held_out_settings = settings.with_changes(**{k: v for k, v in limits.items() if v is not None})
     world = (ensure_sample_world(options.world_dir, products=options.world_products, seed=0, progress=False)
              if options.world_dir is not None else configured_sample_world(settings, progress=False))
     day = phases.build_day(world, settings, planned["day_agents"], planned["day_problems"], out / "day")

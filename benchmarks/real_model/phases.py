@@ -248,8 +248,9 @@ def _trainer(planned: Mapping[str, Any], steps: int) -> dict[str, Any]:
 
 def stage_config(name: str, model: Path, planned: Mapping[str, Any], catalog: Path) -> Any:
     """The stage's config: SFT on the day's agentic successes; rejection sampling (k=1 rollouts of the
-    model on the day's train problems, SFT on its successes) and DPO (the day's successful over failed
-    attempts of a problem) from the shipped ``*_tiny.yaml`` (CPU) or production config, the sizes ours."""
+    model on the day's train problems, SFT on its successes), KTO (the day's agentic successes desirable,
+    its agentic failures undesirable) and DPO (the day's successful over failed attempts of a problem)
+    from the shipped ``*_tiny.yaml`` (CPU) or production config, the sizes ours."""
     from trajectories.training.data.conversations import DataFilter
     from trajectories.training.pipeline import load_stage_config, with_catalog
     from trajectories.training.stages.sft import SFTStageConfig
@@ -258,12 +259,19 @@ def stage_config(name: str, model: Path, planned: Mapping[str, Any], catalog: Pa
     lora = LoraSettings(enabled=planned["lora"])
     common = {"model": str(model), "max_length": planned["max_length"], "lora": lora,
               "trainer": _trainer(planned, planned["sft_steps"])}
+    cut = {"max_tool_chars": planned["max_tool_chars"]} if planned["max_tool_chars"] else {}
     if name == "sft":
-        return SFTStageConfig(data=DataFilter(labels=frozenset({"agentic"}), require_success=True), **common)
+        return SFTStageConfig(data=DataFilter(labels=frozenset({"agentic"}), require_success=True, **cut),
+                              **common)
     shipped = CONFIGS / f"{name}{'_tiny' if planned['device'] == 'cpu' else ''}.yaml"
     config: Any = load_stage_config(shipped)
     trainer = {**config.trainer, **common.pop("trainer")}
+    if name == "kto":  # KTO's KL term compares completions within a batch: TRL refuses a batch of one
+        trainer["per_device_train_batch_size"] = max(2, config.trainer.get("per_device_train_batch_size", 2))
     config = config.model_copy(update={**common, "trainer": trainer})
+    data = getattr(config, "data", None)  # rejection samples its own conversations: nothing to cut
+    if cut and data is not None and "max_tool_chars" in type(data).model_fields:
+        config = config.model_copy(update={"data": data.model_copy(update=cut)})
     if name == "rejection":
         rollouts = config.rollouts
         serving = rollouts.serving.model_copy(update={"max_tokens": planned["max_tokens"]})

@@ -1,8 +1,9 @@
 """``python -m benchmarks.real_model`` end to end at tiny size: a training day of the reference agents (the
 scripted model double as their LLM) through the validator's suite run and the exporter, held-out problems
-on a private seed, the tiny random Gemma 3 evaluated through the sandbox, trained by the worker's SFT
-stage on the day's agentic successes, evaluated again; a rejection stage with nothing to keep carries
-the SFT model on. The tiny model is random: the figures are checked against the records, not for lift."""
+on a private seed, the tiny random Gemma 3 evaluated through the sandbox, trained by the worker's SFT stage
+on the day's agentic successes, evaluated again; a rejection stage with nothing to keep carries the SFT
+model on, and KTO trains from it on the day's successes and failures. The tiny model is random: the figures
+are checked against the records, not for lift."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def finished(small_world: SampleWorld, tmp_path_factory: pytest.TempPathFactory,
         env.setenv("ARENA_SANDBOX_TIMEOUT_S", "90")
         real_model.main(["--model", str(model), "--out", str(out), "--world-dir", str(small_world.world_dir),
                          "--day-problems", "2", "--held-out-per-category", "1", "--sft-steps", "2",
-                         "--max-tokens", "16", "--attempt-calls", "3", "--workers", "2", "--bootstrap", "200",
-                         "--held-out-seed", "private", "--stages", "sft,rejection"])
+                         "--max-tokens", "16", "--attempt-calls", "3", "--attempt-timeout-s", "90",
+                         "--workers", "2", "--bootstrap", "200", "--held-out-seed", "private",
+                         "--stages", "sft,rejection,kto"])
     assert leftover_processes(SLOT_UIDS) == [], "a sandbox process outlived the run"
     result: dict[str, Any] = orjson.loads(printed.getvalue().strip().splitlines()[-1])
     assert result == orjson.loads((out / "result.json").read_bytes())
@@ -54,8 +56,9 @@ def finished(small_world: SampleWorld, tmp_path_factory: pytest.TempPathFactory,
 
 def test_the_last_line_is_the_result_with_every_figure(finished: tuple[dict[str, Any], Path]) -> None:
     result, _ = finished
-    assert result["day_model"] == "scripted double" and result["plan"]["stages"] == ["sft", "rejection"]
-    assert set(result["stages"]) == {"base", "sft", "rejection"}
+    assert result["day_model"] == "scripted double"
+    assert result["plan"]["stages"] == ["sft", "rejection", "kto"]
+    assert set(result["stages"]) == {"base", "sft", "rejection", "kto"}
     for name, stage in result["stages"].items():
         assert set(stage["pass_at_1"]) == GROUPS, name
         for interval in stage["pass_at_1"].values():
@@ -67,7 +70,9 @@ def test_the_last_line_is_the_result_with_every_figure(finished: tuple[dict[str,
     lift = result["sft_lift"]
     assert lift["lift"] == pytest.approx(result["sft_pass_at_1"] - result["base_pass_at_1"])
     assert result["sft_lift_low"] == lift["low"] <= lift["lift"] <= lift["high"]
-    assert result["tokens_trained"] == result["stages"]["sft"]["train"]["tokens_trained"] > 0
+    stages = result["stages"]
+    trained = [stages[stage]["train"].get("tokens_trained", 0) for stage in ("sft", "rejection", "kto")]
+    assert result["tokens_trained"] == sum(trained) and trained[0] > 0 and trained[1] == 0
     assert result["minutes"] > 0 and result["matmul_gflops_1_thread"] > 0 and result["load_1m"] >= 0
 
 
@@ -89,8 +94,11 @@ def test_the_day_runs_both_reference_agents_and_sft_trains_on_its_agentic_succes
     rejection = result["stages"]["rejection"]  # the random model succeeds nowhere: nothing to keep
     assert "nothing to fine-tune on" in rejection["train"]["skipped"] and rejection["carried_from"] == "sft"
     assert rejection["pass_at_1"] == sft["pass_at_1"]
+    kto = result["stages"]["kto"]  # the study's preference step, from the SFT model on the day's attempts
+    assert kto["train"]["steps"] == 2 and kto["train"]["tokens_trained"] > 0 and "carried_from" not in kto
+    assert (Path(kto["model"]) / "adapter_config.json").exists() and kto["attempts"] == 3
     entries = ModelRegistry(out / "registry.sqlite3").list()
-    assert [e.stage for e in entries] == ["base", "sft"]
+    assert [e.stage for e in entries] == ["base", "sft", "kto"]
     assert entries[1].path == str(Path(sft["model"]).resolve())
 
 

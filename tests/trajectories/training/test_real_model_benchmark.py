@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from benchmarks.real_model.benchmark import main, paired_lift
+from benchmarks.real_model.benchmark import CPU_DEFAULTS, main, paired_lift
 
 
 def test_the_paired_interval_brackets_the_lift_and_pairs_the_problems() -> None:
@@ -24,10 +24,13 @@ def test_the_paired_interval_brackets_the_lift_and_pairs_the_problems() -> None:
 def test_the_plan_takes_the_device_defaults_and_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
     main(["--model", "/m", "--dry-run"])
     cpu = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])["plan"]
-    assert cpu["held_out_problems"] == 60 and cpu["k"] == 1 and cpu["stages"] == ["sft"] and cpu["lora"]
+    assert cpu["held_out_problems"] == 3 * CPU_DEFAULTS["held_out_per_category"] and cpu["k"] == 1
+    assert cpu["stages"] == ["sft"] and cpu["lora"]
+    assert {name: cpu[name] for name in CPU_DEFAULTS} == CPU_DEFAULTS
     main(["--model", "/m", "--device", "cuda", "-k", "4", "--full", "--stages", "sft,dpo", "--dry-run"])
     gpu = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])["plan"]
     assert gpu["held_out_problems"] == 75 and gpu["k"] == 4 and not gpu["lora"]
+    assert gpu["attempt_calls"] is None and gpu["attempt_timeout_s"] is None  # the validator's own
     assert gpu["stages"] == ["sft", "dpo"]
     with pytest.raises(SystemExit):
         main(["--model", "/m", "--stages", "grpo", "--dry-run"])
