@@ -170,7 +170,7 @@ def run(options: argparse.Namespace, planned: dict[str, Any], out: Path) -> dict
     figures: dict[str, Any] = {"plan": planned, "matmul_gflops_1_thread": matmul_gflops(),
                                "cpu_count": os.cpu_count(), "day_model": phases.DAY_MODEL}
     settings = ArenaSettings(workers=planned["workers"])
-    # --attempt-calls budgets the evaluated model's attempts, never the day's agents
+    # --attempt-calls and --attempt-timeout-s bound the evaluated model's attempts, never the day's agents
     limits = {"inference_attempt_calls": planned["attempt_calls"],
               "sandbox_timeout_s": planned["attempt_timeout_s"]}
     held_out_settings = settings.with_changes(**{k: v for k, v in limits.items() if v is not None})

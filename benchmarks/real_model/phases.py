@@ -260,15 +260,17 @@ def stage_config(name: str, model: Path, planned: Mapping[str, Any], catalog: Pa
     common = {"model": str(model), "max_length": planned["max_length"], "lora": lora,
               "trainer": _trainer(planned, planned["sft_steps"])}
     cut = {"max_tool_chars": planned["max_tool_chars"]} if planned["max_tool_chars"] else {}
+    config: Any
     if name == "sft":
-        return SFTStageConfig(data=DataFilter(labels=frozenset({"agentic"}), require_success=True, **cut),
-                              **common)
-    shipped = CONFIGS / f"{name}{'_tiny' if planned['device'] == 'cpu' else ''}.yaml"
-    config: Any = load_stage_config(shipped)
-    trainer = {**config.trainer, **common.pop("trainer")}
-    if name == "kto":  # KTO's KL term compares completions within a batch: TRL refuses a batch of one
-        trainer["per_device_train_batch_size"] = max(2, config.trainer.get("per_device_train_batch_size", 2))
-    config = config.model_copy(update={**common, "trainer": trainer})
+        agentic_successes = DataFilter(labels=frozenset({"agentic"}), require_success=True)
+        config = SFTStageConfig(data=agentic_successes, **common)
+    else:
+        config = load_stage_config(CONFIGS / f"{name}{'_tiny' if planned['device'] == 'cpu' else ''}.yaml")
+        trainer = {**config.trainer, **common.pop("trainer")}
+        if name == "kto":  # KTO's KL term compares completions within a batch: TRL refuses a batch of one
+            batch = config.trainer.get("per_device_train_batch_size", 2)
+            trainer["per_device_train_batch_size"] = max(2, batch)
+        config = config.model_copy(update={**common, "trainer": trainer})
     data = getattr(config, "data", None)  # rejection samples its own conversations: nothing to cut
     if cut and data is not None and "max_tool_chars" in type(data).model_fields:
         config = config.model_copy(update={"data": data.model_copy(update=cut)})
