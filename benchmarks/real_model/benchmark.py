@@ -2,10 +2,10 @@
 
     python -m benchmarks.real_model --model DIR [--convert] [--out DIR] [--device cpu|cuda]
         [--day-problems 20] [--day-agents react,tool_calling] [--held-out-per-category 6]
-        [--held-out-seed SEED] [-k 1] [--stages sft[,rejection,kto,dpo]] [--sft-steps 50] [--max-length 3072]
-        [--max-tool-chars 1500] [--lora | --full] [--learning-rate 1e-3] [--max-tokens 192] [--workers 4]
+        [--held-out-seed SEED] [-k 1] [--stages sft[,rejection,kto,dpo]] [--sft-steps 40] [--max-length 4608]
+        [--max-tool-chars 1500] [--lora | --full] [--learning-rate 1e-3] [--max-tokens 512] [--workers 4]
         [--attempt-calls 6] [--attempt-timeout-s 3600]
-        [--temperature 1.0] [--world-dir DIR --world-products 3000] [--bootstrap 10000] [--seed 0]
+        [--temperature 0] [--world-dir DIR --world-products 3000] [--bootstrap 10000] [--seed 0]
         [--dry-run]
 
 The run, through the production path at every step (:mod:`benchmarks.real_model.phases` holds the phases):
@@ -67,20 +67,24 @@ from typing import Any
 import orjson
 
 STAGES = ("sft", "rejection", "kto", "dpo")
-CPU_DEFAULTS: dict[str, Any] = {"day_problems": 20, "held_out_per_category": 6, "k": 1, "sft_steps": 50,
-                                "learning_rate": 1e-3, "max_length": 3072, "max_tool_chars": 1500,
-                                "max_tokens": 192, "attempt_calls": 6, "attempt_timeout_s": 3600.0,
-                                "workers": 4}
-"""The CPU study's sizes, which finish in about an hour on an idle 2-core machine (docs/training.md): 18
-held-out problems of up to 6 completions of 192 tokens; training examples of up to 3,072 tokens, which
-the day's conversations fit with their tool results cut to 1,500 characters; and an hour per attempt,
-since a completion served on 2 cores takes half a minute where the validator allows 300 s an attempt."""
+CPU_DEFAULTS: dict[str, Any] = {"day_problems": 20, "held_out_per_category": 6, "k": 1, "temperature": 0.0,
+                                "sft_steps": 40, "learning_rate": 1e-3, "max_length": 4608,
+                                "max_tool_chars": 1500, "max_tokens": 512, "attempt_calls": 6,
+                                "attempt_timeout_s": 3600.0, "workers": 4}
+"""The CPU study's sizes, which finish in about 80 minutes on an idle 2-core machine (docs/training.md): 18
+held-out problems, one greedy sample each (temperature 0, the tool-calling agent's own), of up to 6
+completions of 512 tokens (the day's assistant turns, rendered by Gemma's tokenizer, are 228 tokens at the
+median and 544 at the 95th percentile: a shorter cap cuts the call off the end of a turn it learnt); 40
+training steps of one example of up to 4,608 tokens, which holds 40 of the day's 59 conversations whole
+(their recommending turn too) with their tool results cut to 1,500 characters; and an hour per attempt,
+since a completion served on 2 cores takes up to a minute where the validator allows 300 s an attempt."""
 CUDA_DEFAULTS: dict[str, Any] = {"day_problems": 500, "held_out_per_category": 25, "k": 8, "sft_steps": 1000,
                                  "learning_rate": 2e-4, "max_length": 4096, "max_tool_chars": None,
                                  "max_tokens": 4096, "attempt_calls": None, "attempt_timeout_s": None,
-                                 "workers": 16}
-"""A whole day, 75 held-out problems and pass@8 on a GPU host; ``None``: the worker's and the validator's
-own setting (tool results cut at ``MAX_TOOL_CHARS``, the validator's call budget and time limit)."""
+                                 "workers": 16, "temperature": 1.0}
+"""A whole day, 75 held-out problems and pass@8 (8 samples at temperature 1) on a GPU host; ``None``: the
+worker's and the validator's own setting (tool results cut at ``MAX_TOOL_CHARS``, the validator's call
+budget and time limit)."""
 
 
 def paired_lift(base: Sequence[float], trained: Sequence[float], *, resamples: int = 10_000, seed: int = 0,
@@ -120,12 +124,13 @@ def parser() -> argparse.ArgumentParser:
     mode = args.add_mutually_exclusive_group()
     mode.add_argument("--lora", dest="lora", action="store_true", default=True, help="LoRA (default)")
     mode.add_argument("--full", dest="lora", action="store_false", help="Full fine-tuning")
-    args.add_argument("--learning-rate", type=float, default=None, help="cpu 1e-3 (50 LoRA steps), cuda 2e-4")
+    args.add_argument("--learning-rate", type=float, default=None, help="cpu 1e-3 (40 LoRA steps), cuda 2e-4")
     args.add_argument("--max-tokens", type=int, default=None, help="Cap per completion at evaluation")
     args.add_argument("--workers", type=int, default=None, help="Held-out problems run at once")
     args.add_argument("--bootstrap", type=int, default=10_000, help="Bootstrap resamples")
     args.add_argument("--seed", type=int, default=0)
-    args.add_argument("--temperature", type=float, default=1.0, help="Sampling temperature at evaluation")
+    args.add_argument("--temperature", type=float, default=None, help=(
+        "Sampling temperature at evaluation (cpu 0: one greedy sample; cuda 1.0 for pass@k)"))
     args.add_argument("--attempt-calls", type=int, default=None, help=(
         "Model calls per held-out attempt before the proxy refuses (cuda: ARENA_INFERENCE_ATTEMPT_CALLS)"))
     args.add_argument("--attempt-timeout-s", type=float, default=None, help=(
@@ -185,7 +190,7 @@ def run(options: argparse.Namespace, planned: dict[str, Any], out: Path) -> dict
     _say(f"held out: {figures['held_out']}")
     evaluation = phases.Evaluation(problems=problems, catalog=world.catalog_dir, settings=held_out_settings,
                                    out=out, dump=day.dump, k=planned["k"], max_tokens=planned["max_tokens"],
-                                   workers=planned["workers"], temperature=options.temperature,
+                                   workers=planned["workers"], temperature=planned["temperature"],
                                    device=options.device, resamples=options.bootstrap, seed=options.seed)
     stages = {"base": evaluation.stage(options.model, "base")}
     _say(f"base: {stages['base']}")

@@ -26,12 +26,15 @@ def test_the_plan_takes_the_device_defaults_and_the_flags(capsys: pytest.Capture
     cpu = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])["plan"]
     assert cpu["held_out_problems"] == 3 * CPU_DEFAULTS["held_out_per_category"] and cpu["k"] == 1
     assert cpu["stages"] == ["sft"] and cpu["lora"]
+    assert cpu["temperature"] == 0.0  # one sample a problem: the greedy one, as the agent asks for
     assert {name: cpu[name] for name in CPU_DEFAULTS} == CPU_DEFAULTS
     main(["--model", "/m", "--device", "cuda", "-k", "4", "--full", "--stages", "sft,dpo", "--dry-run"])
     gpu = orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])["plan"]
     assert gpu["held_out_problems"] == 75 and gpu["k"] == 4 and not gpu["lora"]
     assert gpu["attempt_calls"] is None and gpu["attempt_timeout_s"] is None  # the validator's own
-    assert gpu["stages"] == ["sft", "dpo"]
+    assert gpu["stages"] == ["sft", "dpo"] and gpu["temperature"] == 1.0  # k samples must differ
+    main(["--model", "/m", "--temperature", "0.7", "--dry-run"])
+    assert orjson.loads(capsys.readouterr().out.strip().splitlines()[-1])["plan"]["temperature"] == 0.7
     with pytest.raises(SystemExit):
         main(["--model", "/m", "--stages", "grpo", "--dry-run"])
     with pytest.raises(SystemExit) as stopped:
