@@ -71,7 +71,7 @@ CPU_DEFAULTS: dict[str, Any] = {"day_problems": 20, "held_out_per_category": 6, 
                                 "sft_steps": 40, "learning_rate": 1e-3, "max_length": 4608,
                                 "max_tool_chars": 1500, "max_tokens": 512, "attempt_calls": 6,
                                 "attempt_timeout_s": 3600.0, "workers": 4}
-"""The CPU study's sizes, which finish in about 80 minutes on an idle 2-core machine (docs/training.md): 18
+"""The CPU study's sizes, which finish in about 72 minutes on an idle 2-core machine (docs/training.md): 18
 held-out problems, one greedy sample each (temperature 0, the tool-calling agent's own), of up to 6
 completions of 512 tokens (the day's assistant turns, rendered by Gemma's tokenizer, are 228 tokens at the
 median and 544 at the 95th percentile: a shorter cap cuts the call off the end of a turn it learnt); 40
