@@ -66,6 +66,8 @@ from typing import Any
 
 import orjson
 
+from trajectories.training.serving.defaults import MAX_TOKENS, TEMPERATURE
+
 STAGES = ("sft", "rejection", "kto", "dpo")
 CPU_DEFAULTS: dict[str, Any] = {"day_problems": 20, "held_out_per_category": 6, "k": 1, "temperature": 0.0,
                                 "sft_steps": 40, "learning_rate": 1e-3, "max_length": 4608,
@@ -80,11 +82,11 @@ training steps of one example of up to 4,608 tokens, which holds 40 of the day's
 since a completion served on 2 cores takes up to a minute where the validator allows 300 s an attempt."""
 CUDA_DEFAULTS: dict[str, Any] = {"day_problems": 500, "held_out_per_category": 25, "k": 8, "sft_steps": 1000,
                                  "learning_rate": 2e-4, "max_length": 4096, "max_tool_chars": None,
-                                 "max_tokens": 4096, "attempt_calls": None, "attempt_timeout_s": None,
-                                 "workers": 16, "temperature": 1.0}
-"""A whole day, 75 held-out problems and pass@8 (8 samples at temperature 1) on a GPU host; ``None``: the
-worker's and the validator's own setting (tool results cut at ``MAX_TOOL_CHARS``, the validator's call
-budget and time limit)."""
+                                 "max_tokens": MAX_TOKENS, "attempt_calls": None, "attempt_timeout_s": None,
+                                 "workers": 16, "temperature": TEMPERATURE}
+"""A whole day, 75 held-out problems and pass@8 (8 samples at the worker's temperature) on a GPU host,
+completions capped as the worker caps them; ``None``: the worker's and the validator's own setting (tool
+results cut at ``MAX_TOOL_CHARS``, the validator's call budget and time limit)."""
 
 
 def paired_lift(base: Sequence[float], trained: Sequence[float], *, resamples: int = 10_000, seed: int = 0,
@@ -124,13 +126,16 @@ def parser() -> argparse.ArgumentParser:
     mode = args.add_mutually_exclusive_group()
     mode.add_argument("--lora", dest="lora", action="store_true", default=True, help="LoRA (default)")
     mode.add_argument("--full", dest="lora", action="store_false", help="Full fine-tuning")
-    args.add_argument("--learning-rate", type=float, default=None, help="cpu 1e-3 (40 LoRA steps), cuda 2e-4")
+    args.add_argument("--learning-rate", type=float, default=None, help=(
+        f"cpu {CPU_DEFAULTS['learning_rate']:g} ({CPU_DEFAULTS['sft_steps']} LoRA steps), "
+        f"cuda {CUDA_DEFAULTS['learning_rate']:g}"))
     args.add_argument("--max-tokens", type=int, default=None, help="Cap per completion at evaluation")
     args.add_argument("--workers", type=int, default=None, help="Held-out problems run at once")
     args.add_argument("--bootstrap", type=int, default=10_000, help="Bootstrap resamples")
     args.add_argument("--seed", type=int, default=0)
     args.add_argument("--temperature", type=float, default=None, help=(
-        "Sampling temperature at evaluation (cpu 0: one greedy sample; cuda 1.0 for pass@k)"))
+        f"Sampling temperature at evaluation (cpu {CPU_DEFAULTS['temperature']:g}: one greedy sample; "
+        f"cuda {CUDA_DEFAULTS['temperature']:g} for pass@k)"))
     args.add_argument("--attempt-calls", type=int, default=None, help=(
         "Model calls per held-out attempt before the proxy refuses (cuda: ARENA_INFERENCE_ATTEMPT_CALLS)"))
     args.add_argument("--attempt-timeout-s", type=float, default=None, help=(
