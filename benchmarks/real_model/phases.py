@@ -241,9 +241,10 @@ class Evaluation:
 
 
 def _trainer(planned: Mapping[str, Any], steps: int) -> dict[str, Any]:
+    # bf16 as the shipped configs ask: on CPU it applies only where the CPU computes it natively
     return {"max_steps": steps, "per_device_train_batch_size": 1, "learning_rate": planned["learning_rate"],
-            "logging_steps": 1, "save_steps": steps, "save_total_limit": 1, "seed": planned["seed"],
-            "dataloader_num_workers": 0}
+            "bf16": True, "logging_steps": 1, "save_steps": steps, "save_total_limit": 1,
+            "seed": planned["seed"], "dataloader_num_workers": 0}
 
 
 def stage_config(name: str, model: Path, planned: Mapping[str, Any], catalog: Path) -> Any:

@@ -76,14 +76,16 @@ def _cross_product(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return {(problem, win, loss) for problem in wins for win in wins[problem] for loss in losses[problem]}
 
 
-def test_the_shipped_configs_load_and_rollout_paths_are_relative_to_the_file(tmp_path: Path) -> None:
+def test_the_shipped_configs_load_and_rollout_paths_are_relative_to_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stage, "cpu_has_bf16", lambda: False)
     production = DPOStageConfig.load(CONFIGS / "dpo.yaml")
     assert production.model == "runs/teacher-1/final" and production.lora.enabled
     assert production.data.chosen_labels == production.data.rejected_labels == {"agentic"}
     arguments = trainer_arguments(production, tmp_path)
     assert arguments.beta == 0.1 and arguments.loss_type == ["sigmoid"] and arguments.max_length == 8192
     assert arguments.gradient_accumulation_steps == 16 and not arguments.remove_unused_columns
-    assert not arguments.bf16  # no GPU here: the CPU overrides apply
+    assert not arguments.bf16  # no GPU here, and a CPU without native bf16: the CPU overrides apply
     assert DPOStageConfig.load(CONFIGS / "dpo_tiny.yaml").model == "tiny"
     written = tmp_path / "conf" / "dpo.yaml"
     written.parent.mkdir()

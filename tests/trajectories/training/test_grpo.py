@@ -33,6 +33,7 @@ from trajectories.training.data.conversations import Conversation
 from trajectories.training.data.problems import dump_problems
 from trajectories.training.data.tokens import IGNORE_INDEX, tokenize_conversation
 from trajectories.training.data.tools import SYSTEM_PROMPT
+from trajectories.training.stages import stage
 from trajectories.training.stages.environment import ShoppingContext, ShoppingEnvironment
 from trajectories.training.stages.grpo import (
     ShoppingGRPOTrainer,
@@ -148,14 +149,16 @@ def _config(**changes: Any) -> GRPOStageConfig:
     return config.model_copy(update={**changes, "trainer": trainer})
 
 
-def test_the_shipped_configs_load_and_enforce_dr_grpo(tmp_path: Path) -> None:
+def test_the_shipped_configs_load_and_enforce_dr_grpo(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stage, "cpu_has_bf16", lambda: False)
     production = GRPOStageConfig.load(CONFIGS / "grpo.yaml")
     arguments = trainer_arguments(production, tmp_path)
     assert arguments.loss_type == "dr_grpo" and arguments.scale_rewards == "none"
     assert arguments.reward_weights == [production.rewards.outcome, production.rewards.teacher,
                                         production.rewards.hallucination]
     assert arguments.num_generations == 8 and arguments.max_tool_calling_iterations == 12
-    assert not arguments.use_vllm and not arguments.bf16  # no GPU here: the CPU overrides apply
+    assert not arguments.use_vllm and not arguments.bf16  # no GPU, no native bf16: the CPU overrides apply
     assert arguments.vllm_max_model_length == production.max_length
     tiny = GRPOStageConfig.load(CONFIGS / "grpo_tiny.yaml")
     assert tiny.model == "tiny" and trainer_arguments(tiny, tmp_path).num_generations == 2

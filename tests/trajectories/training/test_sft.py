@@ -6,11 +6,20 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
+import trl.trainer.utils
 from peft import AutoPeftModelForCausalLM
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl.trainer.utils import add_fused_lm_head
 
-from trajectories.training.stages.sft import SFTStageConfig, run_sft, trainer_arguments
+from trajectories.training.stages import stage
+from trajectories.training.stages.sft import (
+    SFTStageConfig,
+    labelled_positions_only_on_cpu,
+    run_sft,
+    trainer_arguments,
+)
 
 TINY_CONFIG = Path(__file__).parents[3] / "trajectories" / "training" / "configs" / "sft_tiny.yaml"
 
@@ -25,14 +34,53 @@ def _losses_and_norms(history: list[dict[str, Any]]) -> tuple[list[float], list[
     return [entry["loss"] for entry in steps], [entry["grad_norm"] for entry in steps]
 
 
-def test_the_shipped_configs_load_and_their_trainer_arguments_are_valid(tmp_path: Path) -> None:
+def test_the_shipped_configs_load_and_their_trainer_arguments_are_valid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stage, "cpu_has_bf16", lambda: False)
     production = SFTStageConfig.load(TINY_CONFIG.with_name("sft.yaml"))
     assert production.model == "Qwen/Qwen3-4B" and production.lora.enabled
     assert production.data.labels == {"agentic"} and production.data.require_success
     arguments = trainer_arguments(production, tmp_path)
     assert arguments.gradient_accumulation_steps == 16 and arguments.max_length == 8192
-    assert not arguments.bf16  # no GPU here: the CPU overrides apply
+    assert not arguments.bf16  # no GPU here, and a CPU without native bf16: the CPU overrides apply
     assert SFTStageConfig.load(TINY_CONFIG).model == "tiny"
+
+
+def test_bf16_trains_on_a_cpu_only_where_it_computes_bf16_and_the_config_asks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    production = SFTStageConfig.load(TINY_CONFIG.with_name("sft.yaml"))
+    assert production.trainer["bf16"]
+    tiny = SFTStageConfig.load(TINY_CONFIG)
+    monkeypatch.setattr(stage, "cpu_has_bf16", lambda: True)
+    assert trainer_arguments(production, tmp_path).bf16 and not trainer_arguments(tiny, tmp_path).bf16
+    monkeypatch.setattr(stage, "cpu_has_bf16", lambda: False)
+    assert not trainer_arguments(production, tmp_path).bf16
+
+
+def test_the_lm_head_projects_only_the_labelled_positions_on_cpu_and_the_loss_is_unchanged(
+        tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    add_fused_lm_head(model)
+    ids = torch.randint(0, model.config.vocab_size, (1, 48), generator=torch.Generator().manual_seed(0))
+    labels = ids.clone()
+    labels[:, :36] = -100  # the prompt: only the last 12 tokens (an assistant turn) carry labels
+    rows: list[int] = []
+    real = trl.trainer.utils._ChunkedLogProbFunction
+
+    class Recorded:
+        @staticmethod
+        def apply(hidden: torch.Tensor, *rest: Any) -> Any:
+            rows.append(hidden.shape[0])
+            return real.apply(hidden, *rest)
+
+    monkeypatch.setattr(trl.trainer.utils, "_ChunkedLogProbFunction", Recorded)
+    with torch.no_grad():
+        every = model(input_ids=ids, labels=labels, fused_lm_head=True).loss
+        with labelled_positions_only_on_cpu():
+            labelled = model(input_ids=ids, labels=labels, fused_lm_head=True).loss
+        after = model(input_ids=ids, labels=labels, fused_lm_head=True).loss
+    assert rows == [47, 12, 47]  # next-token positions: all of them, the 12 labelled ones, all again after
+    assert torch.allclose(every, labelled, atol=1e-5) and torch.equal(every, after)
 
 
 def test_lora_sft_trains_checkpoints_and_reloads(tiny_dump: Path, tiny_model_dir: Path,

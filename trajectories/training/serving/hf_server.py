@@ -43,6 +43,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trajectories.training.serving.checkpoints import ADAPTER_CONFIG, load_causal_lm
 from trajectories.training.serving.defaults import MAX_TOKENS
+from trajectories.training.serving.devices import cpu_has_bf16
 
 log = structlog.get_logger(__name__)
 
@@ -85,15 +86,6 @@ class ChatRequest(BaseModel):
     seed: int | None = None
     stream: bool = False
     n: int = Field(default=1, ge=1, le=1)
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX), read from ``/proc/cpuinfo``."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def serving_dtype(model: PreTrainedModel) -> torch.dtype:

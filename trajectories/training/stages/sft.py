@@ -8,11 +8,14 @@ conversations another way (rejection sampling, teacher trajectories).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import structlog
+import torch
+import trl.trainer.utils
 from pydantic import Field
 from trl.trainer.sft_config import SFTConfig
 from trl.trainer.sft_trainer import SFTTrainer
@@ -40,6 +43,28 @@ def trainer_arguments(config: StageConfig, out: Path) -> SFTConfig:
     return SFTConfig(**stage.trainer_arguments(config, out, max_length=config.max_length, packing=False))
 
 
+@contextlib.contextmanager
+def labelled_positions_only_on_cpu() -> Iterator[None]:
+    """TRL's fused LM head projects only the positions with a label on Triton devices and every position
+    elsewhere (a varying count would recompile Neuron's graphs). On a CPU, eager, the subset is exact and
+    cheaper: with Gemma 3's 262,144-token vocabulary the head over a whole conversation costs more than
+    the model under it, and only the assistant turns have labels. So, while training on a CPU, TRL's
+    device check says yes there (the kernel still picks its own CPU code)."""
+    check = getattr(trl.trainer.utils, "_use_triton", None)
+    if check is None:  # another TRL: leave it as it is
+        yield
+        return
+
+    def compact(device: torch.device) -> bool:
+        return device.type == "cpu" or bool(check(device))
+
+    setattr(trl.trainer.utils, "_use_triton", compact)  # noqa: B010 (a private name mypy does not export)
+    try:
+        yield
+    finally:
+        setattr(trl.trainer.utils, "_use_triton", check)  # noqa: B010
+
+
 def train_sft(config: StageConfig, conversations: Sequence[Conversation], out: Path, *, resume: bool = True,
               extra: Mapping[str, Any] | None = None) -> StageResult:
     """SFT on ``conversations`` (assistant tokens only); checkpoints and ``final`` go under ``out``."""
@@ -50,7 +75,8 @@ def train_sft(config: StageConfig, conversations: Sequence[Conversation], out: P
                          processing_class=tokenizer, peft_config=stage.peft_config(config.lora))
     log.info("training.sft_started", stage=config.stage, examples=len(dataset), model=config.model,
              lora=config.lora.enabled, resume_from=checkpoint)
-    output = trainer.train(resume_from_checkpoint=checkpoint)
+    with labelled_positions_only_on_cpu():
+        output = trainer.train(resume_from_checkpoint=checkpoint)
     stage.require_finite(trainer.state.log_history, config.stage)
     final = stage.save_final(trainer, tokenizer, out)
     log.info("training.sft_finished", stage=config.stage, step=output.global_step,
