@@ -1,4 +1,4 @@
-"""What the machine's CPU can do, read once where training and serving both ask."""
+"""What the machine's CPU can do, asked by training (its CPU overrides) and serving (its dtype)."""
 
 from __future__ import annotations
 

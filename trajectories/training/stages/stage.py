@@ -199,8 +199,7 @@ def trainer_arguments(config: StageConfig, out: Path, **fixed: Any) -> dict[str,
                                  "output_dir": str(out), **fixed}
     if not torch.cuda.is_available():
         # GPU recipes ask for activation checkpointing and vLLM, which on CPU fail or only slow down; bf16
-        # (autocast, fp32 master weights) only where the CPU computes it natively, where it trains Gemma 3
-        # 270M's LoRA about twice as fast as float32 (docs/training.md)
+        # (autocast, fp32 master weights) only where the CPU computes it natively: elsewhere it slows down
         arguments.update(bf16=bool(arguments.get("bf16")) and cpu_has_bf16(), use_cpu=True,
                          activation_checkpointing=False)
         if "use_vllm" in arguments:
